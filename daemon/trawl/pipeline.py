@@ -1,0 +1,296 @@
+"""The pipeline, top to bottom: route → fetch → extract → chunk → retrieve → sanitise → respond.
+
+:class:`Engine` holds what lives longer than one request (settings, router,
+caches, the loaded embedding model). ``fetch_relevant`` / ``afetch_relevant``
+use one shared default engine.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from concurrent.futures import Executor
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from . import chunk as chunk_stage
+from . import extract as extract_stage
+from . import sanitise as sanitise_stage
+from . import walls
+from .cache import PageCache
+from .retrieve import Retriever
+from .settings import Settings
+from .sources.base import FetchRequest, Source
+from .sources.router import Router, default_sources
+from .text import approx_tokens
+from .types import Chunk, Coverage, Document, ErrorCode, FetchResult, Page, TrawlError
+
+T = TypeVar("T")
+StatusFn = Callable[[str], None]
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """A page after stages 2-4, kept in memory so another question on it is fast."""
+
+    page: Page
+    doc: Document
+    chunks: tuple[Chunk, ...]
+    key: str
+    source_reason: str
+
+
+class Engine:
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        sources: Sequence[Source] | None = None,
+        executor: Executor | None = None,
+        on_status: StatusFn | None = None,
+    ) -> None:
+        self.settings = settings or Settings.from_env()
+        self.router = Router(list(sources) if sources is not None else default_sources(self.settings))
+        self.page_cache = PageCache(self.settings)
+        self.retriever = Retriever(self.settings, on_status=on_status)
+        self._executor = executor
+        self._prepared: OrderedDict[str, Prepared] = OrderedDict()
+        self._by_target: dict[str, str] = {}
+        self.on_status = on_status
+
+    # ------------------------------------------------------------------ API
+    async def fetch(
+        self,
+        target: str,
+        query: str = "",
+        *,
+        k: int | None = None,
+        max_age_s: float | None = None,
+        source: str | None = None,
+    ) -> FetchResult:
+        req = FetchRequest(target=target.strip(), query=query.strip(), k=k, max_age_s=max_age_s, source=source)
+        timings: dict[str, float] = {}
+        try:
+            prep, cached = await self._prepare(req, timings)
+            return await self._answer(req, prep, cached, timings)
+        except TrawlError as err:
+            return FetchResult.failure(req.target, err, query=req.query, timings_ms=timings)
+
+    async def read_more(self, page_key: str, chunk_id: str, before: int = 1, after: int = 1) -> FetchResult:
+        """The chunks around ``chunk_id`` of a page fetched earlier, in document order."""
+        prep = self._prepared.get(page_key)
+        if prep is None:
+            return FetchResult.failure(
+                page_key,
+                TrawlError(ErrorCode.INVALID_REQUEST, f"unknown page {page_key!r}",
+                           "Fetch the page again; its key is in the fetch result."),
+            )
+        pos = next((i for i, c in enumerate(prep.chunks) if c.id == chunk_id), None)
+        if pos is None:
+            return FetchResult.failure(
+                prep.page.url, TrawlError(ErrorCode.INVALID_REQUEST, f"no chunk {chunk_id!r} on this page")
+            )
+        lo, hi = max(0, pos - max(0, before)), min(len(prep.chunks), pos + max(0, after) + 1)
+        chunks = sanitise_stage.flag(list(prep.chunks[lo:hi]), prep.doc.hidden_text)
+        return self._result(FetchRequest(prep.page.url), prep, chunks, "whole-page", (), {}, ())
+
+    # ------------------------------------------------------------- stages
+    async def _prepare(self, req: FetchRequest, timings: dict[str, float]) -> tuple[Prepared, tuple[str, ...]]:
+        # 1. route
+        t = time.perf_counter()
+        plan = self.router.plan(req)
+        timings["route"] = _ms(t)
+
+        # In-memory prepared page (same target, fresh enough): skip stages 2-4.
+        key = self._by_target.get(req.target)
+        if key and key in self._prepared and req.source is None:
+            prep = self._prepared[key]
+            if req.max_age_s is None or time.time() - prep.page.fetched_at <= req.max_age_s:
+                if time.time() - prep.page.fetched_at <= self.settings.page_ttl_s or req.max_age_s:
+                    self._prepared.move_to_end(key)
+                    return prep, ("page",)
+
+        last_err: TrawlError | None = None
+        for i, (source, reason) in enumerate(plan):
+            more = i + 1 < len(plan)
+            try:
+                # 2. fetch (page cache first)
+                t = time.perf_counter()
+                cached: tuple[str, ...] = ()
+                page = None if req.max_age_s == 0 else self.page_cache.get(req.target, source.name, req.max_age_s)
+                if page is not None:
+                    cached = ("page",)
+                else:
+                    self._status(f"fetching {req.target} via {source.name}")
+                    page = await source.fetch(req, self.settings)
+                timings["fetch"] = _ms(t)
+
+                # 3. extract (CPU-bound: off the event loop)
+                t = time.perf_counter()
+                doc = await self._run(extract_stage.extract, page, self.settings)
+                doc = sanitise_stage.clean_document(doc)
+                timings["extract"] = _ms(t)
+                wall = walls.detect(page, doc)
+                if wall is not None:
+                    raise wall
+                if not cached:
+                    self.page_cache.put(req.target, page)
+
+                # 4. chunk
+                t = time.perf_counter()
+                chunks = await self._run(chunk_stage.chunk_document, doc, self.settings)
+                timings["chunk"] = _ms(t)
+                if not chunks:
+                    raise TrawlError(ErrorCode.EMPTY_CONTENT, "the page has no readable text")
+                prep = Prepared(page, doc, tuple(chunks), _page_key(page, doc), reason)
+                self._remember(req.target, prep)
+                return prep, cached
+            except TrawlError as err:
+                last_err = err
+                if not (more and err.code in _FALLBACK_CODES):
+                    raise
+                self._status(f"{source.name}: {err.code}; trying {plan[i + 1][0].name}")
+        assert last_err is not None
+        raise last_err
+
+    async def _answer(
+        self, req: FetchRequest, prep: Prepared, cached: tuple[str, ...], timings: dict[str, float]
+    ) -> FetchResult:
+        if not req.query:
+            size = sum(len(c.text) for c in prep.chunks)
+            if size > self.settings.whole_page_chars:
+                raise TrawlError(
+                    ErrorCode.QUERY_REQUIRED,
+                    f"the page has {len(prep.chunks)} chunks (~{approx_tokens(prep.doc.markdown)} tokens); "
+                    "ask a question to get the parts that matter",
+                    "Call again with a query describing what you need from the page.",
+                )
+            chunks = sanitise_stage.flag(list(prep.chunks), prep.doc.hidden_text)
+            return self._result(req, prep, chunks, "whole-page", (), timings, cached)
+
+        # 5. retrieve
+        t = time.perf_counter()
+        ranking = await self._run(self.retriever.rank, req.query, list(prep.chunks), prep.doc.lang, req.k, prep.key)
+        timings["retrieve"] = _ms(t)
+
+        # 6. sanitise
+        t = time.perf_counter()
+        chunks = sanitise_stage.flag(ranking.chunks, prep.doc.hidden_text)
+        timings["sanitise"] = _ms(t)
+        if ranking.cached_embeddings:
+            cached = (*cached, "embeddings")
+        return self._result(req, prep, chunks, ranking.mode, ranking.warnings, timings, cached)
+
+    # 7. respond
+    def _result(
+        self,
+        req: FetchRequest,
+        prep: Prepared,
+        chunks: list[Chunk],
+        mode: Any,
+        warnings: Sequence[str],
+        timings: dict[str, float],
+        cached: tuple[str, ...],
+    ) -> FetchResult:
+        total_tokens = sum(approx_tokens(c.text) for c in prep.chunks)
+        coverage = Coverage(
+            chunks_returned=len(chunks),
+            chunks_total=len(prep.chunks),
+            tokens_returned=sum(approx_tokens(c.text) for c in chunks),
+            tokens_total=total_tokens,
+        )
+        return FetchResult(
+            url=req.target or prep.page.url,
+            final_url=prep.page.final_url,
+            title=prep.doc.title or prep.page.title,
+            source=prep.page.source,
+            source_reason=prep.source_reason,
+            extractor=prep.doc.extractor,
+            mode=mode,
+            lang=prep.doc.lang,
+            query=req.query,
+            chunks=tuple(chunks),
+            coverage=coverage,
+            timings_ms=timings,
+            cached=cached,
+            warnings=(*prep.page.warnings, *prep.doc.warnings, *warnings),
+            page_key=prep.key,
+        )
+
+    # -------------------------------------------------------------- helpers
+    async def _run(self, fn: Callable[..., T], *args: Any) -> T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, fn, *args)
+
+    def _remember(self, target: str, prep: Prepared) -> None:
+        self._prepared[prep.key] = prep
+        self._prepared.move_to_end(prep.key)
+        self._by_target[target] = prep.key
+        while len(self._prepared) > 64:
+            old, _ = self._prepared.popitem(last=False)
+            self._by_target = {t: k for t, k in self._by_target.items() if k != old}
+
+    def _status(self, msg: str) -> None:
+        if self.on_status:
+            self.on_status(msg)
+
+
+_FALLBACK_CODES = frozenset(
+    {
+        ErrorCode.EMPTY_RENDER,
+        ErrorCode.EMPTY_CONTENT,
+        ErrorCode.LOGIN_REQUIRED,
+        ErrorCode.BLOCKED,
+        ErrorCode.EXTENSION_UNAVAILABLE,
+        ErrorCode.BROWSER_UNAVAILABLE,
+        ErrorCode.BLOCKED_BY_POLICY,
+    }
+)
+
+
+def _ms(t0: float) -> float:
+    return (time.perf_counter() - t0) * 1000.0
+
+
+def _page_key(page: Page, doc: Document) -> str:
+    h = hashlib.sha256(page.final_url.encode() + b"\0" + doc.markdown.encode())
+    return h.hexdigest()[:16]
+
+
+_default: Engine | None = None
+
+
+def default_engine() -> Engine:
+    global _default
+    if _default is None:
+        _default = Engine()
+    return _default
+
+
+async def afetch_relevant(
+    target: str,
+    query: str = "",
+    *,
+    k: int | None = None,
+    max_age_s: float | None = None,
+    source: str | None = None,
+    engine: Engine | None = None,
+) -> FetchResult:
+    """Fetch ``target`` (URL or local path) and return the chunks that answer ``query``."""
+    return await (engine or default_engine()).fetch(target, query, k=k, max_age_s=max_age_s, source=source)
+
+
+def fetch_relevant(
+    target: str,
+    query: str = "",
+    *,
+    k: int | None = None,
+    max_age_s: float | None = None,
+    source: str | None = None,
+    engine: Engine | None = None,
+) -> FetchResult:
+    """Blocking twin of :func:`afetch_relevant`."""
+    return asyncio.run(afetch_relevant(target, query, k=k, max_age_s=max_age_s, source=source, engine=engine))

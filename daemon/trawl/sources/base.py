@@ -1,0 +1,36 @@
+"""The one seam every source plugs into.
+
+A source turns a :class:`FetchRequest` into a :class:`~trawl.types.Page` or
+raises :class:`~trawl.types.TrawlError`. The router (``router.py``) decides
+which sources to try, in order, and records why.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from ..settings import Settings
+from ..types import Page
+
+
+@dataclass(frozen=True, slots=True)
+class FetchRequest:
+    target: str  # URL, local path, or "tab:<id>" / "tab:active"
+    query: str = ""
+    k: int | None = None
+    max_age_s: float | None = None  # accept a cached page up to this old; 0 = refetch
+    source: str | None = None  # force one source by name
+
+
+@runtime_checkable
+class Source(Protocol):
+    name: str
+
+    def accepts(self, req: FetchRequest) -> str | None:
+        """Return a short reason when this source can serve ``req``, else None."""
+        ...
+
+    async def fetch(self, req: FetchRequest, settings: Settings) -> Page:
+        """Fetch the page or raise TrawlError with a precise code."""
+        ...

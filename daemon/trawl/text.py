@@ -1,0 +1,23 @@
+"""Small text helpers shared by the chunker, the retriever and the result."""
+
+from __future__ import annotations
+
+import re
+
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+_WORD = re.compile(r"\w+")
+
+
+def cjk_ratio(text: str) -> float:
+    """Share of word characters that are CJK (Han, kana, Hangul)."""
+    if not text:
+        return 0.0
+    cjk = len(_CJK.findall(text))
+    words = sum(len(m) for m in _WORD.findall(text))
+    return cjk / max(words, 1)
+
+
+def approx_tokens(text: str) -> int:
+    """Rough LLM token count: ~4 chars per token for alphabetic text, ~1 per CJK char."""
+    cjk = len(_CJK.findall(text))
+    return cjk + max(0, len(text) - cjk) // 4 + (1 if text else 0)

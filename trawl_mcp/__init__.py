@@ -1,0 +1,1 @@
+"""trawl's MCP front: the stdio bridge and the tools served at /mcp."""
