@@ -22,3 +22,6 @@ class PageCache:
 
     def put(self, target: str, page: Page) -> None:
         self._mem[(target, page.source)] = page
+
+    def stats(self) -> dict[str, int | float]:
+        return {"entries": len(self._mem)}

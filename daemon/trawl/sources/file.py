@@ -11,6 +11,7 @@ from .base import FetchRequest
 
 class FileSource:
     name = "file"
+    priority = 0
 
     def accepts(self, req: FetchRequest) -> str | None:
         return "local path" if "://" not in req.target else None

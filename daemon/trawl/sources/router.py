@@ -8,14 +8,13 @@ from .base import FetchRequest, Source
 
 
 class Router:
-    def __init__(self, sources: list[Source]) -> None:
-        self.sources = sources
+    """Sources are tried in ascending ``priority``: file 0, extension 10, http 20, playwright 30."""
 
-    def add(self, source: Source, *, first: bool = False) -> None:
-        if first:
-            self.sources.insert(0, source)
-        else:
-            self.sources.append(source)
+    def __init__(self, sources: list[Source]) -> None:
+        self.sources = sorted(sources, key=lambda s: s.priority)
+
+    def add(self, source: Source) -> None:
+        self.sources = sorted([*self.sources, source], key=lambda s: s.priority)
 
     def plan(self, req: FetchRequest) -> list[tuple[Source, str]]:
         if req.source:
