@@ -97,6 +97,13 @@ class Engine:
         chunks = sanitise_stage.flag(list(prep.chunks[lo:hi]), prep.doc.hidden_text)
         return self._result(FetchRequest(prep.page.url), prep, chunks, "whole-page", (), {}, ())
 
+    async def aclose(self) -> None:
+        """Release what sources hold (HTTP clients, browsers)."""
+        for source in self.router.sources:
+            close = getattr(source, "aclose", None)
+            if close is not None:
+                await close()
+
     # ------------------------------------------------------------- stages
     async def _prepare(self, req: FetchRequest, timings: dict[str, float]) -> tuple[Prepared, tuple[str, ...]]:
         # 1. route
