@@ -111,14 +111,10 @@ class Engine:
         plan = self.router.plan(req)
         timings["route"] = _ms(t)
 
-        # In-memory prepared page (same target, fresh enough): skip stages 2-4.
-        key = self._by_target.get(req.target)
-        if key and key in self._prepared and req.source is None:
-            prep = self._prepared[key]
-            if req.max_age_s is None or time.time() - prep.page.fetched_at <= req.max_age_s:
-                if time.time() - prep.page.fetched_at <= self.settings.page_ttl_s or req.max_age_s:
-                    self._prepared.move_to_end(key)
-                    return prep, ("page",)
+        # A page prepared earlier (same target, fresh enough) skips stages 2-4.
+        prep = self._recall(req)
+        if prep is not None:
+            return prep, ("page",)
 
         last_err: TrawlError | None = None
         for i, (source, reason) in enumerate(plan):
@@ -127,7 +123,7 @@ class Engine:
                 # 2. fetch (page cache first)
                 t = time.perf_counter()
                 cached: tuple[str, ...] = ()
-                page = None if req.max_age_s == 0 else self.page_cache.get(req.target, source.name, req.max_age_s)
+                page = self.page_cache.get(req.target, source.name, req.max_age_s) if _reusable(req) else None
                 if page is not None:
                     cached = ("page",)
                 else:
@@ -232,6 +228,17 @@ class Engine:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._executor, fn, *args)
 
+    def _recall(self, req: FetchRequest) -> Prepared | None:
+        key = self._by_target.get(req.target)
+        prep = self._prepared.get(key) if key else None
+        if prep is None or req.source is not None or not _reusable(req):
+            return None
+        limit = self.settings.page_ttl_s if req.max_age_s is None else req.max_age_s
+        if time.time() - prep.page.fetched_at > limit:
+            return None
+        self._prepared.move_to_end(prep.key)
+        return prep
+
     def _remember(self, target: str, prep: Prepared) -> None:
         self._prepared[prep.key] = prep
         self._prepared.move_to_end(prep.key)
@@ -256,6 +263,11 @@ _FALLBACK_CODES = frozenset(
         ErrorCode.BLOCKED_BY_POLICY,
     }
 )
+
+
+def _reusable(req: FetchRequest) -> bool:
+    """Tabs are live views (the active tab changes), and max_age 0 asks for a fresh copy."""
+    return req.max_age_s != 0 and not req.target.startswith("tab:")
 
 
 def _ms(t0: float) -> float:

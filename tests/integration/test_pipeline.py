@@ -39,7 +39,7 @@ async def test_no_query_returns_a_small_page_whole_and_in_order(settings: Settin
 
 async def test_no_query_on_a_large_page_asks_for_one(settings: Settings, tmp_path) -> None:
     big = tmp_path / "big.html"
-    paras = "".join(f"<h2>Section {i}</h2><p>{'Plenty of words about topic %d. ' % i * 20}</p>" for i in range(60))
+    paras = "".join(f"<h2>Section {i}</h2><p>{f'Plenty of words about topic {i}. ' * 20}</p>" for i in range(60))
     big.write_text(f"<html><head><title>Big</title></head><body><article>{paras}</article></body></html>")
     result = await Engine(settings).fetch(str(big))
     assert result.error is not None and result.error.code == ErrorCode.QUERY_REQUIRED
