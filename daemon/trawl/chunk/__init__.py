@@ -1,16 +1,27 @@
-"""Stage 4: Document → chunks. PLACEHOLDER, replaced by the chunking work."""
+"""Stage 4: Document → chunks.
+
+Heading-aware chunking of the extractor's markdown: each chunk carries the titles of
+its enclosing headings, tables and fenced code stay whole when they fit (else they
+are split with their header / fence repeated), ``---`` separates records that stay
+one chunk each, and prose is packed to ``settings.chunk_chars`` (``chunk_chars_cjk``
+for CJK text), cut at sentence ends. See :mod:`.assemble` for the rules.
+"""
 
 from __future__ import annotations
 
-import hashlib
-
 from ..settings import Settings
 from ..types import Chunk, Document
+from .assemble import Assembler, make_chunks
+from .blocks import parse_blocks
+
+__all__ = ["chunk_document"]
 
 
 def chunk_document(doc: Document, settings: Settings) -> list[Chunk]:
-    parts = [p.strip() for p in doc.markdown.split("\n\n") if p.strip()]
-    return [
-        Chunk(id=hashlib.sha1(p.encode()).hexdigest()[:10], index=i, heading_path=(), text=p)
-        for i, p in enumerate(parts)
-    ]
+    if not doc.markdown or not doc.markdown.strip():
+        return []
+    blocks = parse_blocks(doc.markdown)
+    target = max(64, settings.chunk_chars)
+    target_cjk = max(32, settings.chunk_chars_cjk)
+    pieces = Assembler(target=target, target_cjk=target_cjk).feed(blocks)
+    return make_chunks(pieces)
