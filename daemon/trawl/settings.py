@@ -77,6 +77,11 @@ class Settings:
     chromium_path: str = ""  # empty: search the usual places
     browser_pages: int = 4
     render_timeout_s: float = 15.0
+    render_quiet_ms: int = 250  # no DOM mutation for this long (and no requests in flight) = settled
+    render_ceiling_s: float = 6.0  # settle-wait ceiling for hosts not seen yet; adapts per host
+    render_network_budget_s: float = 2.0  # requests pending longer than this stop holding the wait
+    render_empty_wait_s: float = 3.0  # a quiet page with almost no text is given this long to fill in
+    browser_user_agent: str = ""  # empty: Chromium's own user agent
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None, **overrides: Any) -> Settings:
