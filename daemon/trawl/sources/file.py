@@ -1,12 +1,26 @@
-"""Local files and file:// URLs. PLACEHOLDER, replaced by the sources work."""
+"""Local files: plain paths and file:// URLs (percent-decoded).
+
+Kind by extension, then by the first bytes; binary files, directories, missing files and
+files over the size caps get typed errors before anything is read in full.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import logging
+import os
 from pathlib import Path
 
 from ..settings import Settings
-from ..types import ErrorCode, Page, TrawlError
+from ..types import ErrorCode, Page, PageKind, TrawlError
 from .base import FetchRequest
+from .body import build_page, cap_for
+from .sniff import BINARY_EXTENSIONS, EXTENSION_KINDS, binary_reason, sniff_kind
+from .urls import classify, file_url_to_path
+
+log = logging.getLogger("trawl.sources.file")
+
+_HEAD_BYTES = 8192
 
 
 class FileSource:
@@ -14,11 +28,86 @@ class FileSource:
     priority = 0
 
     def accepts(self, req: FetchRequest) -> str | None:
-        return "local path" if "://" not in req.target else None
+        kind = classify(req.target).kind
+        if kind == "path" and req.target:
+            return "local path"
+        if kind == "file":
+            return "file:// URL"
+        return None
 
     async def fetch(self, req: FetchRequest, settings: Settings) -> Page:
-        p = Path(req.target)
-        if not p.is_file():
-            raise TrawlError(ErrorCode.NOT_FOUND, f"no such file: {p}")
-        html = p.read_text(errors="replace")
-        return Page(url=str(p), final_url=p.resolve().as_uri(), kind="html", source="file", html=html)
+        # File reads are quick but can be large: keep them off the event loop.
+        return await asyncio.to_thread(self.read, req.target, settings)
+
+    def read(self, target: str, settings: Settings) -> Page:
+        path = self._path(target)
+        try:
+            st = path.stat()
+        except FileNotFoundError:
+            raise TrawlError(ErrorCode.NOT_FOUND, f"no such file: {path}",
+                             _url_hint(target)) from None
+        except PermissionError:
+            raise TrawlError(ErrorCode.INVALID_REQUEST, f"permission denied: {path}") from None
+        except OSError as exc:
+            raise TrawlError(ErrorCode.INVALID_REQUEST, f"cannot read {path}: {exc.strerror or exc}") from None
+        if path.is_dir():
+            raise TrawlError(ErrorCode.INVALID_REQUEST, f"{path} is a directory",
+                             "Pass the path of one file inside it.")
+        if not path.is_file():
+            raise TrawlError(ErrorCode.UNSUPPORTED_CONTENT, f"{path} is not a regular file")
+        ext = path.suffix.lower()
+        if ext in BINARY_EXTENSIONS:
+            raise TrawlError(ErrorCode.UNSUPPORTED_CONTENT, f"{path.name}: {ext} files are not readable text",
+                             "trawl reads HTML, PDF, Markdown, plain text, JSON, XML and RSS/Atom files.")
+        # Largest cap first, so an early refusal never depends on guessing the kind.
+        biggest = max(settings.max_html_bytes, settings.max_pdf_bytes, settings.max_passthrough_bytes)
+        if st.st_size > biggest:
+            raise _too_large(path, st.st_size, biggest)
+
+        try:
+            with path.open("rb") as fh:
+                head = fh.read(_HEAD_BYTES)
+                kind = self._kind(path, head)
+                cap = cap_for(kind, settings)
+                if st.st_size > cap:
+                    raise _too_large(path, st.st_size, cap)
+                data = head + fh.read(cap + 1 - len(head))
+        except OSError as exc:
+            raise TrawlError(ErrorCode.INVALID_REQUEST, f"cannot read {path}: {exc.strerror or exc}") from None
+        if len(data) > cap:  # the file grew while we read it
+            raise _too_large(path, len(data), cap)
+        return build_page(target, path.resolve().as_uri(), kind, data, "", source=self.name)
+
+    @staticmethod
+    def _path(target: str) -> Path:
+        if classify(target).kind == "file":
+            return file_url_to_path(target)
+        return Path(os.path.expanduser(target))
+
+    @staticmethod
+    def _kind(path: Path, head: bytes) -> PageKind:
+        by_ext = EXTENSION_KINDS.get(path.suffix.lower())
+        sniffed = sniff_kind(head)
+        if by_ext == "pdf" or sniffed == "pdf":
+            return "pdf"
+        reason = binary_reason(head)
+        if reason:
+            raise TrawlError(ErrorCode.UNSUPPORTED_CONTENT, f"{path.name} looks like {reason}, not text",
+                             "trawl reads HTML, PDF, Markdown, plain text, JSON, XML and RSS/Atom files.")
+        if by_ext == "xml" and sniffed == "feed":
+            return "feed"
+        if by_ext is not None:
+            return by_ext
+        return sniffed or "text"
+
+
+def _too_large(path: Path, size: int, cap: int) -> TrawlError:
+    return TrawlError(ErrorCode.TOO_LARGE, f"{path.name} is {size:,} bytes; the limit for this kind is {cap:,}",
+                      "Raise the matching TRAWL_MAX_*_BYTES setting if you really need it.")
+
+
+def _url_hint(target: str) -> str | None:
+    first = target.split("/", 1)[0]
+    if "." in first and not target.startswith((".", "/", "~")) and "/" in target:
+        return f"If you meant a web page, pass a full URL: https://{target}"
+    return None

@@ -1,15 +1,20 @@
-"""Stage 1: pick the sources to try for a request, in order, with the reason for each."""
+"""Stage 1: pick the sources to try for a request, in order, with the reason for each.
+
+Sources are tried in ascending ``priority``: file 0, extension 10, http 20, playwright 30.
+A request may force one source by name. Targets no source accepts get a precise error:
+an unsupported scheme (ftp:, javascript:, data:...) is UNSUPPORTED_SCHEME, a malformed
+http(s) URL is INVALID_REQUEST, and a tab with no extension attached is EXTENSION_UNAVAILABLE.
+"""
 
 from __future__ import annotations
 
 from ..settings import Settings
 from ..types import ErrorCode, TrawlError
 from .base import FetchRequest, Source
+from .urls import classify, unsupported_scheme, validate_http_url
 
 
 class Router:
-    """Sources are tried in ascending ``priority``: file 0, extension 10, http 20, playwright 30."""
-
     def __init__(self, sources: list[Source]) -> None:
         self.sources = sorted(sources, key=lambda s: s.priority)
 
@@ -17,6 +22,11 @@ class Router:
         self.sources = sorted([*self.sources, source], key=lambda s: s.priority)
 
     def plan(self, req: FetchRequest) -> list[tuple[Source, str]]:
+        if not req.target:
+            raise TrawlError(ErrorCode.INVALID_REQUEST, "no URL or path given")
+        target = classify(req.target)
+        if target.kind == "http":
+            validate_http_url(req.target)  # a malformed URL fails here, whatever source would take it
         if req.source:
             for s in self.sources:
                 if s.name == req.source:
@@ -24,12 +34,18 @@ class Router:
             names = ", ".join(s.name for s in self.sources)
             raise TrawlError(ErrorCode.INVALID_REQUEST, f"unknown source {req.source!r} (have: {names})")
         plan = [(s, r) for s in self.sources if (r := s.accepts(req))]
-        if not plan:
-            raise TrawlError(ErrorCode.UNSUPPORTED_SCHEME, f"no source can read {req.target!r}")
-        return plan
+        if plan:
+            return plan
+        if target.kind == "tab":
+            raise TrawlError(ErrorCode.EXTENSION_UNAVAILABLE, f"cannot read {req.target!r}: no browser extension is "
+                             "connected", "Install the trawl extension and pair it (see `trawl doctor`).")
+        if target.kind == "other":
+            raise unsupported_scheme(req.target, target.scheme)
+        raise TrawlError(ErrorCode.UNSUPPORTED_SCHEME, f"no source can read {req.target!r}")
 
 
 def default_sources(settings: Settings) -> list[Source]:
     from .file import FileSource
+    from .http import HttpSource
 
-    return [FileSource()]
+    return [FileSource(), HttpSource(settings)]
