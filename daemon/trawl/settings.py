@@ -34,6 +34,7 @@ class Settings:
     max_passthrough_bytes: int = 10_000_000  # JSON / XML / RSS
     user_agent: str = "Mozilla/5.0 (X11; Linux x86_64) trawl/0.1 (+local agent reader)"
     allow_private_hosts: bool = True  # local sites are a normal use of a local tool
+    pdf_max_pages: int = 2000  # longer PDFs: the first pages are read, with a warning
 
     # --- extraction -----------------------------------------------------
     extract_max_html_chars: int = 6_000_000  # larger HTML is trimmed before extractors run
