@@ -4,20 +4,27 @@ from __future__ import annotations
 
 import re
 
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
-_WORD = re.compile(r"\w+")
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
+_NON_WORD = re.compile(r"\W+")
+
+
+def _count(pattern: re.Pattern[str], text: str) -> int:
+    """Number of characters ``pattern`` matches, without building a list of matches."""
+    return len(text) - len(pattern.sub("", text))
 
 
 def cjk_ratio(text: str) -> float:
     """Share of word characters that are CJK (Han, kana, Hangul)."""
     if not text:
         return 0.0
-    cjk = len(_CJK.findall(text))
-    words = sum(len(m) for m in _WORD.findall(text))
+    cjk = _count(_CJK, text)
+    if not cjk:
+        return 0.0
+    words = len(text) - _count(_NON_WORD, text)
     return cjk / max(words, 1)
 
 
 def approx_tokens(text: str) -> int:
     """Rough LLM token count: ~4 chars per token for alphabetic text, ~1 per CJK char."""
-    cjk = len(_CJK.findall(text))
+    cjk = _count(_CJK, text)
     return cjk + max(0, len(text) - cjk) // 4 + (1 if text else 0)

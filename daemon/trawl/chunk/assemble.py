@@ -26,7 +26,7 @@ from .blocks import Block
 from .split import hard_split, split_code, split_table, split_text
 
 HARD_SENTENCE = 2.0
-TINY_TAIL = 0.25
+TINY_TAIL = 0.35
 MERGE_SLACK = 1.35
 WHOLE_MAX = 3.0
 PART = 2.0
@@ -110,6 +110,9 @@ class Assembler:
     def _target_for(self, text: str) -> int:
         if not self.target_cjk or self.target_cjk == self.target:
             return self.target
+        if len(text) > 4000:  # a sample is enough to tell the script
+            mid = len(text) // 2
+            text = text[:1000] + text[mid : mid + 1000] + text[-1000:]
         share = min(1.0, cjk_ratio(text) / CJK_FULL_RATIO)
         return round(self.target - (self.target - self.target_cjk) * share)
 
@@ -163,13 +166,14 @@ class Assembler:
             if len(u.text) <= target:
                 small.append(u)
                 continue
-            for j, s in enumerate(split_text(u.text, target, int(HARD_SENTENCE * target))):
-                small.append(_Unit(s, u.sep if j == 0 else " ", u.is_list))
-        texts = _pack_units(small, target)
+            for j, (s, sep) in enumerate(split_text(u.text, target, int(HARD_SENTENCE * target))):
+                small.append(_Unit(s, u.sep if j == 0 else sep, u.is_list))
+        groups = _pack_units(small, target)
+        texts = [_join(g) for g in groups]
         # Rule 3: a tiny tail joins the piece before it.
         if len(texts) >= 2 and len(texts[-1]) < TINY_TAIL * target and \
                 len(texts[-2]) + len(texts[-1]) + 2 <= MERGE_SLACK * target:
-            texts[-2:] = [texts[-2] + "\n\n" + texts[-1]]
+            texts[-2:] = [_join(groups[-2] + groups[-1])]
         for t in texts:
             self._emit(t, kind)
 
@@ -183,19 +187,19 @@ def _join(units: list[_Unit]) -> str:
     return "".join(out)
 
 
-def _pack_units(units: list[_Unit], target: int) -> list[str]:
-    out: list[str] = []
+def _pack_units(units: list[_Unit], target: int) -> list[list[_Unit]]:
+    out: list[list[_Unit]] = []
     cur: list[_Unit] = []
     size = 0
     for u in units:
         extra = len(u.text) + (len(u.sep) if cur else 0)
         if cur and size + extra > target:
-            out.append(_join(cur))
+            out.append(cur)
             cur, size, extra = [], 0, len(u.text)
         cur.append(u)
         size += extra
     if cur:
-        out.append(_join(cur))
+        out.append(cur)
     return out
 
 

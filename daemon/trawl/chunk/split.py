@@ -7,44 +7,65 @@ from __future__ import annotations
 
 import re
 
-# A sentence ends after . ! ? (plus closing quotes/brackets) followed by space, after CJK
-# full stops with or without space, or at a newline.
-_SENTENCE_END = re.compile(r"(?<=[.!?…])[\"'”’)\]]*\s+|(?<=[。！？；])[」』”’）]*\s*|\s*\n\s*")
+# One sentence: runs of ordinary text, or sentence marks that do not end it (3.14, e.g), then its end:
+# . ! ? … (plus closing quotes/brackets) before whitespace or the end, a CJK full stop, or a newline.
+# The body's two alternatives share no characters and the end always matches, so there is no backtracking.
+_SENTENCE = re.compile(
+    r"(?:[^.!?…。！？；\n]+|[.!?…]+(?![.!?…\"'”’)\]]*(?:\s|$)))*"
+    r"(?:[.!?…]+[\"'”’)\]]*|[。！？；]+[」』”’）]*|\n|$)"
+)
 _SPACE = re.compile(r"\s")
 
 
 def sentences(text: str) -> list[str]:
-    """Split at sentence boundaries; pieces keep their punctuation, whitespace between them is dropped."""
-    out: list[str] = []
-    start = 0
-    for m in _SENTENCE_END.finditer(text):
-        piece = text[start : m.end()].strip()
-        if piece:
-            out.append(piece)
-        start = m.end()
-    tail = text[start:].strip()
-    if tail:
-        out.append(tail)
+    """Split at sentence ends; pieces keep their punctuation, whitespace between them is dropped."""
+    return [p for p in (m.strip() for m in _SENTENCE.findall(text)) if p]
+
+
+def _sep(space: str) -> str:
+    return "\n" if "\n" in space else (" " if space else "")
+
+
+def sentence_pieces(text: str) -> list[tuple[str, str]]:
+    """Like :func:`sentences`, each with the separator that stood before it ("\n", " " or "")."""
+    out: list[tuple[str, str]] = []
+    pending = ""  # whitespace seen since the last piece
+    for m in _SENTENCE.findall(text):
+        piece = m.strip()
+        if not piece:
+            pending += m
+            continue
+        lead = m[: len(m) - len(m.lstrip())]
+        out.append((piece, _sep(pending + lead)))
+        pending = m[len(m.rstrip()) :]
     return out
 
 
 def hard_split(text: str, limit: int) -> list[str]:
     """Cut ``text`` into pieces of at most ``limit`` chars, at whitespace when there is any nearby."""
+    return [p for p, _ in hard_pieces(text, limit)]
+
+
+def hard_pieces(text: str, limit: int) -> list[tuple[str, str]]:
+    """:func:`hard_split` with the separator before each piece ("" where a word had to be cut)."""
     limit = max(limit, 16)
-    out: list[str] = []
+    out: list[tuple[str, str]] = []
     text = text.strip()
+    sep = ""
     while len(text) > limit:
         cut = -1
-        # Look back for whitespace, but not further than half the window.
+        # The last whitespace in the window, but not before its middle.
         for m in _SPACE.finditer(text, limit // 2, limit + 1):
             cut = m.start()
         if cut <= 0:
             cut = limit
-        out.append(text[:cut].strip())
-        text = text[cut:].strip()
+        head, text = text[:cut], text[cut:]
+        out.append((head.strip(), sep))
+        sep = _sep(text[: len(text) - len(text.lstrip())])
+        text = text.strip()
     if text:
-        out.append(text)
-    return [p for p in out if p]
+        out.append((text, sep))
+    return [(p, s) for p, s in out if p]
 
 
 def pack(pieces: list[str], target: int, sep: str) -> list[str]:
@@ -65,14 +86,16 @@ def pack(pieces: list[str], target: int, sep: str) -> list[str]:
     return out
 
 
-def split_text(text: str, target: int, hard_limit: int) -> list[str]:
-    """Sentence pieces of ``text``, each at most ``target`` unless one sentence is longer than ``hard_limit``."""
-    pieces: list[str] = []
-    for s in sentences(text):
+def split_text(text: str, target: int, hard_limit: int) -> list[tuple[str, str]]:
+    """(piece, separator before it) for ``text`` cut at sentence ends; a sentence longer than ``hard_limit``
+    is cut at whitespace into pieces of at most ``target``."""
+    pieces: list[tuple[str, str]] = []
+    for s, sep in sentence_pieces(text):
         if len(s) > hard_limit:
-            pieces.extend(hard_split(s, target))
+            for j, (h, hsep) in enumerate(hard_pieces(s, target)):
+                pieces.append((h, sep if j == 0 else hsep))
         else:
-            pieces.append(s)
+            pieces.append((s, sep))
     return pieces
 
 
