@@ -79,6 +79,8 @@ class Settings:
     queue_limit: int = 64  # requests waiting beyond this get "busy"
     request_timeout_s: float = 60.0
     extension_ids: tuple[str, ...] = ()  # extra allowed ids (store-published builds)
+    shutdown_grace_s: float = 10.0  # SIGTERM: in-flight requests get this long to finish
+    daemon_start_timeout_s: float = 30.0  # trawl-mcp waits this long for a daemon it started
 
     # --- browser --------------------------------------------------------
     chromium_path: str = ""  # empty: search the usual places

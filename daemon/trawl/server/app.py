@@ -1,0 +1,131 @@
+"""The daemon's aiohttp application: routes, access control, the status page and /mcp.
+
+    create_app(engine, settings, token=..., port=...) -> web.Application
+
+Routes:
+    GET  /healthz          no token; says "trawl is here" and nothing else
+    GET  /                 status page (HTML, no JavaScript; token or session cookie)
+    GET  /login?code=...   one-time code -> session cookie -> redirect to /
+    GET  /v1/status        status JSON
+    POST /v1/login-code    a one-time status-page link
+    POST /v1/<op>          fetch, read_more, and ops other parts register
+    *    /mcp              MCP streamable HTTP
+Other parts add routes with ``extra_routes`` (e.g. the extension link's ``/ext``)
+and mark the paths their own handler authenticates in ``state.extension_paths``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable, Iterable
+
+from aiohttp import web
+from aiohttp.typedefs import Handler
+
+from ..pipeline import Engine
+from ..settings import Settings
+from . import status
+from .ops import OpRegistry, Services, default_ops, execute
+from .security import access_control
+from .state import STATE, AppState
+
+log = logging.getLogger("trawl.server.app")
+access_log = logging.getLogger("trawl.server.access")
+
+MAX_BODY_BYTES = 256 * 1024  # JSON requests to /v1/* are small; bigger bodies get 413
+
+AppHook = Callable[[web.Application], None]
+
+
+async def healthz(request: web.Request) -> web.Response:
+    state = request.app[STATE]
+    return web.json_response({"ok": True, "service": "trawl", "version": state.version})
+
+
+async def run_op(request: web.Request) -> web.Response:
+    state = request.app[STATE]
+    name = request.match_info["op"]
+    if state.ops.get(name) is None:
+        return web.json_response({"ok": False, "error": {"code": "not_found", "message": f"no operation {name!r}",
+                                                         "hint": f"operations: {', '.join(state.ops.names())}"}},
+                                 status=404)
+    if request.content_length is not None and request.content_length > MAX_BODY_BYTES:
+        return _bad(413, f"body is {request.content_length} bytes; the limit is {MAX_BODY_BYTES}")
+    try:
+        raw = await request.content.read(MAX_BODY_BYTES + 1)
+    except ConnectionError:
+        raise
+    if len(raw) > MAX_BODY_BYTES:
+        return _bad(413, f"body is over the {MAX_BODY_BYTES}-byte limit")
+    try:
+        payload = json.loads(raw or b"null")
+    except (ValueError, UnicodeDecodeError) as exc:
+        return _bad(400, f"malformed JSON: {exc}")
+    outcome = await execute(state.services, state.ops, name, payload)
+    return web.json_response(outcome.body, status=outcome.status,
+                             headers={"Retry-After": "2"} if outcome.status == 503 else None,
+                             dumps=lambda o: json.dumps(o, ensure_ascii=False))
+
+
+def _bad(status_code: int, message: str) -> web.Response:
+    return web.json_response({"ok": False, "error": {"code": "invalid_request", "message": message, "hint": None}},
+                             status=status_code)
+
+
+@web.middleware
+async def access_logging(request: web.Request, handler: Handler) -> web.StreamResponse:
+    t0 = time.perf_counter()
+    status_code = 500
+    try:
+        resp = await handler(request)
+        status_code = resp.status
+        return resp
+    except web.HTTPException as exc:
+        status_code = exc.status
+        raise
+    finally:
+        if request.path != "/healthz":
+            access_log.info("%s %s %d %.1f ms", request.method, request.path, status_code,
+                            (time.perf_counter() - t0) * 1000.0)
+
+
+def create_app(
+    engine: Engine,
+    settings: Settings,
+    *,
+    token: str,
+    port: int,
+    ops: OpRegistry | None = None,
+    mcp: bool = True,
+    extra_routes: Iterable[AppHook] = (),
+    log_file: str = "",
+) -> web.Application:
+    """Build the daemon's app around a ready ``engine``. ``port`` is the bound port (for Host checks)."""
+    registry = ops or default_ops()
+    services = Services(engine=engine, settings=settings)
+    state = AppState(settings=settings, services=services, ops=registry, token=token, port=port, log_file=log_file)
+    services.on_result = state.record
+    app = web.Application(middlewares=[access_logging, access_control], client_max_size=MAX_BODY_BYTES)
+    app[STATE] = state
+
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/", status.status_page)
+    app.router.add_get("/login", status.login)
+    app.router.add_get("/v1/status", status.status_json)
+    app.router.add_post("/v1/login-code", status.login_code)
+    app.router.add_post("/v1/{op}", run_op)
+
+    # --- extra routes: other parts plug in here (e.g. the browser link's /ext WebSocket) ---
+    for hook in extra_routes:
+        hook(app)
+
+    if mcp:
+        from trawl_mcp.backend import LocalBackend
+        from trawl_mcp.server import build_server
+
+        from .mcp_mount import mount_mcp
+
+        mount_mcp(app, build_server(LocalBackend(services, registry)))
+    return app

@@ -1,0 +1,215 @@
+"""Running the daemon: :class:`RunningDaemon` (in-process, for tests and benchmarks) and :func:`run_daemon`
+(the ``trawl daemon`` process: one per user, signals, graceful shutdown, logs).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import logging
+import os
+import signal
+import socket
+import sys
+import time
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Self
+
+from aiohttp import web
+
+from .. import __version__
+from ..pipeline import Engine
+from ..settings import Settings
+from ..sources.base import Source
+from .app import AppHook, create_app
+from .discovery import DaemonInfo, LockHeld, acquire_daemon_lock, find_running, probe, remove_info, write_info
+from .logs import setup_logging
+from .security import is_loopback_host
+from .state import STATE, AppState
+from .token import TokenError, ensure_state_dir, load_or_create_token
+
+log = logging.getLogger("trawl.server")
+
+
+class DaemonError(RuntimeError):
+    """The daemon cannot start; the message says why and what to do."""
+
+
+def check_bind_host(settings: Settings) -> None:
+    if not is_loopback_host(settings.host) and not settings.allow_non_loopback:
+        raise DaemonError(
+            f"refusing to listen on {settings.host!r}: it is not a loopback address, and the daemon can read "
+            "what your browser can. Use 127.0.0.1, or set TRAWL_ALLOW_NON_LOOPBACK=1 if you really mean it."
+        )
+
+
+def bind_socket(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host.strip("[]"), port))
+    except OSError:
+        sock.close()
+        raise
+    sock.listen(256)
+    sock.setblocking(False)
+    return sock
+
+
+class RunningDaemon:
+    """A daemon serving on a loopback socket inside the current event loop."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        engine: Engine | None = None,
+        sources: list[Source] | None = None,
+        mcp: bool = True,
+        extra_routes: Iterable[AppHook] = (),
+        log_file: str = "",
+        warm: bool = True,
+    ) -> None:
+        self.settings = settings
+        self._engine = engine
+        self._sources = sources
+        self._mcp = mcp
+        self._extra_routes = tuple(extra_routes)
+        self._log_file = log_file
+        self._warm = warm
+        self.executor: ThreadPoolExecutor | None = None
+        self.engine: Engine | None = None
+        self.app: web.Application | None = None
+        self.runner: web.AppRunner | None = None
+        self.port = 0
+        self.token = ""
+        self._warm_task: asyncio.Task[None] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def state(self) -> AppState:
+        assert self.app is not None
+        return self.app[STATE]
+
+    async def start(self) -> Self:
+        check_bind_host(self.settings)
+        self.token = load_or_create_token(self.settings.state_dir)
+        sock = bind_socket(self.settings.host, self.settings.port)
+        self.port = sock.getsockname()[1]
+        self.executor = ThreadPoolExecutor(max(1, self.settings.workers), thread_name_prefix="trawl-cpu")
+        self.engine = self._engine or Engine(self.settings, sources=self._sources, executor=self.executor)
+        self.app = create_app(self.engine, self.settings, token=self.token, port=self.port, mcp=self._mcp,
+                              extra_routes=self._extra_routes, log_file=self._log_file)
+        self.runner = web.AppRunner(self.app, handle_signals=False, access_log=None,
+                                    shutdown_timeout=self.settings.shutdown_grace_s)
+        await self.runner.setup()
+        site = web.SockSite(self.runner, sock, shutdown_timeout=self.settings.shutdown_grace_s)
+        await site.start()
+        log.info("trawl %s listening on %s (pid %d)", __version__, self.url, os.getpid())
+        if self._warm:
+            self._warm_task = asyncio.create_task(self._warm_model(), name="trawl-warm")
+        return self
+
+    async def _warm_model(self) -> None:
+        assert self.engine is not None
+        warm = getattr(self.engine.retriever, "warm", None)
+        if warm is None:
+            return
+        t0 = time.perf_counter()
+        try:
+            await asyncio.get_running_loop().run_in_executor(self.executor, warm)
+        except Exception as exc:
+            self.state.model_error = f"{type(exc).__name__}: {exc}"
+            log.warning("model failed to load: %s (BM25-only answers until fixed)", exc)
+            return
+        self.state.model_warm_ms = (time.perf_counter() - t0) * 1000.0
+        log.info("model ready in %.0f ms: %s", self.state.model_warm_ms, self.engine.retriever.describe())
+
+    async def stop(self) -> None:
+        if self._warm_task is not None and not self._warm_task.done():
+            self._warm_task.cancel()
+        if self.runner is not None:
+            await self.runner.cleanup()
+            self.runner = None
+        if self.engine is not None:
+            try:
+                await self.engine.aclose()
+            except Exception:
+                log.exception("closing the engine failed")
+        if self.executor is not None:
+            self.executor.shutdown(wait=False, cancel_futures=True)
+            self.executor = None
+        log.info("trawl daemon stopped")
+
+    async def __aenter__(self) -> Self:
+        return await self.start()
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.stop()
+
+
+def run_daemon(settings: Settings, *, foreground: bool = True, extra_routes: Iterable[AppHook] = ()) -> int:
+    """The ``trawl daemon`` process. Returns the exit code."""
+    say = (lambda m: print(m, file=sys.stderr)) if foreground else (lambda m: None)
+    try:
+        check_bind_host(settings)
+        ensure_state_dir(settings.state_dir)
+    except (DaemonError, TokenError) as exc:
+        say(f"trawl daemon: {exc}")
+        return 2
+    log_path = setup_logging(settings.state_dir, foreground=foreground)
+    try:
+        lock_fd = acquire_daemon_lock(settings.state_dir)
+    except LockHeld:
+        running = find_running(settings.state_dir, settings.port)
+        if running is not None:
+            say(f"trawl daemon is already running (pid {running.pid or '?'}) at {running.url}/")
+            return 0
+        say("trawl daemon: another daemon holds the lock in "
+            f"{settings.state_dir} but does not answer; it may be starting. Try again in a few seconds.")
+        return 1
+    try:
+        return asyncio.run(_serve(settings, str(log_path), say, extra_routes))
+    finally:
+        os.close(lock_fd)
+
+
+async def _serve(settings: Settings, log_file: str, say: Any, extra_routes: Iterable[AppHook]) -> int:
+    daemon = RunningDaemon(settings, log_file=log_file, extra_routes=extra_routes)
+    try:
+        await daemon.start()
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            other = probe(settings.port)
+            who = "another trawl daemon (other state directory)" if other else "another program"
+            msg = (f"port {settings.port} on {settings.host} is in use by {who}; set TRAWL_PORT to a free port "
+                   "(the same value for trawl-mcp and the CLI)")
+        else:
+            msg = f"cannot listen on {settings.host}:{settings.port}: {exc}"
+        log.error(msg)
+        say(f"trawl daemon: {msg}")
+        await daemon.stop()
+        return 1
+    except (DaemonError, TokenError) as exc:
+        log.error("%s", exc)
+        say(f"trawl daemon: {exc}")
+        await daemon.stop()
+        return 2
+    write_info(settings.state_dir, DaemonInfo(pid=os.getpid(), port=daemon.port, version=__version__,
+                                              started_at=time.time()))
+    say(f"trawl daemon {__version__} listening on {daemon.url}/ (pid {os.getpid()}); log: {log_file}")
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    log.info("shutting down: finishing %d in-flight request(s), up to %.0f s", daemon.state.services.in_flight,
+             settings.shutdown_grace_s)
+    remove_info(settings.state_dir, os.getpid())
+    await daemon.stop()
+    return 0

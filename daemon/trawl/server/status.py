@@ -1,0 +1,180 @@
+"""What the daemon reports about itself: one status model, rendered as JSON, HTML (no JavaScript) and text.
+
+How a person opens the page: ``trawl status --open`` asks the daemon (with the
+token) for a one-time code, then opens ``http://127.0.0.1:PORT/login?code=…``.
+The daemon consumes the code, sets an HttpOnly, SameSite=Strict session cookie
+and redirects to ``/``. Codes live two minutes and work once.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import time
+from dataclasses import asdict
+from typing import Any
+
+from aiohttp import web
+
+from .security import SESSION_COOKIE
+from .state import STATE, AppState
+
+
+def build_status(state: AppState) -> dict[str, Any]:
+    engine = state.services.engine
+    c = state.counters
+    try:
+        model = dict(engine.retriever.describe())
+    except Exception as exc:  # the status page must render even when a stage is broken
+        model = {"error": str(exc)}
+    model["warm_ms"] = None if state.model_warm_ms is None else round(state.model_warm_ms, 1)
+    if state.model_error:
+        model["load_error"] = state.model_error
+    try:
+        cache: dict[str, Any] = dict(engine.page_cache.stats())
+    except Exception as exc:
+        cache = {"error": str(exc)}
+    cache["hit_rate"] = round(c["page_hits"] / c["fetches"], 3) if c["fetches"] else None
+    browser = state.browser()
+    return {
+        "service": "trawl",
+        "version": state.version,
+        "pid": os.getpid(),
+        "url": f"http://127.0.0.1:{state.port}/",
+        "started_at": state.started_at,
+        "uptime_s": round(time.time() - state.started_at, 1),
+        "model": model,
+        "cache": cache,
+        "requests": {**c, "in_flight": state.services.in_flight, "queue_limit": state.settings.queue_limit},
+        "browser": {"attached": browser.attached, "summary": browser.summary, **browser.details},
+        "recent": [_record_dict(r) for r in state.recent],
+        "log_file": state.log_file,
+        "state_dir": str(state.settings.state_dir),
+    }
+
+
+def _record_dict(r: Any) -> dict[str, Any]:
+    d = asdict(r)
+    d["cached"] = list(r.cached)
+    d["timings_ms"] = {k: round(v, 1) for k, v in r.timings_ms}
+    return d
+
+
+def _fmt_uptime(s: float) -> str:
+    s = int(s)
+    h, rem = divmod(s, 3600)
+    m, sec = divmod(rem, 60)
+    return f"{h}h {m:02d}m" if h else f"{m}m {sec:02d}s"
+
+
+def _fmt_model(m: dict[str, Any]) -> str:
+    parts = [f"{k}: {v}" for k, v in m.items() if v is not None and k != "warm_ms"]
+    if m.get("warm_ms") is not None:
+        parts.append(f"loaded in {m['warm_ms']:.0f} ms")
+    return ", ".join(parts) or "unknown"
+
+
+def _fmt_cache(c: dict[str, Any]) -> str:
+    parts = [f"{k}: {v}" for k, v in c.items() if k != "hit_rate"]
+    hr = c.get("hit_rate")
+    parts.append("hit rate " + ("n/a (no fetches yet)" if hr is None else f"{hr * 100:.0f}%"))
+    return ", ".join(parts)
+
+
+def render_text(st: dict[str, Any]) -> str:
+    lines = [
+        f"trawl {st['version']} daemon · pid {st['pid']} · {st['url']} · up {_fmt_uptime(st['uptime_s'])}",
+        f"model:    {_fmt_model(st['model'])}",
+        f"cache:    {_fmt_cache(st['cache'])}",
+        f"requests: {st['requests']['requests']} served, {st['requests']['errors']} errors, "
+        f"{st['requests']['in_flight']} in flight (limit {st['requests']['queue_limit']})",
+        f"browser:  {st['browser']['summary']}",
+        f"log:      {st['log_file'] or '(stderr only)'}",
+    ]
+    if st["recent"]:
+        lines.append("recent:")
+        for r in st["recent"][:10]:
+            when = time.strftime("%H:%M:%S", time.localtime(r["at"]))
+            cached = f" cached:{'+'.join(r['cached'])}" if r["cached"] else ""
+            lines.append(f"  {when} {r['op']:<9} {r['outcome']:<14} {r['ms']:>8.1f} ms  {r['source'] or '-':<10}"
+                         f" {r['target'][:80]}{cached}")
+    else:
+        lines.append("recent:   no requests yet")
+    return "\n".join(lines)
+
+
+_CSS = """body{font:15px/1.45 system-ui,sans-serif;max-width:70em;margin:2em auto;padding:0 1em;color:#222}
+table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #ddd;padding:.3em .5em;text-align:left;
+vertical-align:top}th{background:#f4f4f4}dt{font-weight:600;float:left;width:9em}dd{margin:0 0 .4em 10em}
+.bad{color:#a00}.ok{color:#070}code{background:#f4f4f4;padding:0 .2em}"""
+
+
+def render_html(st: dict[str, Any]) -> str:
+    e = html.escape
+    rows = []
+    for r in st["recent"]:
+        when = time.strftime("%H:%M:%S", time.localtime(r["at"]))
+        cls = "ok" if r["outcome"] == "ok" else "bad"
+        timings = ", ".join(f"{k} {v:.0f}" for k, v in r["timings_ms"].items())
+        rows.append(
+            f"<tr><td>{when}</td><td>{e(r['op'])}</td><td>{e(r['target'])}</td><td>{e(r['source'] or '-')}</td>"
+            f"<td class={cls}>{e(r['outcome'])}</td><td>{r['ms']:.1f} ms</td><td>{e(timings)}</td>"
+            f"<td>{e(', '.join(r['cached']) or '-')}</td></tr>"
+        )
+    table = (
+        "<table><thead><tr><th>time</th><th>op</th><th>target</th><th>source</th><th>outcome</th><th>total</th>"
+        "<th>stage timings (ms)</th><th>cached</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>"
+        if rows else "<p>No requests yet.</p>"
+    )
+    req = st["requests"]
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="10">
+<title>trawl daemon status</title><style>{_CSS}</style></head>
+<body><h1>trawl daemon</h1>
+<dl>
+<dt>Version</dt><dd>{e(st['version'])} (pid {st['pid']})</dd>
+<dt>Uptime</dt><dd>{_fmt_uptime(st['uptime_s'])}</dd>
+<dt>Model</dt><dd>{e(_fmt_model(st['model']))}</dd>
+<dt>Cache</dt><dd>{e(_fmt_cache(st['cache']))}</dd>
+<dt>Requests</dt><dd>{req['requests']} served, {req['errors']} errors, {req['in_flight']} in flight
+(limit {req['queue_limit']})</dd>
+<dt>Browser</dt><dd>{e(st['browser']['summary'])}</dd>
+<dt>Log file</dt><dd><code>{e(st['log_file'] or '(stderr only)')}</code></dd>
+</dl>
+<h2>Recent requests</h2>
+{table}
+<p><small>This page refreshes every 10 seconds. It needs no JavaScript.</small></p>
+</body></html>
+"""
+
+
+async def status_page(request: web.Request) -> web.Response:
+    st = build_status(request.app[STATE])
+    return web.Response(text=render_html(st), content_type="text/html",
+                        headers={"Cache-Control": "no-store", "X-Frame-Options": "DENY",
+                                 "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'"})
+
+
+async def status_json(request: web.Request) -> web.Response:
+    return web.json_response(build_status(request.app[STATE]))
+
+
+async def login_code(request: web.Request) -> web.Response:
+    """POST /v1/login-code (token required): a one-time link to the status page."""
+    state = request.app[STATE]
+    code = state.login.new_code()
+    return web.json_response({"url": f"http://127.0.0.1:{state.port}/login?code={code}",
+                              "expires_in_s": state.login.code_ttl_s})
+
+
+async def login(request: web.Request) -> web.StreamResponse:
+    state = request.app[STATE]
+    sid = state.login.redeem(request.query.get("code", ""))
+    if sid is None:
+        return web.Response(status=403, content_type="text/html",
+                            text="<!doctype html><title>trawl</title><p>This link has expired or was already "
+                                 "used. Run <code>trawl status --open</code> again.</p>")
+    resp = web.HTTPSeeOther("/")
+    resp.set_cookie(SESSION_COOKIE, sid, httponly=True, samesite="Strict", path="/",
+                    max_age=int(state.login.session_ttl_s))
+    return resp
