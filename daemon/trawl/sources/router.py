@@ -47,5 +47,6 @@ class Router:
 def default_sources(settings: Settings) -> list[Source]:
     from .file import FileSource
     from .http import HttpSource
+    from .playwright import PlaywrightSource
 
-    return [FileSource(), HttpSource(settings)]
+    return [FileSource(), HttpSource(settings), PlaywrightSource(settings)]
