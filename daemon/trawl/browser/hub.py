@@ -1,0 +1,357 @@
+"""The daemon's end of the extension link: the ``/ext`` WebSocket, pairing checks, request/response by id.
+
+Order of checks for a new socket (each refusal is logged and counted for the status page):
+
+1. ``Origin`` equals ``chrome-extension://<pinned id>`` (or an id in ``settings.extension_ids``) exactly;
+   anything else gets HTTP 403 before the upgrade (the server's middleware has already checked ``Host``).
+2. The first frame, within ``limits.hello_timeout_s``, is a valid ``hello`` with our protocol version.
+3. The hello carries the pairing secret (or a one-time pairing code, redeemed for a secret).
+4. No other browser is attached (a live one keeps the link; a dead one is replaced).
+
+Then the daemon sends ``welcome`` and the link is up: the daemon sends requests (``list_tabs``,
+``capture``) with ids, the extension answers with the same id; the extension pings every 20 s.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import itertools
+import json
+import logging
+import time
+from collections import deque
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from aiohttp import WSMsgType, web
+
+from .. import __version__
+from ..settings import Settings
+from ..types import ErrorCode, Page, TrawlError
+from . import protocol
+from .identity import allowed_origins
+from .pairing import Pairing
+
+log = logging.getLogger("trawl.browser.hub")
+
+UNAVAILABLE_HINT = (
+    "Open Chrome with the trawl extension, check its popup says 'Connected' (pair it with `trawl pair` if asked), "
+    "and make sure trawl is not paused there."
+)
+
+
+@dataclass(frozen=True, slots=True)
+class CaptureRecord:
+    at: float
+    target: str
+    outcome: str  # "ok" or an error code
+    ms: float
+    via: str = ""
+    size: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    at: float
+    reason: str
+    origin: str
+
+
+@dataclass
+class _Conn:
+    ws: web.WebSocketResponse
+    hello: dict[str, Any]
+    origin: str
+    since: float = field(default_factory=time.time)
+    last_seen: float = field(default_factory=time.time)
+    pending: dict[int, asyncio.Future[dict[str, Any]]] = field(default_factory=dict)
+    state: dict[str, Any] = field(default_factory=dict)
+
+
+def max_message_bytes(settings: Settings) -> int:
+    """Frames must hold a whole page: HTML as JSON (up to ~4 bytes a char) or a PDF as base64."""
+    limit = int(protocol.limits()["max_message_bytes"])
+    return max(limit, 4 * settings.max_html_bytes, 2 * settings.max_pdf_bytes) + 1_000_000
+
+
+class ExtensionHub:
+    def __init__(self, settings: Settings, *, pairing: Pairing | None = None) -> None:
+        self.settings = settings
+        self.pairing = pairing or Pairing(settings.state_dir)
+        self.origins = allowed_origins(settings)
+        self.captures: deque[CaptureRecord] = deque(maxlen=30)
+        self.refusals: deque[Refusal] = deque(maxlen=20)
+        self._conn: _Conn | None = None
+        self._ids = itertools.count(1)
+        self._changed = asyncio.Condition()
+        self._sockets: set[web.WebSocketResponse] = set()
+
+    # ------------------------------------------------------------ state
+    @property
+    def attached(self) -> bool:
+        return self._conn is not None and not self._conn.ws.closed
+
+    @property
+    def paused(self) -> bool:
+        return bool(self._conn and self._conn.state.get("paused"))
+
+    async def wait_attached(self, timeout_s: float, attached: bool = True) -> bool:
+        """Wait until the link is (or, with ``attached=False``, is no longer) up. True when it is."""
+        async with self._changed:
+            try:
+                await asyncio.wait_for(self._changed.wait_for(lambda: self.attached == attached), timeout_s)
+            except TimeoutError:
+                return False
+        return True
+
+    async def _notify(self) -> None:
+        async with self._changed:
+            self._changed.notify_all()
+
+    def describe(self) -> dict[str, Any]:
+        """The link's state for the status page and ``GET /v1/status``."""
+        conn = self._conn if self.attached else None
+        out: dict[str, Any] = {
+            "attached": conn is not None,
+            "paired": self.pairing.paired(),
+            "allowed_ids": sorted(o.removeprefix("chrome-extension://") for o in self.origins),
+            "captures": [asdict(c) for c in self.captures],
+            "refused": [asdict(r) for r in self.refusals],
+        }
+        if conn is not None:
+            out.update(
+                extension=conn.origin.removeprefix("chrome-extension://"),
+                extension_version=conn.hello.get("extension_version", ""),
+                browser=conn.hello.get("browser", ""),
+                since=conn.since,
+                last_seen=conn.last_seen,
+                paused=bool(conn.state.get("paused")),
+                policy=conn.state.get("policy_mode", ""),
+                allow_count=conn.state.get("allow_count", 0),
+                deny_count=conn.state.get("deny_count", 0),
+            )
+        return out
+
+    def summary(self) -> str:
+        if not self.attached:
+            if self.pairing.paired():
+                return "no browser attached"
+            return "no browser attached (not paired: run `trawl pair`)"
+        assert self._conn is not None
+        paused = " (paused by the user)" if self.paused else ""
+        return f"browser attached: trawl extension {self._conn.hello.get('extension_version', '?')}{paused}"
+
+    # ------------------------------------------------------------ the socket
+    def _refuse_http(self, request: web.Request, reason: str) -> web.Response:
+        origin = request.headers.get("Origin", "")
+        log.warning("extension link refused: %s (Origin %r)", reason, origin[:100])
+        self.refusals.appendleft(Refusal(time.time(), reason, origin[:100]))
+        body = {"ok": False, "error": {"code": "forbidden", "message": reason, "hint": None}}
+        return web.json_response(body, status=403)
+
+    async def _refuse_ws(self, ws: web.WebSocketResponse, origin: str, code: str, message: str) -> None:
+        log.warning("extension link refused: %s: %s", code, message)
+        self.refusals.appendleft(Refusal(time.time(), f"{code}: {message}", origin[:100]))
+        with contextlib.suppress(ConnectionError, RuntimeError):
+            await ws.send_str(json.dumps({"type": "refused", "code": code, "message": message}))
+            await ws.close(code=4001, message=code.encode())
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        """``GET /ext``: the extension's WebSocket."""
+        origin = request.headers.get("Origin", "")
+        if origin not in self.origins:
+            return self._refuse_http(request, "only the trawl extension may open the browser link")
+        ws = web.WebSocketResponse(max_msg_size=max_message_bytes(self.settings), heartbeat=30.0)
+        await ws.prepare(request)
+        self._sockets.add(ws)
+        try:
+            conn = await self._handshake(ws, origin)
+            if conn is not None:
+                await self._serve(conn)
+        finally:
+            self._sockets.discard(ws)
+        return ws
+
+    async def _handshake(self, ws: web.WebSocketResponse, origin: str) -> _Conn | None:
+        limits = protocol.limits()
+        try:
+            first = await ws.receive(timeout=float(limits["hello_timeout_s"]))
+        except TimeoutError:
+            await self._refuse_ws(ws, origin, "invalid_request", "no hello within the time limit")
+            return None
+        if first.type != WSMsgType.TEXT:
+            await self._refuse_ws(ws, origin, "invalid_request", "the first frame must be a JSON hello")
+            return None
+        try:
+            hello = protocol.validate(json.loads(first.data), "extension")
+        except (ValueError, protocol.ProtocolError) as exc:
+            await self._refuse_ws(ws, origin, "invalid_request", f"bad hello: {exc}")
+            return None
+        if hello["type"] != "hello":
+            await self._refuse_ws(ws, origin, "invalid_request", "the first frame must be a hello")
+            return None
+        if hello["protocol"] != protocol.version():
+            await self._refuse_ws(
+                ws, origin, "protocol_mismatch",
+                f"the extension speaks protocol {hello['protocol']}, this daemon {protocol.version()}; "
+                "update the one that is older",
+            )
+            return None
+        verdict = self.pairing.check(hello.get("secret"), hello.get("pair_code"))
+        if not verdict.ok:
+            await self._refuse_ws(ws, origin, verdict.code, verdict.message)
+            return None
+        if self.attached and await self._alive(self._conn):
+            await self._refuse_ws(ws, origin, "already_attached",
+                                  "another browser is already attached to this daemon; close it or pause trawl there")
+            return None
+        if self._conn is not None:
+            await self._conn.ws.close(code=4002, message=b"replaced by a new link")
+        welcome: dict[str, Any] = {"type": "welcome", "protocol": protocol.version(), "daemon_version": __version__}
+        if verdict.new_secret:
+            welcome["secret"] = verdict.new_secret
+        await ws.send_str(json.dumps(protocol.validate(welcome, "daemon")))
+        conn = _Conn(ws=ws, hello=hello, origin=origin)
+        self._conn = conn
+        log.info("browser attached: extension %s %s", origin, hello.get("extension_version"))
+        await self._notify()
+        return conn
+
+    async def _alive(self, conn: _Conn | None) -> bool:
+        if conn is None or conn.ws.closed:
+            return False
+        try:
+            await self._request(conn, "ping", 1.5)
+            return True
+        except TrawlError:
+            return False
+
+    async def _serve(self, conn: _Conn) -> None:
+        try:
+            async for frame in conn.ws:
+                if frame.type != WSMsgType.TEXT:
+                    continue
+                conn.last_seen = time.time()
+                await self._on_frame(conn, frame.data)
+        finally:
+            if self._conn is conn:
+                self._conn = None
+                log.info("browser detached")
+            for fut in conn.pending.values():
+                if not fut.done():
+                    fut.set_exception(TrawlError(ErrorCode.EXTENSION_UNAVAILABLE,
+                                                 "the browser link closed during the request", UNAVAILABLE_HINT))
+            await self._notify()
+
+    async def _on_frame(self, conn: _Conn, data: str) -> None:
+        try:
+            raw = json.loads(data) if len(data) < 1_000_000 else await asyncio.to_thread(json.loads, data)
+            msg = protocol.validate(raw, "extension")
+        except (ValueError, protocol.ProtocolError) as exc:
+            log.error("invalid frame from the extension: %s", exc)
+            return
+        kind = msg["type"]
+        if kind == "ping":
+            await conn.ws.send_str(json.dumps({"type": "pong", "id": msg["id"]}))
+        elif kind == "state":
+            conn.state = {k: v for k, v in msg.items() if k != "type"}
+        elif "id" in msg:
+            fut = conn.pending.get(msg["id"])
+            if fut is not None and not fut.done():
+                fut.set_result(msg)
+        else:
+            log.error("unexpected %s frame from the extension", kind)
+
+    # ------------------------------------------------------------ requests
+    async def _request(self, conn: _Conn, kind: str, timeout_s: float, **fields: Any) -> dict[str, Any]:
+        rid = next(self._ids)
+        msg = protocol.validate({"type": kind, "id": rid, **fields}, "daemon")
+        fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        conn.pending[rid] = fut
+        try:
+            await conn.ws.send_str(json.dumps(msg))
+            reply = await asyncio.wait_for(fut, timeout_s)
+        except TimeoutError as exc:
+            raise TrawlError(ErrorCode.TIMEOUT, f"the browser did not answer {kind} within {timeout_s:g} s") from exc
+        except (ConnectionError, RuntimeError) as exc:
+            raise TrawlError(ErrorCode.EXTENSION_UNAVAILABLE, f"the browser link failed: {exc}",
+                             UNAVAILABLE_HINT) from exc
+        finally:
+            conn.pending.pop(rid, None)
+        if reply["type"] == "error":
+            raise TrawlError(protocol.error_code(reply["code"]), reply["message"], _hint(reply["code"]))
+        expected = protocol.schema()["messages"][kind].get("reply")
+        if reply["type"] != expected:
+            raise TrawlError(ErrorCode.INTERNAL, f"the extension answered {kind} with {reply['type']}")
+        return reply
+
+    async def request(self, kind: str, timeout_s: float, **fields: Any) -> dict[str, Any]:
+        conn = self._conn
+        if conn is None or conn.ws.closed:
+            raise TrawlError(ErrorCode.EXTENSION_UNAVAILABLE, "no browser is attached to trawl", UNAVAILABLE_HINT)
+        return await self._request(conn, kind, timeout_s, **fields)
+
+    async def list_tabs(self) -> dict[str, Any]:
+        return await self.request("list_tabs", 10.0)
+
+    async def capture(self, *, url: str | None = None, tab: str | None = None) -> Page:
+        """Capture a URL (matching open tab, else a background tab) or a tab ("active" or an id)."""
+        s = self.settings
+        timeout_s = s.extension_capture_timeout_s
+        fields: dict[str, Any] = {
+            "settle_quiet_ms": int(s.extension_settle_quiet_ms),
+            "settle_max_ms": int(s.extension_settle_max_s * 1000),
+            "timeout_ms": int(timeout_s * 1000),
+            "max_bytes": int(s.max_html_bytes),
+        }
+        if url is not None:
+            fields["url"] = url
+        if tab is not None:
+            fields["tab"] = tab
+        target = url or f"tab:{tab}"
+        t0 = time.perf_counter()
+        try:
+            reply = await self.request("capture", timeout_s + 5.0, **fields)
+        except TrawlError as err:
+            self._record(target, str(err.code), t0)
+            raise
+        page = _page(reply, url or reply["url"])
+        self._record(reply["final_url"] or target, "ok", t0, reply["via"], page.size)
+        return page
+
+    def _record(self, target: str, outcome: str, t0: float, via: str = "", size: int = 0) -> None:
+        ms = (time.perf_counter() - t0) * 1000.0
+        self.captures.appendleft(CaptureRecord(time.time(), target[:300], outcome, round(ms, 1), via, size))
+
+    async def close(self, *_: Any) -> None:
+        for ws in list(self._sockets):
+            with contextlib.suppress(Exception):
+                await ws.close(code=1001, message=b"daemon shutting down")
+
+
+def _hint(code: str) -> str | None:
+    if code == "blocked_by_policy":
+        return ("The user's trawl site policy does not let agents read this site through their browser. "
+                "Tell the user; they can change it in the trawl extension's options.")
+    if code == "paused":
+        return "The user paused trawl in their browser; ask them to resume it in the extension's popup."
+    if code == "tab_not_found":
+        return "Call list_tabs to see the open tabs."
+    return None
+
+
+def _page(reply: dict[str, Any], url: str) -> Page:
+    warnings = tuple(str(w) for w in reply.get("warnings", []))
+    common: dict[str, Any] = dict(
+        url=url, final_url=reply["final_url"] or url, source="extension", content_type=reply["content_type"],
+        title=reply["title"], warnings=warnings,
+    )
+    if reply["kind"] == "pdf":
+        if reply.get("data_b64") is None:
+            raise TrawlError(ErrorCode.INTERNAL, "the extension sent a PDF without bytes")
+        return Page(kind="pdf", data=base64.b64decode(reply["data_b64"]), **common)
+    if reply.get("html") is None:
+        raise TrawlError(ErrorCode.EMPTY_CONTENT, "the extension sent an empty page")
+    return Page(kind="html", html=reply["html"], **common)

@@ -1,0 +1,343 @@
+// trawl's service worker: keeps the link to the local daemon and answers its requests
+// (list tabs, capture a tab or a URL) within the user's site policy. Read-only: it never clicks or types.
+
+import { Link } from "./link.js";
+import { loadProtocol, validate } from "./protocol.js";
+import { decide, loadPolicy } from "./policy.js";
+import {
+  CaptureError,
+  fetchWithSession,
+  isPdfTab,
+  serializeTab,
+  settle,
+  waitForLoad,
+  watchRemoval,
+} from "./capture.js";
+
+const DEFAULT_PORT = 8765;
+const ALARM = "trawl-reconnect";
+const LOG_SIZE = 20;
+
+let link = null;
+let recent = [];
+let badgeTimer = null;
+
+async function readConfig() {
+  // Optional config.json next to the manifest (for unpacked copies: {"port": N, "pair_code": "..."}).
+  let file = {};
+  try {
+    const res = await fetch(chrome.runtime.getURL("config.json"));
+    if (res.ok) file = await res.json();
+  } catch (e) {
+    file = {};
+  }
+  const stored = await chrome.storage.local.get(["port", "secret", "pair_code", "paused", "used_file_code"]);
+  let pairCode = stored.pair_code || "";
+  if (!stored.secret && !pairCode && file.pair_code && stored.used_file_code !== file.pair_code) {
+    pairCode = file.pair_code;
+  }
+  return {
+    port: Number(stored.port) || Number(file.port) || DEFAULT_PORT,
+    secret: stored.secret || "",
+    pairCode,
+    fileCode: file.pair_code || "",
+    paused: Boolean(stored.paused),
+  };
+}
+
+function daemonUrl(port) {
+  return `ws://127.0.0.1:${port}/ext`;
+}
+
+// ---------------------------------------------------------------- badge and log
+function showBadge() {
+  const s = link ? link.status.state : "disconnected";
+  if (badgeTimer) return;
+  if (s === "connected") {
+    chrome.action.setBadgeText({ text: "" });
+  } else if (s === "refused") {
+    chrome.action.setBadgeBackgroundColor({ color: "#c26a00" });
+    chrome.action.setBadgeText({ text: "pair" });
+  } else {
+    chrome.action.setBadgeBackgroundColor({ color: "#777777" });
+    chrome.action.setBadgeText({ text: "off" });
+  }
+}
+
+async function logCapture(entry) {
+  recent = [entry, ...recent].slice(0, LOG_SIZE);
+  await chrome.storage.session.set({ recent });
+  chrome.action.setBadgeBackgroundColor({ color: entry.ok ? "#1a7f37" : "#b42318" });
+  chrome.action.setBadgeText({ text: entry.ok ? "read" : "no" });
+  clearTimeout(badgeTimer);
+  badgeTimer = setTimeout(() => {
+    badgeTimer = null;
+    showBadge();
+  }, 3000);
+}
+
+// ---------------------------------------------------------------- requests
+async function activeTab() {
+  let [tab] = await chrome.tabs.query({ active: true, lastFocusedWindow: true });
+  if (!tab) [tab] = await chrome.tabs.query({ active: true });
+  if (!tab) throw new CaptureError("tab_not_found", "no active tab");
+  return tab;
+}
+
+function sameUrl(a, b) {
+  const strip = (u) => String(u || "").split("#")[0];
+  return strip(a) === strip(b);
+}
+
+async function listTabs(msg, policy) {
+  const tabs = await chrome.tabs.query({});
+  let active = null;
+  try {
+    active = (await activeTab()).id;
+  } catch (e) {
+    active = null;
+  }
+  const out = [];
+  let hidden = 0;
+  for (const t of tabs) {
+    if (!t.url || !decide(policy, t.url).allowed) {
+      hidden += 1;
+      continue;
+    }
+    out.push({
+      id: t.id,
+      window_id: t.windowId,
+      url: t.url,
+      title: t.title || "",
+      active: t.id === active,
+      status: t.status || "",
+    });
+  }
+  return { type: "tabs", id: msg.id, tabs: out, hidden };
+}
+
+function refuseByPolicy(policy, url) {
+  const d = decide(policy, url);
+  if (!d.allowed) throw new CaptureError("blocked_by_policy", `your trawl site policy does not allow this: ${d.reason}`);
+}
+
+async function readPdf(url, msg, deadline, timings, t0) {
+  const got = await fetchWithSession(url, msg.max_bytes, deadline);
+  timings.fetch = Date.now() - t0;
+  return got;
+}
+
+async function capture(msg, policy) {
+  const t0 = Date.now();
+  const deadline = t0 + msg.timeout_ms;
+  const timings = {};
+  const warnings = [];
+  let tab = null;
+  let via = "open_tab";
+  if (msg.tab) {
+    if (msg.tab === "active") tab = await activeTab();
+    else {
+      const id = Number(msg.tab);
+      if (!Number.isInteger(id)) throw new CaptureError("invalid_request", `bad tab id ${msg.tab}`);
+      tab = await chrome.tabs.get(id).catch(() => null);
+      if (!tab) throw new CaptureError("tab_not_found", `no open tab with id ${msg.tab}`);
+    }
+  } else if (msg.url) {
+    refuseByPolicy(policy, msg.url);
+    const tabs = await chrome.tabs.query({});
+    tab = tabs.find((t) => sameUrl(t.url, msg.url) && t.status === "complete") || tabs.find((t) => sameUrl(t.url, msg.url)) || null;
+    if (!tab) via = "background_tab";
+  } else {
+    throw new CaptureError("invalid_request", "capture needs a url or a tab");
+  }
+  if (tab) refuseByPolicy(policy, tab.url || tab.pendingUrl || "");
+  timings.find = Date.now() - t0;
+
+  // A PDF link with no open tab: fetch it with the user's session, no tab needed.
+  if (!tab && /\.pdf($|[?#])/i.test(new URL(msg.url).pathname)) {
+    const got = await readPdf(msg.url, msg, deadline, timings, t0);
+    return pageReply(msg, -1, msg.url, got.finalUrl, "", got, "fetch", warnings, timings, t0);
+  }
+
+  let created = false;
+  if (!tab) {
+    tab = await chrome.tabs.create({ url: msg.url, active: false });
+    created = true;
+  }
+  const watch = watchRemoval(tab.id);
+  try {
+    if (created || tab.status !== "complete") {
+      const load = await waitForLoad(tab.id, deadline, watch);
+      timings.load = Date.now() - t0;
+      if (!load.loaded) warnings.push(`the page did not finish loading within ${msg.timeout_ms} ms; captured it as it was`);
+      tab = load.tab;
+      refuseByPolicy(policy, tab.url || "");
+      const settleEnd = Math.min(deadline, Date.now() + msg.settle_max_ms);
+      const s = await settle(tab.id, msg.settle_quiet_ms, settleEnd, watch);
+      timings.settle = Date.now() - t0;
+      if (!s.settled) warnings.push(`the page kept changing for ${msg.settle_max_ms} ms; captured it as it was`);
+      if (s.pdf) {
+        const got = await readPdf(tab.url, msg, deadline, timings, t0);
+        return pageReply(msg, tab.id, msg.url || tab.url, got.finalUrl, tab.title, got, via, warnings, timings, t0);
+      }
+    } else {
+      const pdf = await isPdfTab(tab.id);
+      if (pdf !== false && (pdf === true || /\.pdf($|[?#])/i.test(tab.url))) {
+        const got = await readPdf(tab.url, msg, deadline, timings, t0);
+        return pageReply(msg, tab.id, msg.url || tab.url, got.finalUrl, tab.title, got, via, warnings, timings, t0);
+      }
+    }
+    const out = await serializeTab(tab.id, msg.max_bytes, watch);
+    timings.serialize = Date.now() - t0;
+    const got = { kind: "html", contentType: out.contentType || "text/html", html: out.html, finalUrl: out.url };
+    return pageReply(msg, tab.id, msg.url || tab.url, out.url, out.title, got, via, warnings, timings, t0);
+  } finally {
+    watch.stop();
+    if (created) chrome.tabs.remove(tab.id).catch(() => {});
+  }
+}
+
+function pageReply(msg, tabId, url, finalUrl, title, got, via, warnings, timings, t0) {
+  timings.total = Date.now() - t0;
+  const reply = {
+    type: "page",
+    id: msg.id,
+    tab_id: tabId,
+    url: url || finalUrl,
+    final_url: finalUrl || url,
+    title: title || "",
+    kind: got.kind,
+    content_type: got.contentType,
+    via,
+    warnings,
+    timings,
+  };
+  if (got.kind === "pdf") reply.data_b64 = got.data_b64;
+  else reply.html = got.html;
+  return reply;
+}
+
+async function handle(msg) {
+  if (msg.type === "ping") return { type: "pong", id: msg.id };
+  const cfg = await readConfig();
+  const policy = await loadPolicy();
+  const label = msg.url || (msg.tab ? `tab ${msg.tab}` : "tabs");
+  const t0 = Date.now();
+  try {
+    if (cfg.paused) throw new CaptureError("paused", "the user paused trawl in the browser");
+    if (msg.type === "list_tabs") return await listTabs(msg, policy);
+    if (msg.type === "capture") {
+      const reply = await capture(msg, policy);
+      await logCapture({ t: Date.now(), what: reply.final_url || label, ok: true, ms: Date.now() - t0, via: reply.via });
+      return reply;
+    }
+    throw new CaptureError("invalid_request", `the extension does not handle ${msg.type}`);
+  } catch (e) {
+    const code = e instanceof CaptureError ? e.code : "capture_failed";
+    const message = e instanceof CaptureError ? e.message : `capture failed: ${e.message || e}`;
+    if (msg.type === "capture") await logCapture({ t: Date.now(), what: label, ok: false, ms: Date.now() - t0, code });
+    return { type: "error", id: msg.id, code, message };
+  }
+}
+
+// ---------------------------------------------------------------- link
+async function stateMessage() {
+  const policy = await loadPolicy();
+  const { paused } = await chrome.storage.local.get("paused");
+  return {
+    type: "state",
+    paused: Boolean(paused),
+    policy_mode: policy.mode,
+    allow_count: policy.allow.length,
+    deny_count: policy.deny.length,
+  };
+}
+
+async function ensureLink() {
+  if (!link) {
+    const proto = await loadProtocol();
+    link = new Link({
+      proto,
+      hello: async () => {
+        const cfg = await readConfig();
+        const h = {
+          protocol: proto.version,
+          extension_version: chrome.runtime.getManifest().version,
+          browser: navigator.userAgent,
+        };
+        if (cfg.secret) h.secret = cfg.secret;
+        else if (cfg.pairCode) h.pair_code = cfg.pairCode;
+        return h;
+      },
+      onWelcome: async (welcome) => {
+        if (welcome.secret) {
+          const cfg = await readConfig();
+          await chrome.storage.local.set({ secret: welcome.secret, pair_code: "", used_file_code: cfg.fileCode });
+        }
+        link.send(await stateMessage());
+      },
+      onRequest: handle,
+      onStatus: (status) => {
+        chrome.storage.session.set({ link: status }).catch(() => {});
+        showBadge();
+      },
+    });
+  }
+  const cfg = await readConfig();
+  return { link, url: daemonUrl(cfg.port) };
+}
+
+async function connect(now = false) {
+  const { link: l, url } = await ensureLink();
+  if (l.url && l.url !== url) l.close();
+  l.connect(url, now);
+}
+
+// ---------------------------------------------------------------- events
+chrome.alarms.create(ALARM, { periodInMinutes: 0.5 });
+chrome.alarms.onAlarm.addListener((alarm) => {
+  if (alarm.name === ALARM && !(link && link.isOpen())) connect(true);
+});
+chrome.runtime.onStartup.addListener(() => connect(true));
+chrome.runtime.onInstalled.addListener(() => connect(true));
+chrome.storage.onChanged.addListener(async (changes, area) => {
+  if (area !== "local") return;
+  if (changes.policy || changes.paused) {
+    if (link && link.isOpen()) link.send(await stateMessage());
+  }
+  if (changes.port) connect(true);
+});
+
+chrome.runtime.onMessage.addListener((req, sender, sendResponse) => {
+  if (sender.id !== chrome.runtime.id) return false;
+  (async () => {
+    if (req.cmd === "pair") {
+      await chrome.storage.local.set({ pair_code: String(req.code || "").trim(), secret: "" });
+      if (link) link.close();
+      await connect(true);
+    } else if (req.cmd === "pause") {
+      await chrome.storage.local.set({ paused: Boolean(req.paused) });
+    } else if (req.cmd === "reconnect") {
+      await connect(true);
+    } else if (req.cmd === "unpair") {
+      await chrome.storage.local.set({ secret: "", pair_code: "" });
+      if (link) link.close();
+    }
+    const cfg = await readConfig();
+    const { recent: saved } = await chrome.storage.session.get("recent");
+    sendResponse({
+      link: link ? link.status : { state: "disconnected", detail: "" },
+      paired: Boolean(cfg.secret),
+      pairing: Boolean(cfg.pairCode) && !cfg.secret,
+      paused: cfg.paused,
+      port: cfg.port,
+      recent: saved || recent,
+    });
+  })();
+  return true;
+});
+
+// Exposed for tests and debugging in the worker's console.
+globalThis.trawl = { connect, handle, validate, get link() { return link; } };
+
+connect(true);

@@ -1,0 +1,30 @@
+// The options page: the site policy (allow and deny lists, default mode) and the daemon port.
+
+import { loadPolicy, savePolicy } from "../policy.js";
+
+const $ = (id) => document.getElementById(id);
+const lines = (text) => text.split(/\r?\n/).map((l) => l.trim()).filter(Boolean);
+
+async function load() {
+  const policy = await loadPolicy();
+  for (const radio of document.querySelectorAll('input[name="mode"]')) radio.checked = radio.value === policy.mode;
+  $("deny").value = policy.deny.join("\n");
+  $("allow").value = policy.allow.join("\n");
+  const { port } = await chrome.storage.local.get("port");
+  $("port").value = port || "";
+  $("port").placeholder = "8765";
+}
+
+$("save").addEventListener("click", async () => {
+  const mode = document.querySelector('input[name="mode"]:checked')?.value || "allow_all_except_denied";
+  const saved = await savePolicy({ mode, deny: lines($("deny").value), allow: lines($("allow").value) });
+  const port = Number($("port").value);
+  if (port >= 1 && port <= 65535) await chrome.storage.local.set({ port });
+  else await chrome.storage.local.remove("port");
+  $("deny").value = saved.deny.join("\n");
+  $("allow").value = saved.allow.join("\n");
+  $("saved").textContent = "Saved.";
+  setTimeout(() => ($("saved").textContent = ""), 2000);
+});
+
+load();
