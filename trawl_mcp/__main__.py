@@ -1,5 +1,44 @@
-"""PLACEHOLDER for the stdio bridge (daemon/MCP issue)."""
+"""``trawl-mcp``: the stdio MCP server users put in their client config.
+
+It serves trawl's tools over stdio and forwards every call to the user's trawl
+daemon (starting the daemon in the background when none runs). If no daemon can
+be started it answers in-process and says so in each result. Environment:
+``TRAWL_STATE_DIR`` / ``TRAWL_PORT`` (and the other ``TRAWL_*`` settings) pick
+which daemon; ``--no-start`` never starts one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import sys
+
+from trawl.settings import Settings
 
 
-def main() -> None:
-    raise SystemExit("trawl-mcp: not built yet")
+async def _serve(settings: Settings, autostart: bool) -> None:
+    from .client import DaemonBackend
+    from .server import build_server
+
+    backend = DaemonBackend(settings, autostart=autostart)
+    server = build_server(backend)
+    try:
+        await server.run_stdio_async()
+    finally:
+        await backend.aclose()
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(prog="trawl-mcp", description="trawl's MCP server over stdio (forwards to the daemon).")
+    p.add_argument("--no-start", action="store_true", help="do not start a daemon; answer in-process if none runs")
+    p.add_argument("--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    args = p.parse_args(argv)
+    logging.basicConfig(stream=sys.stderr, level=args.log_level, format="trawl-mcp %(levelname)s %(name)s: %(message)s")
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(_serve(Settings.from_env(), autostart=not args.no_start))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,6 +1,7 @@
 """The ``trawl`` command: fetch a page and answer a question from a terminal.
 
     trawl fetch <url|path> "<query>" [--k N] [--json] [--max-age S] [--source NAME]
+    trawl daemon | status [--open] | stop | doctor
 """
 
 from __future__ import annotations
@@ -82,6 +83,10 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--max-age", type=float, default=None, metavar="S", help="accept a cached page up to S seconds old")
     f.add_argument("--source", default=None, help="force a source (file, http, playwright, extension)")
     f.set_defaults(func=_cmd_fetch)
+
+    from .server.commands import add_commands  # daemon, status, stop, doctor
+
+    add_commands(sub)
     return p
 
 

@@ -68,14 +68,39 @@ def _fmt_uptime(s: float) -> str:
 
 
 def _fmt_model(m: dict[str, Any]) -> str:
-    parts = [f"{k}: {v}" for k, v in m.items() if v is not None and k != "warm_ms"]
-    if m.get("warm_ms") is not None:
-        parts.append(f"loaded in {m['warm_ms']:.0f} ms")
-    return ", ".join(parts) or "unknown"
+    if "error" in m:
+        return f"unavailable ({m['error']})"
+    name = m.get("model") or m.get("dense") or "none"
+    parts = [str(name), f"mode {m.get('mode', '?')}"]
+    if m.get("loaded"):
+        parts.append("loaded" + (f" in {m['warm_ms']:.0f} ms" if m.get("warm_ms") is not None else ""))
+    elif m.get("dense") not in (None, "none"):
+        parts.append("not loaded yet")
+    if m.get("rerank"):
+        parts.append(f"rerank {m['rerank']}")
+    if m.get("load_error"):
+        parts.append(f"load error: {m['load_error']}")
+    return " · ".join(parts)
+
+
+def _fmt_bytes(n: Any) -> str:
+    if not isinstance(n, int | float):
+        return "?"
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return "?"
 
 
 def _fmt_cache(c: dict[str, Any]) -> str:
-    parts = [f"{k}: {v}" for k, v in c.items() if k != "hit_rate"]
+    if "error" in c:
+        return f"unavailable ({c['error']})"
+    parts = []
+    if "entries" in c:
+        parts.append(f"{c['entries']} pages")
+    if "bytes" in c:
+        parts.append(_fmt_bytes(c["bytes"]))
     hr = c.get("hit_rate")
     parts.append("hit rate " + ("n/a (no fetches yet)" if hr is None else f"{hr * 100:.0f}%"))
     return ", ".join(parts)

