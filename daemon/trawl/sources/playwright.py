@@ -28,17 +28,16 @@ import contextlib
 import logging
 import time
 from collections import OrderedDict, deque
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
-
-from playwright.async_api import Browser, BrowserContext, Playwright, Request, Route, async_playwright
-from playwright.async_api import Error as PlaywrightError
-from playwright.async_api import TimeoutError as PlaywrightTimeout
 
 from ..chromium import INSTALL_HINT, LAUNCH_ARGS, require_chromium
 from ..settings import Settings
 from ..types import ErrorCode, Page, TrawlError
 from .base import FetchRequest
+
+if TYPE_CHECKING:  # playwright is imported on first use: it costs ~0.2-0.4 s
+    from playwright.async_api import Browser, BrowserContext, Playwright, Request, Route
 
 log = logging.getLogger("trawl.sources.playwright")
 
@@ -293,6 +292,8 @@ class PlaywrightSource:
             return await self._launch(settings)
 
     async def _launch(self, settings: Settings) -> Browser:
+        from playwright.async_api import async_playwright
+
         path = require_chromium(settings)
         t0 = time.perf_counter()
         try:
@@ -336,6 +337,8 @@ class PlaywrightSource:
 
     # ---------------------------------------------------------------- render
     async def _render(self, browser: Browser, req: FetchRequest, settings: Settings, deadline: float) -> Page:
+        from playwright.async_api import Error as PlaywrightError
+
         try:
             ctx = await browser.new_context(
                 service_workers="block",
@@ -354,6 +357,9 @@ class PlaywrightSource:
     async def _render_in(
         self, ctx: BrowserContext, browser: Browser, req: FetchRequest, settings: Settings, deadline: float
     ) -> Page:
+        from playwright.async_api import Error as PlaywrightError
+        from playwright.async_api import TimeoutError as PlaywrightTimeout
+
         pending: dict[Request, float] = {}
         warnings: list[str] = []
         try:
@@ -405,6 +411,8 @@ class PlaywrightSource:
         warnings: list[str],
     ) -> None:
         """Wait until the page is quiet, nearly-empty pages a little longer, never past the host's ceiling."""
+        from playwright.async_api import Error as PlaywrightError
+
         t0 = time.monotonic()
         ceiling = min(self.stats.ceiling(host, settings), max(0.0, deadline - t0 - _CAPTURE_RESERVE_S))
         quiet_s = settings.render_quiet_ms / 1000.0
@@ -436,6 +444,8 @@ def _running_loop() -> asyncio.AbstractEventLoop:
 
 
 async def _route(route: Route) -> None:
+    from playwright.async_api import Error as PlaywrightError
+
     with contextlib.suppress(PlaywrightError):
         if route.request.resource_type in _BLOCKED_TYPES:
             await route.abort("blockedbyclient")
@@ -466,7 +476,7 @@ def _check_response(url: str, status: int | None, ctype: str, warnings: list[str
         )
 
 
-def _nav_error(exc: PlaywrightError, url: str) -> TrawlError:
+def _nav_error(exc: Exception, url: str) -> TrawlError:
     text = str(exc)
     for marker, code, what in _NET_ERRORS:
         if marker in text:
@@ -475,13 +485,15 @@ def _nav_error(exc: PlaywrightError, url: str) -> TrawlError:
     return TrawlError(ErrorCode.NETWORK_ERROR, f"{url}: {first}")
 
 
-def _internal(exc: PlaywrightError) -> TrawlError:
+def _internal(exc: Exception) -> TrawlError:
     first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     return TrawlError(ErrorCode.INTERNAL, f"the headless browser failed: {first}")
 
 
 async def _browser_pid(browser: Browser) -> int | None:
     """The browser process id (CDP SystemInfo), for the status page and crash tests."""
+    from playwright.async_api import Error as PlaywrightError
+
     try:
         session = await browser.new_browser_cdp_session()
         info = await session.send("SystemInfo.getProcessInfo")
