@@ -138,7 +138,7 @@ class PageCache:
         path = self._path(key)
         try:
             blob = path.read_bytes()
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
             return None
         except OSError as exc:
             self._error("cannot read cache entry %s: %s", path, exc)
@@ -192,7 +192,7 @@ class PageCache:
         now = time.time()
         try:
             subdirs = list(os.scandir(self.root))
-        except FileNotFoundError:
+        except OSError:  # missing, or not a directory: no entries
             return out
         for sub in subdirs:
             if not sub.is_dir():
