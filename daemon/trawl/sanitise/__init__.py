@@ -1,14 +1,92 @@
-"""Stage 6: strip invisible characters, flag instruction-like text. PLACEHOLDER."""
+"""Stage 6: strip invisible characters, collect hidden instructions, flag instruction-like chunks.
+
+Page text is untrusted. Nothing is deleted except invisible characters, and what those spell is read
+first: ``clean_document`` decodes Unicode tag characters and variation-selector runs, strips the
+invisible characters from the markdown and title, and collects text the HTML hides from people
+(CSS, ``hidden``, ``aria-hidden``, off-screen) when it addresses an AI reader; each such text goes
+into ``Document.hidden_text`` and its gist into ``Document.warnings``. ``flag`` then annotates chunks:
+``instruction_like`` when a chunk's own text (or heading) addresses the AI reading it, and
+``hidden_instruction`` on every chunk of a page that hid such text.
+"""
 
 from __future__ import annotations
 
+import logging
+from dataclasses import replace
+
 from ..types import Chunk, Document, Page
+from .chars import decode_tags, decode_variation_runs, has_invisible, strip_invisible
+from .detect import find_instructions, is_instruction
+from .hidden import hidden_texts
+
+__all__ = ["clean_document", "find_instructions", "flag", "is_instruction", "strip_invisible"]
+
+log = logging.getLogger("trawl.sanitise")
+
+INSTRUCTION_LIKE = "instruction_like"
+HIDDEN_INSTRUCTION = "hidden_instruction"
+MAX_HIDDEN_KEPT = 20  # hidden instruction texts kept per page
+GIST_CHARS = 160
+
+
+def _gist(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= GIST_CHARS else text[: GIST_CHARS - 1] + "…"
+
+
+def _smuggled(*texts: str | None) -> list[str]:
+    """Text spelled by invisible characters (tag characters, variation-selector runs)."""
+    out: list[str] = []
+    for t in texts:
+        if t and has_invisible(t):
+            for s in (*decode_tags(t), *decode_variation_runs(t)):
+                if s not in out:
+                    out.append(s)
+    return out
 
 
 def clean_document(doc: Document, page: Page) -> Document:
-    """Strip invisible characters from the markdown; collect the page's hidden text."""
-    return doc
+    """Strip invisible characters from the markdown and title; collect the page's hidden instructions."""
+    warnings = list(doc.warnings)
+    hidden: list[str] = list(doc.hidden_text)
+
+    smuggled = _smuggled(doc.markdown, doc.title, page.html if page.kind == "html" else page.text)
+    for s in smuggled:
+        if is_instruction(s):
+            hidden.append(s)
+            warnings.append(f"{HIDDEN_INSTRUCTION}: invisible characters spell an instruction: \"{_gist(s)}\"")
+        else:
+            warnings.append(f"invisible characters on the page spell text: \"{_gist(s)}\"")
+
+    if page.kind == "html" and page.html:
+        try:
+            texts = hidden_texts(page.html)
+        except Exception as exc:  # a sanitiser failure must not lose the page
+            log.warning("hidden-text scan failed for %s: %s", page.final_url or page.url, exc)
+            texts = []
+        for t in texts:
+            if len(hidden) >= MAX_HIDDEN_KEPT:
+                break
+            if t not in hidden and is_instruction(t):
+                hidden.append(t)
+                warnings.append(f"{HIDDEN_INSTRUCTION}: the page hides text addressed to AI readers: \"{_gist(t)}\"")
+
+    markdown = strip_invisible(doc.markdown)
+    title = strip_invisible(doc.title)
+    if markdown is doc.markdown and title is doc.title and hidden == list(doc.hidden_text) \
+            and len(warnings) == len(doc.warnings):
+        return doc
+    return replace(doc, markdown=markdown, title=title, hidden_text=tuple(hidden), warnings=tuple(warnings))
 
 
 def flag(chunks: list[Chunk], hidden_text: tuple[str, ...]) -> list[Chunk]:
-    return chunks
+    """Annotate chunks; never drops or rewrites their text."""
+    out: list[Chunk] = []
+    for c in chunks:
+        flags = list(c.flags)
+        if INSTRUCTION_LIKE not in flags and find_instructions(c.text, c.heading_path):
+            flags.append(INSTRUCTION_LIKE)
+        if hidden_text and HIDDEN_INSTRUCTION not in flags:
+            flags.append(HIDDEN_INSTRUCTION)
+        out.append(c if len(flags) == len(c.flags) else replace(c, flags=tuple(flags)))
+    return out

@@ -1,0 +1,76 @@
+"""Invisible characters: find what they smuggle, then strip them.
+
+Stripped everywhere:
+  - Unicode tag characters U+E0000–E007F (they can spell ASCII text no one sees; :func:`decode_tags`
+    reads it back before it is removed),
+  - bidi controls U+202A–202E, U+2066–2069, U+200E, U+200F, U+061C,
+  - zero-width and invisible format characters U+200B, U+2060–2064, U+FEFF, U+180E, U+00AD (soft hyphen),
+    U+FFF9–FFFB (interlinear annotation), U+034F (combining grapheme joiner),
+  - runs of two or more variation selectors (one selector after a character is normal emoji/CJK use;
+    a run is a way to hide bytes).
+Kept where they do a job, stripped elsewhere:
+  - ZERO WIDTH JOINER U+200D between two emoji (family, profession and flag sequences),
+  - ZERO WIDTH NON-JOINER U+200C between two letters of Arabic-script or Indic text, where it is spelling.
+"""
+
+from __future__ import annotations
+
+import re
+
+_TAG_RUN = re.compile(r"[\U000E0000-\U000E007F]+")
+_ALWAYS = (
+    "\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c"  # bidi controls
+    "\u200b\u2060-\u2064\ufeff\u180e\u00ad\ufff9-\ufffb\u034f"  # zero-width / invisible format
+    "\U000e0000-\U000e007f"  # tag characters
+)
+_ALWAYS_RE = re.compile(f"[{_ALWAYS}]+")
+_VS = "\ufe00-\ufe0f\U000e0100-\U000e01ef"
+_VS_RUN = re.compile(f"[{_VS}]{{2,}}")
+_EMOJI = "\u00a9\u00ae\u203c-\u3299\U0001f000-\U0001faff\ufe0f\U0001f3fb-\U0001f3ff"
+_ZWJ_STRAY = re.compile(f"(?<![{_EMOJI}])\u200d|\u200d(?![{_EMOJI}])")
+_JOINING = "\u0600-\u06ff\u0750-\u077f\u08a0-\u08ff\ufb50-\ufdff\ufe70-\ufefe\u0900-\u0dff"
+_ZWNJ_STRAY = re.compile(f"(?<![{_JOINING}])\u200c|\u200c(?![{_JOINING}])")
+_ANY_INVISIBLE = re.compile(f"[{_ALWAYS}\u200c\u200d{_VS}]")
+
+TAG_MIN_CHARS = 4  # shorter tag runs are flag-emoji subdivision codes ("gbeng")
+
+
+def has_invisible(text: str) -> bool:
+    return _ANY_INVISIBLE.search(text) is not None
+
+
+def decode_tags(text: str) -> list[str]:
+    """ASCII spelled by each run of tag characters (U+E0020–E007E map to ' '..'~')."""
+    out: list[str] = []
+    for m in _TAG_RUN.finditer(text):
+        decoded = "".join(chr(ord(c) - 0xE0000) for c in m.group(0) if 0xE0020 <= ord(c) <= 0xE007E)
+        if len(decoded.strip()) >= TAG_MIN_CHARS:
+            out.append(decoded.strip())
+    return out
+
+
+def decode_variation_runs(text: str) -> list[str]:
+    """Bytes hidden in runs of variation selectors (VS1–16 → 0–15, VS17–256 → 16–255), as text."""
+    out: list[str] = []
+    for m in _VS_RUN.finditer(text):
+        data = bytearray()
+        for c in m.group(0):
+            cp = ord(c)
+            data.append(cp - 0xFE00 if cp <= 0xFE0F else cp - 0xE0100 + 16)
+        decoded = data.decode("utf-8", "replace").strip()
+        if len(decoded) >= TAG_MIN_CHARS:
+            out.append(decoded)
+    return out
+
+
+def strip_invisible(text: str) -> str:
+    """``text`` without the invisible characters listed in the module docstring."""
+    if not has_invisible(text):
+        return text
+    text = _VS_RUN.sub("", text)
+    text = _ALWAYS_RE.sub("", text)
+    if "\u200d" in text:
+        text = _ZWJ_STRAY.sub("", text)
+    if "\u200c" in text:
+        text = _ZWNJ_STRAY.sub("", text)
+    return text

@@ -1,0 +1,80 @@
+"""Does a text address the AI reading it? The test shared by the chunk flagger and the hidden-text filter.
+
+The text is normalised first so simple disguises do not hide a phrase: NFKC (full-width letters become
+ASCII), invisible characters removed, Cyrillic/Greek look-alike letters inside otherwise Latin words
+mapped to Latin, runs of spaces collapsed. "prose" rules see the text without fenced code blocks and
+inline code spans, where docs legitimately show prompt formats.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+
+from .chars import strip_invisible
+from .patterns import RULES, is_mention
+
+MAX_SCAN_CHARS = 200_000  # longer texts are scanned in their first part only
+
+_FENCED = re.compile(r"^ {0,3}(`{3,}|~{3,})[^\n]*\n.*?(?:^ {0,3}\1[ \t]*$|\Z)", re.MULTILINE | re.DOTALL)
+_INLINE_CODE = re.compile(r"`[^`\n]{1,200}`")
+_SPACES = re.compile(r"[ \t\u00a0\u2000-\u200a\u3000]+")
+_LOOKALIKE = str.maketrans(
+    {
+        "а": "a", "е": "e", "о": "o", "р": "p", "с": "c", "у": "y", "х": "x", "і": "i", "ј": "j", "ѕ": "s",
+        "ԁ": "d", "ɡ": "g", "һ": "h", "ӏ": "l", "ο": "o", "α": "a", "ε": "e", "ι": "i", "ν": "v", "ρ": "p",
+        "τ": "t", "κ": "k", "А": "A", "Е": "E", "О": "O", "Р": "P", "С": "C", "Т": "T", "Х": "X", "І": "I",
+        "Ο": "O", "Α": "A", "Ε": "E", "Ι": "I", "Ν": "N", "Ρ": "P", "Τ": "T", "Κ": "K",
+    }
+)
+_MIXED_WORD = re.compile(r"\w*[a-zA-Z]\w*[\u0370-\u03ff\u0400-\u04ff]\w*|\w*[\u0370-\u03ff\u0400-\u04ff]\w*[a-zA-Z]\w*")
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    rule: str
+    snippet: str
+
+
+def normalise(text: str) -> str:
+    text = strip_invisible(text[:MAX_SCAN_CHARS])
+    if not text.isascii():
+        text = unicodedata.normalize("NFKC", text)
+        text = _MIXED_WORD.sub(lambda m: m.group(0).translate(_LOOKALIKE), text)
+    return _SPACES.sub(" ", text)
+
+
+def prose_only(text: str) -> str:
+    if "`" not in text and "~~~" not in text:
+        return text
+    return _INLINE_CODE.sub(" ", _FENCED.sub("\n", text))
+
+
+def find_instructions(text: str, headings: tuple[str, ...] = ()) -> list[Hit]:
+    """Every rule that matches ``text`` (and the heading titles above it), with the matched snippet."""
+    if not text and not headings:
+        return []
+    full = normalise(text)
+    if headings:
+        full = "\n".join(f"## {h}" for h in headings) + "\n" + full
+    prose: str | None = None
+    hits: list[Hit] = []
+    for rule in RULES:
+        if rule.scope == "prose":
+            if prose is None:
+                prose = prose_only(full)
+            hay = prose
+        else:
+            hay = full
+        for m in rule.pattern.finditer(hay):
+            if is_mention(hay, m.start(), m.end()):
+                continue
+            lo, hi = max(0, m.start() - 40), min(len(hay), m.end() + 40)
+            hits.append(Hit(rule.name, " ".join(hay[lo:hi].split())))
+            break
+    return hits
+
+
+def is_instruction(text: str, headings: tuple[str, ...] = ()) -> bool:
+    return bool(find_instructions(text, headings))
