@@ -127,5 +127,7 @@ def create_app(
 
         from .mcp_mount import mount_mcp
 
-        mount_mcp(app, build_server(LocalBackend(services, registry)))
+        server = build_server(LocalBackend(services, registry))
+        state.extras["mcp_server"] = server
+        mount_mcp(app, server)
     return app

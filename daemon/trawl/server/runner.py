@@ -108,7 +108,7 @@ class RunningDaemon:
         self.runner = web.AppRunner(self.app, handle_signals=False, access_log=None,
                                     shutdown_timeout=self.settings.shutdown_grace_s)
         await self.runner.setup()
-        site = web.SockSite(self.runner, sock, shutdown_timeout=self.settings.shutdown_grace_s)
+        site = web.SockSite(self.runner, sock)
         await site.start()
         log.info("trawl %s listening on %s (pid %d)", __version__, self.url, os.getpid())
         if self._warm:

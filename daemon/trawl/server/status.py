@@ -199,7 +199,7 @@ async def login(request: web.Request) -> web.StreamResponse:
         return web.Response(status=403, content_type="text/html",
                             text="<!doctype html><title>trawl</title><p>This link has expired or was already "
                                  "used. Run <code>trawl status --open</code> again.</p>")
-    resp = web.HTTPSeeOther("/")
+    resp = web.Response(status=303, headers={"Location": "/", "Cache-Control": "no-store"})
     resp.set_cookie(SESSION_COOKIE, sid, httponly=True, samesite="Strict", path="/",
                     max_age=int(state.login.session_ttl_s))
     return resp

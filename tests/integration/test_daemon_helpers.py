@@ -1,0 +1,93 @@
+"""Shared helpers for the daemon / API / security / MCP tests (no tests here).
+
+* :func:`daemon_settings` — settings in tmp dirs, port 0 (a free port), BM25-only by default for speed;
+* :class:`SlowSource` — a real Source (the router's seam) for targets ``slow:<seconds>``: it waits, then
+  returns a small page; used to hold requests in flight;
+* :func:`write_pages` — a few local HTML pages served by the file source;
+* :func:`free_port` — a port nobody listens on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from pathlib import Path
+from typing import Any
+
+from trawl.settings import Settings
+from trawl.sources.base import FetchRequest
+from trawl.sources.router import default_sources
+from trawl.types import Page
+
+
+def daemon_settings(tmp_path: Path, **kw: Any) -> Settings:
+    base: dict[str, Any] = {
+        "state_dir": tmp_path / "state",
+        "cache_dir": tmp_path / "cache",
+        "port": 0,
+        "dense": "none",
+        "shutdown_grace_s": 5.0,
+    }
+    base.update(kw)
+    return Settings(**base)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class SlowSource:
+    """Targets ``slow:<seconds>``: sleep that long, then return a tiny HTML page."""
+
+    name = "slow"
+    priority = 5
+
+    def __init__(self) -> None:
+        self.started = 0
+        self.finished = 0
+
+    def accepts(self, req: FetchRequest) -> str | None:
+        return "test source" if req.target.startswith("slow:") else None
+
+    async def fetch(self, req: FetchRequest, settings: Settings) -> Page:
+        self.started += 1
+        await asyncio.sleep(float(req.target.split(":", 1)[1] or 0))
+        self.finished += 1
+        html = ("<html><head><title>Slow page</title></head><body><h1>Slow page</h1>"
+                "<p>The slow page finally answered with its content about tortoises and patience.</p>"
+                "</body></html>")
+        return Page(url=req.target, final_url=req.target, kind="html", source="slow", html=html, title="Slow page")
+
+
+def sources_with_slow(settings: Settings) -> tuple[list[Any], SlowSource]:
+    slow = SlowSource()
+    return [*default_sources(settings), slow], slow
+
+
+PAGE = """<!doctype html><html lang="en"><head><title>{title}</title></head><body>
+<h1>{title}</h1>
+<h2>Installation</h2>
+<p>To install the {title} tool, download the archive, unpack it and run the setup script. The setup
+script checks the Python version and creates a virtual environment for the {title} project.</p>
+<h2>Pricing</h2>
+<p>The {title} service costs 12 euros per month for individuals and 40 euros per month for teams of up
+to ten people. Annual plans get two months free.</p>
+<h2>Rate limits</h2>
+<p>The {title} API allows 600 requests per minute per key. Bursts above the limit receive HTTP 429 with a
+Retry-After header telling the client how long to wait.</p>
+<h2>Support</h2>
+<p>Write to the {title} support desk; answers arrive within one working day, faster for teams.</p>
+</body></html>
+"""
+
+
+def write_pages(root: Path, n: int = 3) -> list[Path]:
+    root.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for i in range(n):
+        p = root / f"page{i}.html"
+        p.write_text(PAGE.format(title=f"Widget{i}"), encoding="utf-8")
+        paths.append(p)
+    return paths
