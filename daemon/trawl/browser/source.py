@@ -9,9 +9,12 @@ Pages from this source may be private: the page cache keeps them in memory only.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ..settings import Settings
 from ..sources.base import FetchRequest
 from ..types import ErrorCode, Page, TrawlError
+from .dom import flatten_shadow_roots
 from .hub import ExtensionHub
 
 
@@ -42,7 +45,11 @@ class ExtensionSource:
     async def fetch(self, req: FetchRequest, settings: Settings) -> Page:
         tab = parse_tab(req.target)
         if tab is not None:
-            return await self.hub.capture(tab=tab)
-        if not req.target.startswith(("http://", "https://")):
+            page = await self.hub.capture(tab=tab)
+        elif req.target.startswith(("http://", "https://")):
+            page = await self.hub.capture(url=req.target)
+        else:
             raise TrawlError(ErrorCode.UNSUPPORTED_SCHEME, "the browser reads http(s) pages and tabs only")
-        return await self.hub.capture(url=req.target)
+        if page.html is not None and "shadowrootmode" in page.html:
+            page = replace(page, html=flatten_shadow_roots(page.html))
+        return page

@@ -1,0 +1,225 @@
+"""Capture through the real extension in real Chromium: open tabs, background tabs, shadow DOM, iframes,
+big pages, tabs closed mid-capture, pages that never settle, logged-in pages, the site policy."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from aiohttp import web
+from trawl.browser import PINNED_EXTENSION_ID
+from trawl.types import ErrorCode, TrawlError
+
+from .conftest import LOGIN_TEXT, PRIVATE_TEXT, Linked, LocalSite, close_linked, e2e_settings, launch_linked
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(90)]
+
+
+def article(title: str, body: str) -> str:
+    head = f"<!doctype html><html lang=en><head><title>{title}</title></head>"
+    return f"{head}<body><main><h1>{title}</h1>{body}</main></body></html>"
+
+
+async def test_open_tab_is_captured_through_the_extension(linked: Linked, site: LocalSite) -> None:
+    url = site.add("/otters", article("Otters", "<p>Sea otters hold hands while they sleep so they do not drift.</p>"))
+    await linked.open_tab(url)
+    hits_before = site.hits.get("/otters", 0)
+    result = await linked.engine.fetch(url, "why do otters hold hands")
+    assert result.ok, result.error
+    assert result.source == "extension"
+    assert "hold hands" in " ".join(c.text for c in result.chunks)
+    record = linked.hub.captures[0]
+    assert record.outcome == "ok" and record.via == "open_tab"
+    assert site.hits["/otters"] == hits_before, "an open tab must be read in place, not fetched again"
+
+
+async def test_url_without_a_tab_goes_through_a_background_tab_that_is_closed(linked: Linked, site: LocalSite) -> None:
+    url = site.add("/bg", article("Background", "<p>The background tab page mentions the number 7781.</p>"))
+    page = await linked.hub.capture(url=url)
+    assert page.source == "extension" and page.kind == "html"
+    assert "7781" in (page.html or "")
+    assert page.html is not None and page.html.startswith("<!DOCTYPE html><html lang=\"en\">")
+    assert linked.hub.captures[0].via == "background_tab"
+    listing = await linked.hub.list_tabs()
+    assert all(t["url"] != url for t in listing["tabs"]), "the background tab must be closed after capture"
+
+
+SHADOW_PAGE = """<!doctype html><html><head><title>Shadow</title></head><body>
+<h1>Components</h1>
+<p>This harbour guide is built from web components. Each card below keeps its text in a shadow root, some open
+and some closed, the way design systems often do. A reader that only looks at the light DOM sees nothing.</p>
+<open-card></open-card><closed-card></closed-card>
+<script>
+customElements.define('open-card', class extends HTMLElement {
+  constructor() { super();
+    this.attachShadow({mode: 'open'}).innerHTML = '<p>Open shadow text: the lighthouse keeper.</p>'; }
+});
+customElements.define('closed-card', class extends HTMLElement {
+  constructor() { super(); const r = this.attachShadow({mode: 'closed'});
+    r.innerHTML = '<p>Closed shadow text: the hidden harbour.</p><inner-card></inner-card>'; }
+});
+customElements.define('inner-card', class extends HTMLElement {
+  constructor() { super();
+    this.attachShadow({mode: 'closed'}).innerHTML = '<p>Nested closed text: the tide table.</p>'; }
+});
+</script></body></html>"""
+
+
+async def test_open_and_closed_shadow_roots_are_inlined(linked: Linked, site: LocalSite) -> None:
+    url = site.add("/shadow", SHADOW_PAGE)
+    await linked.open_tab(url)
+    page = await linked.hub.capture(url=url)
+    html = page.html or ""
+    for text in ("the lighthouse keeper", "the hidden harbour", "the tide table"):
+        assert text in html
+    assert 'shadowrootmode="closed"' in html and 'shadowrootmode="open"' in html
+    result = await linked.engine.fetch(url, "who keeps the lighthouse")
+    assert result.ok and "lighthouse keeper" in " ".join(c.text for c in result.chunks)
+
+
+async def test_same_origin_iframe_is_inlined(linked: Linked, site: LocalSite) -> None:
+    site.add("/frame", article("Frame", "<p>Inside the frame: the ferry leaves at 06:40.</p>"))
+    url = site.add("/framed", article("Framed", '<p>Timetable below.</p><iframe src="/frame"></iframe><p>After.</p>'))
+    await linked.open_tab(url)
+    page = await linked.hub.capture(url=url)
+    html = page.html or ""
+    assert "the ferry leaves at 06:40" in html
+    assert html.index("Timetable below") < html.index("ferry leaves") < html.index("After.")
+    assert "data-trawl-frame" in html
+
+
+async def test_ten_megabyte_page_arrives_whole(linked: Linked, site: LocalSite) -> None:
+    para = "<p>" + ("Filler sentence about estuaries and mudflats. " * 20) + "</p>\n"
+    body = para * (10_500_000 // len(para)) + "<p>END-MARKER-93421</p>"
+    url = site.add("/big", article("Big", body))
+    page = await linked.hub.capture(url=url)
+    assert page.size >= 10_000_000
+    assert "END-MARKER-93421" in (page.html or "")
+
+
+NEVER_SETTLES = article("Ticker", """<p>Live ticker: the price of tea. This market page never stops changing: a
+ticker rewrites a line every few milliseconds and dots keep arriving at the end, the way live dashboards, chats and
+sports scores behave. A reader must stop waiting at some point and take the page as it is.</p><div id=t></div>
+<script>let n = 0; setInterval(() => { document.getElementById('t').textContent = 'tick ' + (n++); }, 20);
+new MutationObserver(() => {}).observe(document.body, {subtree: true, childList: true});
+(function spin(){ const d = document.createElement('span'); d.textContent = '.'; document.body.appendChild(d);
+  setTimeout(spin, 30); })();</script>""")
+
+
+async def test_page_that_never_settles_is_captured_with_a_warning(tmp_path: Path, chromium: str,
+                                                                   site: LocalSite) -> None:
+    stack = await launch_linked(tmp_path, chromium, settings=e2e_settings(tmp_path, extension_settle_max_s=1.0))
+    try:
+        assert await stack.hub.wait_attached(15)
+        url = site.add("/ticker", NEVER_SETTLES)
+        t0 = asyncio.get_running_loop().time()
+        page = await stack.hub.capture(url=url)
+        elapsed = asyncio.get_running_loop().time() - t0
+        assert "the price of tea" in (page.html or "")
+        assert any("kept changing" in w for w in page.warnings), page.warnings
+        assert elapsed < 6.0
+        result = await stack.engine.fetch(url, "price of tea")
+        assert result.ok and any("kept changing" in w for w in result.warnings)
+    finally:
+        await close_linked(stack)
+
+
+async def test_tab_closed_mid_capture_is_a_typed_error(linked: Linked, site: LocalSite) -> None:
+    url = site.add("/closing", NEVER_SETTLES)
+    task = asyncio.create_task(linked.hub.capture(url=url))
+    # The extension opens a background tab and polls it; close that tab while it waits for the page to settle.
+    for _ in range(100):
+        pages = [p for p in linked.context.pages if p.url == url]
+        if pages:
+            break
+        await asyncio.sleep(0.05)
+    assert pages, "the background tab never appeared"
+    await asyncio.sleep(0.3)
+    await pages[0].close()
+    with pytest.raises(TrawlError) as err:
+        await asyncio.wait_for(task, 15)
+    assert err.value.code == ErrorCode.TAB_NOT_FOUND
+    assert "closed" in err.value.message
+
+
+async def test_logged_in_page_comes_back_through_the_extension_only(linked: Linked, site: LocalSite) -> None:
+    # Log in inside the extension's browser profile.
+    page = await linked.context.new_page()
+    await page.goto(site.url("/private"))
+    await page.fill("input[name=password]", "open sesame")
+    await page.click("button")
+    await page.wait_for_url(site.url("/private"))
+    assert PRIVATE_TEXT in await page.content()
+    await page.close()
+
+    via_browser = await linked.engine.fetch(site.url("/private"), "what is the quarterly balance", max_age_s=0)
+    assert via_browser.ok, via_browser.error
+    assert via_browser.source == "extension"
+    assert "4,217 gold coins" in " ".join(c.text for c in via_browser.chunks)
+    assert linked.hub.captures[0].via == "background_tab"
+
+    plain = await linked.engine.fetch(site.url("/private"), "what is the quarterly balance", source="http")
+    if plain.error is not None:
+        assert plain.error.code == ErrorCode.LOGIN_REQUIRED
+    else:
+        text = " ".join(c.text for c in plain.chunks)
+        assert "4,217" not in text and ("sign in" in text.lower() or LOGIN_TEXT[:20] in text)
+
+
+async def _set_policy(linked: Linked, deny: str) -> None:
+    options = await linked.context.new_page()
+    await options.goto(f"chrome-extension://{PINNED_EXTENSION_ID}/options/options.html")
+    await options.fill("#deny", deny)
+    await options.click("#save")
+    await options.wait_for_selector("#saved:has-text('Saved')")
+    await options.close()
+
+
+async def test_denied_site_is_refused_with_a_typed_error(linked: Linked, site: LocalSite) -> None:
+    url = site.add("/secret", article("Secret", "<p>The denied page talks about the vault code.</p>"))
+    tab = await linked.open_tab(url)
+    await _set_policy(linked, f"127.0.0.1:{site.port}")
+
+    forced = await linked.engine.fetch(url, "vault code", source="extension")
+    assert forced.error is not None and forced.error.code == ErrorCode.BLOCKED_BY_POLICY
+    assert "deny list" in forced.error.message and forced.error.hint
+
+    listing = await linked.hub.list_tabs()
+    assert all(t["url"] != url for t in listing["tabs"]) and listing["hidden"] >= 1
+
+    await tab.bring_to_front()
+    active = await linked.engine.fetch("tab:active", "vault code")
+    assert active.error is not None and active.error.code == ErrorCode.BLOCKED_BY_POLICY
+
+    # Without forcing, trawl falls back to the public fetch (no user session) and says where it came from.
+    public = await linked.engine.fetch(url, "vault code")
+    assert public.ok and public.source == "http"
+    assert linked.hub.captures[0].outcome == "blocked_by_policy"
+
+
+async def test_pdf_tab_bytes_come_with_the_session(linked: Linked, site: LocalSite) -> None:
+    import pymupdf
+
+    doc = pymupdf.open()
+    doc.new_page().insert_text((72, 72), "The harbour master's PDF says berth 12 is closed.")
+    data = doc.tobytes()
+
+    async def pdf(request: web.Request) -> web.Response:
+        if request.cookies.get("session") != "s3cret-session":
+            return web.Response(status=403, text="sign in first")
+        return web.Response(body=data, content_type="application/pdf")
+
+    url = site.add("/report.pdf", pdf)
+    page = await linked.context.new_page()
+    await page.goto(site.url("/private"))
+    await page.fill("input[name=password]", "open sesame")
+    await page.click("button")
+    await page.wait_for_url(site.url("/private"))
+    captured = await linked.hub.capture(url=url)
+    assert captured.kind == "pdf" and captured.data == data
+    result = await linked.engine.fetch(url, "which berth is closed")
+    if result.error is not None and result.error.message == "cannot extract pdf":
+        pytest.xfail("the extract stage does not route PDFs yet (placeholder)")
+    assert result.ok and result.source == "extension"
+    assert "berth 12" in " ".join(c.text for c in result.chunks)
