@@ -30,6 +30,8 @@ _DROP_BLOCKS = re.compile(r"<(script|style)\b.*?</\1\s*>", re.S | re.I)
 _BLOCK_TAGS = re.compile(r"</?(p|div|br|li|ul|ol|h[1-6]|tr|table|blockquote|pre|section|article)\b[^>]*>", re.I)
 _XSSI = re.compile(r"^\s*(\)\]\}'|while\s*\(1\);|for\s*\(;;\);)\s*")
 _XML_DECL = re.compile(r"^\s*<\?xml[^>]*\?>")
+_LABEL_RANK = {k: i for i, k in enumerate(_LABEL_KEYS)}
+_MARK_START = frozenset("#`~-=_*")
 _MAX_VALUE_CHARS = 20_000
 _MAX_LABEL_CHARS = 120
 _SEP = "---"
@@ -147,12 +149,12 @@ def _records(out: list[str], items: list[Any], name: str, level: int) -> None:
 def _label(obj: Any) -> str:
     if not isinstance(obj, dict):
         return ""
-    lower = {str(k).lower(): v for k, v in obj.items()}
-    for key in _LABEL_KEYS:
-        value = lower.get(key)
-        if isinstance(value, str | int) and not isinstance(value, bool) and str(value).strip():
-            return _one_line(str(value), _MAX_LABEL_CHARS)
-    return ""
+    best, best_rank = "", len(_LABEL_KEYS)
+    for k, v in obj.items():
+        rank = _LABEL_RANK.get(str(k).lower(), best_rank)
+        if rank < best_rank and isinstance(v, str | int) and not isinstance(v, bool) and str(v).strip():
+            best, best_rank = str(v), rank
+    return _one_line(best, _MAX_LABEL_CHARS) if best else ""
 
 
 def _field_lines(value: Any) -> list[str]:
@@ -162,20 +164,32 @@ def _field_lines(value: Any) -> list[str]:
     while stack:
         prefix, v = stack.pop()
         if isinstance(v, dict):
-            stack.extend((f"{prefix}.{k}" if prefix else str(k), sub) for k, sub in reversed(list(v.items())))
+            nested: list[tuple[str, Any]] = []
+            for k, sub in v.items():
+                key = f"{prefix}.{k}" if prefix else str(k)
+                if isinstance(sub, dict | list):
+                    nested.append((key, sub))
+                elif not nested:  # the common flat case: emit in order, no stack round trip
+                    lines.append(_line(key, sub))
+                else:
+                    nested.append((key, sub))
+            stack.extend(reversed(nested))
         elif isinstance(v, list):
             if all(not isinstance(x, dict | list) for x in v):
                 lines.append(_line(prefix, ", ".join(_scalar(x) for x in v)))
             else:
                 stack.extend((f"{prefix}[{i}]", sub) for i, sub in reversed(list(enumerate(v))))
         else:
-            lines.append(_line(prefix, _scalar(v)))
+            lines.append(_line(prefix, v))
     return lines
 
 
-def _line(key: str, value: str) -> str:
-    value = _one_line(value, _MAX_VALUE_CHARS)
-    return _safe(f"{key}: {value}" if key else value)
+def _line(key: str, value: Any) -> str:
+    text = value if isinstance(value, str) else _scalar(value)
+    if isinstance(value, str):
+        text = _one_line(text, _MAX_VALUE_CHARS)
+    line = f"{key}: {text}" if key else text
+    return _safe(line) if line[:1] in _MARK_START or line[:1].isspace() else line
 
 
 def _scalar(v: Any) -> str:
@@ -321,7 +335,8 @@ def _element_lines(el: Any) -> list[str]:
 
 # ---------------------------------------------------------------- helpers
 def _one_line(text: str, limit: int) -> str:
-    text = _WS.sub(" ", text).strip()
+    if "\n" in text or "\t" in text or "\r" in text or "  " in text or text[:1].isspace() or text[-1:].isspace():
+        text = _WS.sub(" ", text).strip()
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
