@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT / "daemon"))
 
 from trawl import Engine, Settings  # noqa: E402
 
-from tests.fixtures.bad_inputs import OK, BadSite, cases  # noqa: E402
+from tests.fixtures.bad_inputs import OK, BadSite, cases, write_files  # noqa: E402
 
 
 async def run(args: argparse.Namespace) -> int:
@@ -35,7 +35,8 @@ async def run(args: argparse.Namespace) -> int:
         engine = Engine(settings)
         rows: list[tuple[str, str, str, str, str, str]] = []
         async with BadSite().running() as site:
-            for case in cases(tmp, site, args.http_timeout):
+            write_files(tmp)
+            for case in cases(tmp, site.base, site.silent, args.http_timeout):
                 t0 = time.perf_counter()
                 result = await engine.fetch(case.target, case.query, max_age_s=0)
                 dt = time.perf_counter() - t0
