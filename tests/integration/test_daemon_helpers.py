@@ -66,20 +66,28 @@ def sources_with_slow(settings: Settings) -> tuple[list[Any], SlowSource]:
     return [*default_sources(settings), slow], slow
 
 
-PAGE = """<!doctype html><html lang="en"><head><title>{title}</title></head><body>
+PAGE = """<!doctype html><html lang="en"><head><title>{title}</title></head><body><main><article>
 <h1>{title}</h1>
 <h2>Installation</h2>
-<p>To install the {title} tool, download the archive, unpack it and run the setup script. The setup
-script checks the Python version and creates a virtual environment for the {title} project.</p>
+<p>To install the {title} tool, download the archive from the project site, unpack it into a directory of
+your choice and run the setup script from a terminal. The setup script checks the Python version, creates a
+virtual environment for the {title} project and installs every dependency it needs into it.</p>
+<p>After the setup finishes, open a new terminal so the updated search path takes effect, and run the
+version command to confirm that the {title} tool is installed and can find its configuration file.</p>
 <h2>Pricing</h2>
-<p>The {title} service costs 12 euros per month for individuals and 40 euros per month for teams of up
-to ten people. Annual plans get two months free.</p>
+<p>The {title} service costs 12 euros per month for individuals and 40 euros per month for teams of up to
+ten people. Annual plans get two months free, and students pay nothing while they are enrolled.</p>
+<p>Invoices are sent by email at the start of each billing period; the {title} billing page shows every
+past invoice, and the plan can be changed or cancelled there at any time without a fee.</p>
 <h2>Rate limits</h2>
 <p>The {title} API allows 600 requests per minute per key. Bursts above the limit receive HTTP 429 with a
-Retry-After header telling the client how long to wait.</p>
+Retry-After header telling the client how many seconds to wait before it sends the next request.</p>
+<p>Large batch jobs should spread their requests evenly over the minute; the {title} dashboard graphs how
+close each key comes to its rate limit so that teams can ask for a higher quota in good time.</p>
 <h2>Support</h2>
-<p>Write to the {title} support desk; answers arrive within one working day, faster for teams.</p>
-</body></html>
+<p>Write to the {title} support desk by email or through the help form; answers arrive within one working
+day, and faster for teams, whose tickets are handled by a dedicated group of engineers.</p>
+</article></main></body></html>
 """
 
 
