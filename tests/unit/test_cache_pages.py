@@ -166,3 +166,37 @@ def test_clear(settings: Settings) -> None:
     cache.clear()
     assert cache.get("a", "http", None) is None
     assert cache.stats()["entries"] == 0
+
+
+_WRITER = r"""
+import sys, time
+from pathlib import Path
+from trawl import Settings
+from trawl.cache import PageCache
+from trawl.types import Page
+cache = PageCache(Settings(cache_dir=Path(sys.argv[1]), cache_max_bytes=150_000), mem_entries=1)
+tag = sys.argv[2]
+bad = 0
+for i in range(150):
+    key = f"k{i % 20}"
+    cache.put(key, Page(url=key, final_url=key, kind="html", source="http", html=f"<p>{key} {tag} " + "q" * 4000))
+    got = PageCache(Settings(cache_dir=Path(sys.argv[1]), cache_max_bytes=150_000)).get(key, "http", None)
+    if got is not None and not (got.html or "").startswith(f"<p>{key} "):
+        bad += 1
+print(bad, cache.stats()["errors"])
+"""
+
+
+def test_two_processes_share_a_directory(settings: Settings) -> None:
+    import subprocess
+    import sys
+
+    procs = [subprocess.Popen([sys.executable, "-c", _WRITER, str(settings.cache_dir), tag],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for tag in ("A", "B")]
+    for p in procs:
+        out, err = p.communicate(timeout=60)
+        assert p.returncode == 0, err
+        assert out.split() == ["0", "0"], (out, err)
+    cache = PageCache(settings.with_(cache_max_bytes=150_000))
+    assert cache.stats()["bytes"] <= 150_000 + 5 * 4200  # each process trims; a last write may overshoot a little
+    assert not list((Path(settings.cache_dir) / "pages").rglob(".tmp-*"))
