@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import re
 from pathlib import Path
 
 from ..settings import Settings
@@ -106,8 +107,13 @@ def _too_large(path: Path, size: int, cap: int) -> TrawlError:
                       "Raise the matching TRAWL_MAX_*_BYTES setting if you really need it.")
 
 
+_DOMAIN_LIKE = re.compile(r"^(www\.)?[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,24}(:\d+)?(/.*)?$")
+
+
 def _url_hint(target: str) -> str | None:
-    first = target.split("/", 1)[0]
-    if "." in first and not target.startswith((".", "/", "~")) and "/" in target:
-        return f"If you meant a web page, pass a full URL: https://{target}"
-    return None
+    """'example.org/page' is more likely a web page than a local file: say how to ask for it."""
+    if target.startswith((".", "/", "~")) or not _DOMAIN_LIKE.match(target):
+        return None
+    if "/" not in target and Path(target).suffix.lower() in EXTENSION_KINDS:
+        return None  # "notes.md" is a file name
+    return f"If you meant a web page, pass a full URL: https://{target}"
