@@ -299,6 +299,10 @@ chrome.alarms.onAlarm.addListener((alarm) => {
   if (alarm.name === ALARM && !(link && link.isOpen())) connect(true);
 });
 chrome.runtime.onStartup.addListener(() => connect(true));
+// Browser activity also wakes a stopped worker: reconnect then, without waiting for the alarm.
+chrome.tabs.onActivated.addListener(() => {
+  if (!(link && (link.isOpen() || link.status.state === "refused"))) connect(false);
+});
 chrome.runtime.onInstalled.addListener(() => connect(true));
 chrome.storage.onChanged.addListener(async (changes, area) => {
   if (area !== "local") return;
