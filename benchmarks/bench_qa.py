@@ -1,0 +1,211 @@
+"""Answer recall of trawl's retrieval on the qa-dev sets, per question/page language pair.
+
+    .venv/bin/python benchmarks/bench_qa.py [--set qa-dev|qa-dev-long|both] [--limit N] [--data ../shared/bench]
+
+Runs the real stages on each page (extract -> clean -> chunk, once per page as
+the daemon would), then ranks every question on it with the hybrid retriever
+and, in the same run, with BM25 alone. Prints per pair: n, ceiling (answer in
+the extracted text), recall@1 and recall@returned (the adaptive-k set) for
+hybrid and for BM25, mean tokens returned against the whole page, and the
+median retrieval time.
+
+By default each page is embedded ahead before its questions (the steady state
+of a daemon that embeds open tabs and the rest of a page after the first
+question). ``--cold`` turns that off: each question only gets the vectors its
+own dense budget pays for plus what earlier questions on the page left in the
+cache. Embeddings persist under ``--cache-dir`` so re-runs are fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import sys
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from trawl import chunk as chunk_stage
+from trawl import extract as extract_stage
+from trawl import sanitise as sanitise_stage
+from trawl.retrieve import Retriever
+from trawl.settings import Settings
+from trawl.text import approx_tokens
+from trawl.types import Chunk, Page
+
+PAIRS = ["en>en", "de>de", "ru>ru", "ja>ja", "zh>zh", "en>de", "en>ru", "en>zh"]
+_WS = re.compile(r"\s+")
+
+
+def norm(text: str) -> str:
+    return _WS.sub(" ", text).strip().casefold()
+
+
+def found(answers: list[str], text: str) -> bool:
+    t = norm(text)
+    return any(norm(a) and norm(a) in t for a in answers)
+
+
+@dataclass
+class Row:
+    n: int = 0
+    ceiling: int = 0
+    r1: int = 0
+    rk: int = 0
+    b1: int = 0
+    bk: int = 0
+    tokens: list[int] = field(default_factory=list)
+    bm_tokens: list[int] = field(default_factory=list)
+    page_tokens: list[int] = field(default_factory=list)
+    ms: list[float] = field(default_factory=list)
+    modes: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+
+
+def load_questions(root: Path, limit: int | None) -> dict[str, list[dict]]:
+    """Questions grouped by page; with ``limit``, spread evenly over the language pairs."""
+    qs = [json.loads(line) for line in (root / "questions.jsonl").open(encoding="utf-8")]
+    if limit:
+        by_pair: dict[str, list[dict]] = defaultdict(list)
+        for q in qs:
+            by_pair[f"{q['question_lang']}>{q['lang']}"].append(q)
+        picked: list[dict] = []
+        per = max(1, limit // max(1, len(by_pair)))
+        for items in by_pair.values():
+            # Whole pages first: take questions page by page so pages get reused as in real use.
+            items.sort(key=lambda q: (q["html_path"], q["id"]))
+            picked.extend(items[:per])
+        qs = picked
+    pages: dict[str, list[dict]] = defaultdict(list)
+    for q in qs:
+        pages[q["html_path"]].append(q)
+    return pages
+
+
+def prepare(path: Path, settings: Settings) -> tuple[str, list[Chunk], str]:
+    html = path.read_text(encoding="utf-8")
+    page = Page(url=path.as_uri(), final_url=path.as_uri(), kind="html", source="file", html=html)
+    doc = extract_stage.extract(page, settings)
+    doc = sanitise_stage.clean_document(doc, page)
+    chunks = chunk_stage.chunk_document(doc, settings)
+    return doc.markdown, chunks, doc.lang
+
+
+def run_set(name: str, root: Path, args: argparse.Namespace) -> dict[str, Row]:
+    settings = Settings.from_env(
+        cache_dir=Path(args.cache_dir), embed_ahead=False,
+    )
+    hybrid = Retriever(settings)
+    bm25 = Retriever(settings.with_(dense="none", embed_ahead=False))
+    t = time.perf_counter()
+    load_s = hybrid.warm()
+    print(f"[{name}] model load {load_s:.2f} s ({(time.perf_counter() - t):.2f} s with warm-up)", file=sys.stderr)
+    pages = load_questions(root, args.limit)
+    rows: dict[str, Row] = defaultdict(Row)
+    total = sum(len(v) for v in pages.values())
+    done = 0
+    t_start = time.perf_counter()
+    prefetch_s = 0.0
+    for pi, (html_path, qs) in enumerate(pages.items()):
+        markdown, chunks, lang = prepare(root / html_path, settings)
+        page_key = f"{name}:{html_path}"
+        if not args.cold:
+            t = time.perf_counter()
+            hybrid.prefetch(chunks)
+            prefetch_s += time.perf_counter() - t
+        page_tokens = sum(approx_tokens(c.text) for c in chunks)
+        for q in qs:
+            pair = f"{q['question_lang']}>{q['lang']}"
+            row = rows[pair]
+            row.n += 1
+            row.ceiling += found(q["answers"], markdown)
+            t = time.perf_counter()
+            h = hybrid.rank(q["question"], chunks, lang, None, page_key)
+            row.ms.append((time.perf_counter() - t) * 1000)
+            b = bm25.rank(q["question"], chunks, lang, None, page_key)
+            row.modes[h.mode] += 1
+            row.r1 += bool(h.chunks) and found(q["answers"], h.chunks[0].text)
+            row.rk += found(q["answers"], "\n".join(c.text for c in h.chunks))
+            row.b1 += bool(b.chunks) and found(q["answers"], b.chunks[0].text)
+            row.bk += found(q["answers"], "\n".join(c.text for c in b.chunks))
+            row.tokens.append(sum(approx_tokens(c.text) for c in h.chunks))
+            row.bm_tokens.append(sum(approx_tokens(c.text) for c in b.chunks))
+            row.page_tokens.append(page_tokens)
+            done += 1
+        el = time.perf_counter() - t_start
+        print(
+            f"\r[{name}] page {pi + 1}/{len(pages)}  questions {done}/{total}  {el:.0f} s"
+            f" (embedding ahead {prefetch_s:.0f} s)",
+            end="", file=sys.stderr, flush=True,
+        )
+    print(file=sys.stderr)
+    hybrid.close()
+    return rows
+
+
+def pct(a: int, n: int) -> str:
+    return f"{a / n:.3f}" if n else "-"
+
+
+def report(name: str, rows: dict[str, Row]) -> None:
+    print(f"\n## {name}")
+    head = (
+        f"{'pair':7} {'n':>5} {'ceil':>6} {'R@1':>6} {'R@ret':>6} {'gap':>6} {'bm R@1':>7} {'bm R@ret':>8}"
+        f" {'tok':>6} {'bm tok':>6} {'page tok':>8} {'ratio':>6} {'ms p50':>7} {'ms p95':>7}  modes"
+    )
+    print(head)
+    allrow = Row()
+    for pair in [*PAIRS, *sorted(set(rows) - set(PAIRS))]:
+        r = rows.get(pair)
+        if not r or not r.n:
+            continue
+        _line(pair, r)
+        allrow.n += r.n
+        allrow.ceiling += r.ceiling
+        allrow.r1 += r.r1
+        allrow.rk += r.rk
+        allrow.b1 += r.b1
+        allrow.bk += r.bk
+        allrow.tokens += r.tokens
+        allrow.bm_tokens += r.bm_tokens
+        allrow.page_tokens += r.page_tokens
+        allrow.ms += r.ms
+        for m, c in r.modes.items():
+            allrow.modes[m] += c
+    if allrow.n:
+        _line("all", allrow)
+
+
+def _line(pair: str, r: Row) -> None:
+    tok = statistics.mean(r.tokens)
+    page = statistics.mean(r.page_tokens)
+    ms = sorted(r.ms)
+    p95 = ms[min(len(ms) - 1, int(0.95 * len(ms)))]
+    gap = (r.ceiling - r.rk) / r.n
+    modes = ",".join(f"{m}:{c}" for m, c in sorted(r.modes.items()))
+    print(
+        f"{pair:7} {r.n:5d} {pct(r.ceiling, r.n):>6} {pct(r.r1, r.n):>6} {pct(r.rk, r.n):>6} {gap:6.3f}"
+        f" {pct(r.b1, r.n):>7} {pct(r.bk, r.n):>8} {tok:6.0f} {statistics.mean(r.bm_tokens):6.0f} {page:8.0f}"
+        f" {page / max(tok, 1):6.1f} {statistics.median(ms):7.1f} {p95:7.1f}  {modes}"
+    )
+
+
+def main() -> None:
+    here = Path(__file__).resolve().parent
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--set", choices=["qa-dev", "qa-dev-long", "both"], default="qa-dev")
+    ap.add_argument("--limit", type=int, default=None, help="questions per set, spread over the language pairs")
+    ap.add_argument("--data", default=str(here.parent.parent / "shared" / "bench"))
+    ap.add_argument("--cache-dir", default="/tmp/trawl-bench-cache", help="embedding cache kept between runs")
+    ap.add_argument("--cold", action="store_true", help="no embedding ahead: each question pays its own budget")
+    args = ap.parse_args()
+    sets = ["qa-dev", "qa-dev-long"] if args.set == "both" else [args.set]
+    for name in sets:
+        rows = run_set(name, Path(args.data) / name, args)
+        report(name, rows)
+
+
+if __name__ == "__main__":
+    main()

