@@ -121,6 +121,24 @@ async def test_redirect_cycle(settings: Settings) -> None:
     assert err.code == ErrorCode.REDIRECT_LOOP and "cycle" in err.message
 
 
+async def test_cookie_check_redirect_to_same_url(settings: Settings) -> None:
+    def handler(req: httpx.Request) -> httpx.Response:
+        if "seen=1" in req.headers.get("cookie", ""):
+            return httpx.Response(200, headers={"content-type": "text/html"}, content=b"<p>welcome</p>")
+        return httpx.Response(302, headers={"location": "/a", "set-cookie": "seen=1; Path=/"})
+
+    page = await fetch(handler, "https://example.org/a", settings)
+    assert page.html == "<p>welcome</p>"
+
+
+async def test_cookie_setting_cycle_still_ends(settings: Settings) -> None:
+    def handler(req: httpx.Request) -> httpx.Response:
+        return httpx.Response(302, headers={"location": "/a", "set-cookie": "n=1; Path=/"})
+
+    err = await fetch_error(handler, "https://example.org/a", settings)
+    assert err.code == ErrorCode.REDIRECT_LOOP
+
+
 async def test_too_many_redirects(settings: Settings) -> None:
     def handler(req: httpx.Request) -> httpx.Response:
         n = int(req.url.path.strip("/") or 0)

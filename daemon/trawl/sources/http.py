@@ -90,7 +90,8 @@ class HttpSource:
                 raise _transport_error(exc, url, settings) from None
             try:
                 if response.status_code in _REDIRECTS and "location" in response.headers:
-                    url = self._next_hop(url, response.headers["location"], chain)
+                    sets_cookie = "set-cookie" in response.headers
+                    url = self._next_hop(url, response.headers["location"], chain, sets_cookie)
                     continue
                 return await self._page(target, url, response, settings)
             except httpx.HTTPError as exc:
@@ -104,13 +105,15 @@ class HttpSource:
         )
 
     @staticmethod
-    def _next_hop(url: str, location: str, chain: list[str]) -> str:
+    def _next_hop(url: str, location: str, chain: list[str], sets_cookie: bool) -> str:
         nxt = urljoin(url, location.strip())
         target = classify(nxt)
         if target.kind != "http":
             raise unsupported_scheme(nxt, target.scheme or "unknown")
         nxt = validate_http_url(nxt)
-        if nxt in chain:
+        # Revisiting a URL is a cycle, except once right after a cookie was set (a cookie check).
+        visits = chain.count(nxt)
+        if visits and (not sets_cookie or visits >= 2):
             loop = " -> ".join([*chain[chain.index(nxt):], nxt])
             raise TrawlError(ErrorCode.REDIRECT_LOOP, f"redirect cycle: {loop}")
         chain.append(nxt)
