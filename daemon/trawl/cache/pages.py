@@ -125,7 +125,7 @@ class PageCache:
                 _, (_, dropped) = self._mem.popitem(last=False)
                 self._mem_bytes -= _mem_size(dropped)
 
-    def _miss(self) -> None:
+    def _miss(self) -> Page | None:
         with self._lock:
             self.misses += 1
         return None

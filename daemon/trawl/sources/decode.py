@@ -64,12 +64,16 @@ def normalise(label: str | None) -> str | None:
 
 def decode_body(data: bytes, content_type: str = "", *, markup: bool = True) -> Decoded:
     """Decode ``data``; ``markup`` enables the <meta>/<?xml?> look-ups (HTML, XML, feeds)."""
-    for bom, name in _BOMS:
+    for bom, bom_codec in _BOMS:
         if data.startswith(bom):
-            return Decoded(data[len(bom):].decode(name, errors="replace"), name)
+            return Decoded(data[len(bom):].decode(bom_codec, errors="replace"), bom_codec)
 
     declared = header_charset(content_type)
-    for label, where in ((declared, "the Content-Type header"), (_in_document(data) if markup else None, "the page")):
+    candidates: tuple[tuple[str | None, str], ...] = (
+        (declared, "the Content-Type header"),
+        (_in_document(data) if markup else None, "the page"),
+    )
+    for label, where in candidates:
         if not label:
             continue
         name = normalise(label)
