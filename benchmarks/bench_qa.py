@@ -54,6 +54,8 @@ class Row:
     n: int = 0
     ceiling: int = 0
     r1: int = 0
+    r3: int = 0
+    r5: int = 0
     rk: int = 0
     b1: int = 0
     bk: int = 0
@@ -127,6 +129,8 @@ def run_set(name: str, root: Path, args: argparse.Namespace) -> dict[str, Row]:
             b = bm25.rank(q["question"], chunks, lang, None, page_key)
             row.modes[h.mode] += 1
             row.r1 += bool(h.chunks) and found(q["answers"], h.chunks[0].text)
+            row.r3 += found(q["answers"], "\n".join(c.text for c in h.chunks[:3]))
+            row.r5 += found(q["answers"], "\n".join(c.text for c in h.chunks[:5]))
             row.rk += found(q["answers"], "\n".join(c.text for c in h.chunks))
             row.b1 += bool(b.chunks) and found(q["answers"], b.chunks[0].text)
             row.bk += found(q["answers"], "\n".join(c.text for c in b.chunks))
@@ -152,7 +156,8 @@ def pct(a: int, n: int) -> str:
 def report(name: str, rows: dict[str, Row]) -> None:
     print(f"\n## {name}")
     head = (
-        f"{'pair':7} {'n':>5} {'ceil':>6} {'R@1':>6} {'R@ret':>6} {'gap':>6} {'bm R@1':>7} {'bm R@ret':>8}"
+        f"{'pair':7} {'n':>5} {'ceil':>6} {'R@1':>6} {'R@3':>6} {'R@5':>6} {'R@ret':>6} {'gap':>6}"
+        f" {'bm R@1':>7} {'bm R@ret':>8}"
         f" {'tok':>6} {'bm tok':>6} {'page tok':>8} {'ratio':>6} {'ms p50':>7} {'ms p95':>7}  modes"
     )
     print(head)
@@ -165,6 +170,8 @@ def report(name: str, rows: dict[str, Row]) -> None:
         allrow.n += r.n
         allrow.ceiling += r.ceiling
         allrow.r1 += r.r1
+        allrow.r3 += r.r3
+        allrow.r5 += r.r5
         allrow.rk += r.rk
         allrow.b1 += r.b1
         allrow.bk += r.bk
@@ -186,7 +193,8 @@ def _line(pair: str, r: Row) -> None:
     gap = (r.ceiling - r.rk) / r.n
     modes = ",".join(f"{m}:{c}" for m, c in sorted(r.modes.items()))
     print(
-        f"{pair:7} {r.n:5d} {pct(r.ceiling, r.n):>6} {pct(r.r1, r.n):>6} {pct(r.rk, r.n):>6} {gap:6.3f}"
+        f"{pair:7} {r.n:5d} {pct(r.ceiling, r.n):>6} {pct(r.r1, r.n):>6} {pct(r.r3, r.n):>6} {pct(r.r5, r.n):>6}"
+        f" {pct(r.rk, r.n):>6} {gap:6.3f}"
         f" {pct(r.b1, r.n):>7} {pct(r.bk, r.n):>8} {tok:6.0f} {statistics.mean(r.bm_tokens):6.0f} {page:8.0f}"
         f" {page / max(tok, 1):6.1f} {statistics.median(ms):7.1f} {p95:7.1f}  {modes}"
     )

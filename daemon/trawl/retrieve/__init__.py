@@ -140,7 +140,7 @@ class Retriever:
         if not chunks:
             return Ranking([], "bm25-only" if self._embedder is None else "hybrid")
         warnings: list[str] = []
-        index = self._index(page_key, chunks)
+        index, seen = self._index(page_key, chunks)
         qterms = tokens(query)
         bm = index.scores(qterms)
         qlang = guess_lang(query)
@@ -153,7 +153,7 @@ class Retriever:
         fresh = 0
         if self._embedder is not None and not self._is_down("embed"):
             try:
-                dense, have_vec, fresh, late = self._dense(query, chunks, bm, qterms, blind, t0)
+                dense, have_vec, fresh, late = self._dense(query, chunks, bm, qterms, blind, seen, t0)
                 if late:
                     warnings.append(
                         f"dense budget ({self.settings.dense_budget_s:g} s) reached: {len(have_vec)} of "
@@ -202,7 +202,14 @@ class Retriever:
 
     # ------------------------------------------------------------- dense
     def _dense(
-        self, query: str, chunks: list[Chunk], bm: np.ndarray, qterms: list[str], blind: bool, t0: float
+        self,
+        query: str,
+        chunks: list[Chunk],
+        bm: np.ndarray,
+        qterms: list[str],
+        blind: bool,
+        seen: bool,
+        t0: float,
     ) -> tuple[np.ndarray, list[int], int, bool]:
         """Dense score per chunk (0 where none) for cached vectors plus a budget of new ones."""
         assert self._embedder is not None
@@ -215,6 +222,10 @@ class Retriever:
         missing = [i for i, key in enumerate(keys) if key not in vecs]
         late = False
         fresh = 0
+        if missing and seen and not blind and self._ahead is not None:
+            # A page asked about before is being embedded ahead: answer now from the vectors there are
+            # (BM25 sees the question, so it carries the ranking) and keep the second question fast.
+            missing = []
         if missing:
             limit = s.dense_candidates
             if blind:
@@ -351,19 +362,20 @@ class Retriever:
         return reordered, new, True
 
     # ---------------------------------------------------------- helpers
-    def _index(self, page_key: str, chunks: list[Chunk]) -> BM25Index:
+    def _index(self, page_key: str, chunks: list[Chunk]) -> tuple[BM25Index, bool]:
+        """The page's BM25 index, and whether this page was asked about before."""
         key = f"{page_key or id(chunks)}:{len(chunks)}:{chunks[0].id}:{chunks[-1].id}"
         with self._lock:
             idx = self._indexes.get(key)
             if idx is not None:
                 self._indexes.move_to_end(key)
-                return idx
+                return idx, True
         idx = BM25Index([_bm25_text(c) for c in chunks])
         with self._lock:
             self._indexes[key] = idx
             while len(self._indexes) > 32:
                 self._indexes.popitem(last=False)
-        return idx
+        return idx, False
 
     def _is_down(self, part: str) -> bool:
         return time.monotonic() < self._down_until[part]

@@ -1,0 +1,135 @@
+"""Latency of a question on a ~200 KB page, through the whole pipeline, cold and warm.
+
+    .venv/bin/python benchmarks/bench_latency.py [--data ../shared/bench] [--reps 5] [--work DIR]
+
+Builds two pages from qa-dev-long (kept out of git, under ``--work``): English
+and Japanese articles merged into ~200 KB of HTML each, with realistic
+boilerplate (navigation, scripts, styles). Prints:
+
+- model load: the first ``warm()`` in this process (the daemon does it once at start);
+- cold: the first question on a fresh page (fresh engine and embedding cache, model loaded);
+- warm: another question on the same page right after (the page is prepared, the
+  rest of it is being embedded ahead in the background);
+- the split by stage (``result.timings_ms``), medians over the repetitions.
+
+Goals: cold <= 2 s English / <= 3 s Japanese, warm <= 100 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import re
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from trawl.pipeline import Engine
+from trawl.settings import Settings
+
+_BODY = re.compile(r"<body[^>]*>(.*)</body>", re.S | re.I)
+_MAIN = re.compile(r"<main[^>]*>(.*)</main>", re.S | re.I)
+
+
+def build_page(data: Path, lang: str, target_bytes: int, out: Path) -> tuple[Path, list[str]]:
+    """Merge the long pages of one language (main content only) into one page of about ``target_bytes``."""
+    root = data / "qa-dev-long"
+    pages = sorted((root / "pages" / lang).glob("*.html"))
+    parts: list[str] = []
+    size = 0
+    for p in pages:
+        html = p.read_text(encoding="utf-8")
+        m = _MAIN.search(html) or _BODY.search(html)
+        inner = m.group(1) if m else html
+        parts.append(inner)
+        size += len(inner.encode())
+        if size >= target_bytes * 0.8:
+            break
+    nav = "".join(f'<li><a href="/wiki/Link_{i}">Related topic {i}</a></li>' for i in range(300))
+    style = "<style>" + "".join(f".c{i}{{margin:{i % 7}px;color:#{i:06x}}}" for i in range(1500)) + "</style>"
+    script = "<script>var data=" + json.dumps(list(range(4000))) + ";</script>"
+    html = (
+        f'<!doctype html><html lang="{lang}"><head><meta charset="utf-8"><title>Merged {lang} articles</title>'
+        f"{style}{script}</head><body><nav><ul>{nav}</ul></nav><main>{''.join(parts)}</main>"
+        f"<footer><p>Footer text, licence and links.</p></footer></body></html>"
+    )
+    path = out / f"bench-{lang}.html"
+    path.write_text(html, encoding="utf-8")
+    qs = [
+        json.loads(line)["question"]
+        for line in (root / "questions.jsonl").open(encoding="utf-8")
+        if json.loads(line)["lang"] == lang and json.loads(line)["question_lang"] == lang
+    ]
+    return path, qs
+
+
+async def one_rep(path: Path, q_cold: str, q_warm: str, cache: Path) -> tuple[dict, dict, float, float]:
+    engine = Engine(Settings.from_env(cache_dir=cache, state_dir=cache / "state"))
+    engine.retriever.warm()  # already loaded in this process: no cost
+    t = time.perf_counter()
+    cold = await engine.fetch(str(path), q_cold)
+    cold_s = time.perf_counter() - t
+    t = time.perf_counter()
+    warm = await engine.fetch(str(path), q_warm)
+    warm_s = time.perf_counter() - t
+    if not cold.ok or not warm.ok:
+        raise SystemExit(f"fetch failed: {cold.error or warm.error}")
+    engine.retriever.close()
+    await engine.aclose()
+    return dict(cold.timings_ms), dict(warm.timings_ms), cold_s, warm_s
+
+
+def summarise(name: str, runs: list[tuple[dict, dict, float, float]], mode: str, chunks: int) -> None:
+    cold = [r[2] * 1000 for r in runs]
+    warm = [r[3] * 1000 for r in runs]
+    stages = sorted({k for r in runs for k in r[0]})
+    print(f"\n## {name}  ({chunks} chunks, mode {mode})")
+    print(f"cold  median {statistics.median(cold):8.1f} ms   max {max(cold):8.1f} ms")
+    print(f"warm  median {statistics.median(warm):8.1f} ms   max {max(warm):8.1f} ms")
+    print("stage       cold ms   warm ms")
+    for s in stages:
+        c = statistics.median(r[0].get(s, 0.0) for r in runs)
+        w = statistics.median(r[1].get(s, 0.0) for r in runs)
+        print(f"{s:10} {c:8.1f}  {w:8.1f}")
+
+
+def main() -> None:
+    here = Path(__file__).resolve().parent
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", default=str(here.parent.parent / "shared" / "bench"))
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--size", type=int, default=200_000, help="target HTML bytes per page")
+    ap.add_argument("--work", default=None, help="where generated pages and caches go (default: a temp dir)")
+    args = ap.parse_args()
+    work = Path(args.work or tempfile.mkdtemp(prefix="trawl-latency-"))
+    work.mkdir(parents=True, exist_ok=True)
+
+    probe = Engine(Settings.from_env(cache_dir=work / "probe", state_dir=work / "probe"))
+    t = time.perf_counter()
+    load_s = probe.retriever.warm()
+    print(f"model load: {load_s * 1000:.0f} ms (warm() call {1000 * (time.perf_counter() - t):.0f} ms)")
+    print(f"describe: {probe.retriever.describe()}")
+
+    for lang in ("en", "ja"):
+        path, qs = build_page(Path(args.data), lang, args.size, work)
+        size_kb = path.stat().st_size / 1000
+        runs = []
+        mode, chunks = "", 0
+        for rep in range(args.reps):
+            cache = work / f"cache-{lang}-{rep}"
+            runs.append(asyncio.run(one_rep(path, qs[2 * rep], qs[2 * rep + 1], cache)))
+            print(f"\r{lang}: rep {rep + 1}/{args.reps}", end="", file=sys.stderr, flush=True)
+        print(file=sys.stderr)
+        # One more run just to report the mode and chunk count.
+        eng = Engine(Settings.from_env(cache_dir=work / f"cache-{lang}-0", state_dir=work / "s"))
+        res = asyncio.run(eng.fetch(str(path), qs[0]))
+        mode, chunks = res.mode, res.coverage.chunks_total
+        eng.retriever.close()
+        summarise(f"{lang} page {size_kb:.0f} KB", runs, mode, chunks)
+
+
+if __name__ == "__main__":
+    main()
