@@ -115,3 +115,30 @@ def test_page_limit_warns() -> None:
 def test_hash_lines_do_not_become_headings() -> None:
     md = pdf_to_document(pdf_page(make_pdf([["# of users grew"]])), Settings()).markdown
     assert "\\# of users grew" in md
+
+
+def test_font_size_headings_without_outline() -> None:
+    doc = pymupdf.open()
+    body = "Plain body text that runs across the page at the normal size used for paragraphs."
+    for i, heading in enumerate(["Methods", None, "Results"]):
+        pg = doc.new_page()
+        y = 80.0
+        if heading:
+            pg.insert_text((72, y), heading, fontsize=18)
+            y += 40
+        for j in range(4):
+            pg.insert_text((72, y), f"{body} ({i}.{j})", fontsize=10)
+            y += 30
+    md = pdf_to_document(pdf_page(doc.tobytes()), Settings()).markdown
+    assert "# Methods (p. 1)" in md and "# Results (p. 3)" in md
+    assert "## Page 2" in md
+    assert md.index("# Methods (p. 1)") < md.index("(0.0)") < md.index("## Page 2") < md.index("(1.0)")
+
+
+def test_dehyphenation_across_lines() -> None:
+    doc = pymupdf.open()
+    pg = doc.new_page()
+    pg.insert_text((72, 72), "The harbour commit-", fontsize=11)
+    pg.insert_text((72, 86), "tee met on Tuesday.", fontsize=11)
+    md = pdf_to_document(pdf_page(doc.tobytes()), Settings()).markdown
+    assert "committee met" in md

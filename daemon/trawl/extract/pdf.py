@@ -29,6 +29,12 @@ pymupdf.TOOLS.mupdf_display_warnings(False)
 _FLAGS = pymupdf.TEXT_DEHYPHENATE | pymupdf.TEXT_PRESERVE_WHITESPACE | pymupdf.TEXT_MEDIABOX_CLIP
 _WS = re.compile(r"\s+")
 _DIGITS = re.compile(r"\d+")
+_BOLD = 16  # pymupdf span flag bit
+# Section numbering before a heading: "2.1 ", "3) ", "A.2. ", "Chapter 4: ", "IV. "
+_NUMBERING = re.compile(r"^((chapter|section|part|appendix)\s+)?([0-9]+|[A-Z]|[IVXLC]+)([.\-][0-9]+)*[.):]?\s+", re.I)
+_HEADING_RATIO = 1.15  # a block this much larger than body text may be a heading
+_MAX_HEADING_CHARS = 150
+_MAX_HEADING_SHARE = 0.3  # more "headings" than this share of blocks: the sizes mean nothing (slides)
 _TITLE_JUNK = re.compile(r"^(microsoft (word|powerpoint|excel) - |untitled\b)", re.I)
 
 
@@ -36,6 +42,14 @@ _TITLE_JUNK = re.compile(r"^(microsoft (word|powerpoint|excel) - |untitled\b)", 
 class _Heading:
     level: int
     title: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Block:
+    text: str
+    size: float  # the font size most of its characters use
+    bold: bool
+    lines: int
 
 
 def pdf_to_document(page: Page, settings: Settings) -> Document:
@@ -72,7 +86,7 @@ def _convert(doc: Any, page: Page, settings: Settings) -> Document:
     if limit < n_pages:
         warnings.append(f"the PDF has {n_pages} pages; only the first {limit} were read")
 
-    pages_blocks: list[list[str]] = []
+    pages_blocks: list[list[_Block]] = []
     failed = 0
     for i in range(limit):
         try:
@@ -96,25 +110,13 @@ def _convert(doc: Any, page: Page, settings: Settings) -> Document:
     if empty_pages:
         warnings.append(f"{empty_pages} of {len(pages_blocks)} pages have no text layer (scanned?)")
 
-    outline = _outline(doc, limit)
+    outline = _outline(doc, limit) or _font_outline(pages_blocks)
     page_level = min(max((h.level for hs in outline.values() for h in hs), default=1) + 1, 6)
     parts: list[str] = []
     for i, blocks in enumerate(pages_blocks):
         number = i + 1
         parts.append(f"{'#' * page_level} Page {number}")
-        entries = outline.get(number, [])
-        # Entries whose title is not printed on the page open it; the others go where their title is.
-        placed = [h for h in entries if any(_starts_with_title(b, h.title) for b in blocks)]
-        parts.extend(f"{'#' * h.level} {h.title} (p. {number})" for h in entries if h not in placed)
-        pending = placed
-        for block in blocks:
-            while pending and _starts_with_title(block, pending[0].title):
-                h = pending.pop(0)
-                parts.append(f"{'#' * h.level} {h.title} (p. {number})")
-                block = _strip_title(block, h.title)
-            if block:
-                parts.append(_escape(block))
-        parts.extend(f"{'#' * h.level} {h.title} (p. {number})" for h in pending)  # out of order on the page
+        parts.extend(_page_parts(blocks, outline.get(number, []), number))
 
     return Document(
         markdown="\n\n".join(parts) + "\n",
@@ -124,33 +126,60 @@ def _convert(doc: Any, page: Page, settings: Settings) -> Document:
     )
 
 
-def _page_blocks(pg: Any) -> list[str]:
-    out: list[str] = []
-    for block in pg.get_text("blocks", sort=True, flags=_FLAGS):
-        if block[6] != 0:  # image block
+def _page_blocks(pg: Any) -> list[_Block]:
+    out: list[_Block] = []
+    for block in pg.get_text("dict", sort=True, flags=_FLAGS)["blocks"]:
+        if block.get("type") != 0:  # image block
             continue
-        text = _WS.sub(" ", block[4]).strip()
+        text, bold_chars, chars, n_lines = "", 0, 0, 0
+        sizes: dict[float, int] = {}
+        for line in block.get("lines", ()):
+            line_text = "".join(span.get("text", "") for span in line.get("spans", ()))
+            if not line_text.strip():
+                continue
+            n_lines += 1
+            for span in line.get("spans", ()):
+                n = len(span.get("text", "").strip())
+                size = round(float(span.get("size", 0.0)) * 2) / 2
+                sizes[size] = sizes.get(size, 0) + n
+                chars += n
+                if int(span.get("flags", 0)) & _BOLD:
+                    bold_chars += n
+            text = _join_lines(text, line_text)
+        text = _WS.sub(" ", text).strip()
         if text:
-            out.append(text)
+            size = max(sizes, key=lambda k: sizes[k]) if sizes else 0.0
+            out.append(_Block(text, size, chars > 0 and bold_chars >= chars * 0.9, n_lines))
     return out
 
 
-def _drop_running_lines(pages_blocks: list[list[str]]) -> None:
+def _join_lines(text: str, line: str) -> str:
+    """Join a line to a block's text, undoing end-of-line hyphenation ("exam-" + "ple")."""
+    if not text:
+        return line.strip()
+    head = text.rstrip()
+    nxt = line.strip()
+    if head.endswith("-") and len(head) > 1 and head[-2].isalpha() and nxt[:1].islower():
+        return head[:-1] + nxt
+    return head + " " + nxt
+
+
+def _drop_running_lines(pages_blocks: list[list[_Block]]) -> None:
     """Remove headers/footers (first/last block) repeated on most pages, page numbers ignored."""
     if len(pages_blocks) < 4:
         return
     counts: Counter[str] = Counter()
     for blocks in pages_blocks:
-        edges = {_key(b) for b in (blocks[:1] + blocks[-1:])}
+        edges = {_key(b.text) for b in (blocks[:1] + blocks[-1:])}
         counts.update(edges)
     threshold = max(3, int(len(pages_blocks) * 0.6))
     running = {k for k, c in counts.items() if c >= threshold and len(k) <= 200}
     if not running:
         return
     for blocks in pages_blocks:
-        if blocks and _key(blocks[0]) in running:
+        if blocks and _key(blocks[0].text) in running:
             blocks.pop(0)
-        if blocks and _key(blocks[-1]) in running:
+        if blocks and _key(blocks[-1].text) in running:
             blocks.pop()
 
 
@@ -173,18 +202,83 @@ def _outline(doc: Any, limit: int) -> dict[int, list[_Heading]]:
     return out
 
 
+def _font_outline(pages_blocks: list[list[_Block]]) -> dict[int, list[_Heading]]:
+    """Headings from font sizes, for PDFs without an outline: short blocks set larger than body text."""
+    weights: Counter[float] = Counter()
+    for blocks in pages_blocks:
+        for b in blocks:
+            weights[b.size] += len(b.text)
+    if not weights:
+        return {}
+    body = weights.most_common(1)[0][0]
+    found: list[tuple[int, _Block]] = []
+    total = 0
+    for number, blocks in enumerate(pages_blocks, start=1):
+        for b in blocks:
+            total += 1
+            short = len(b.text) <= _MAX_HEADING_CHARS and b.lines <= 3 and any(c.isalpha() for c in b.text)
+            if not short or b.text.endswith((".", ",", ";", ":")):
+                continue
+            if b.size >= body * _HEADING_RATIO or (b.bold and b.size >= body and b.lines == 1 and len(b.text) <= 80):
+                found.append((number, b))
+    if not found or len(found) > total * _MAX_HEADING_SHARE:
+        return {}
+    sizes = sorted({b.size for _, b in found}, reverse=True)
+    level_of = {size: min(i + 1, 3) for i, size in enumerate(sizes)}
+    out: dict[int, list[_Heading]] = {}
+    for number, b in found:
+        out.setdefault(number, []).append(_Heading(level_of[b.size], b.text.lstrip("#").strip()))
+    return out
+
+
+def _page_parts(blocks: list[_Block], entries: list[_Heading], number: int) -> list[str]:
+    """The page's blocks with its outline headings placed where their titles are printed.
+
+    An entry whose title is not found on the page follows the entry before it (a subsection
+    listed under its chapter), or opens the page when no earlier entry was found.
+    """
+    at_block: dict[int, list[_Heading]] = {}
+    top: list[_Heading] = []
+    start, last = 0, -1
+    for h in entries:
+        pos = next((j for j in range(start, len(blocks)) if _after_title(blocks[j].text, h.title) is not None), None)
+        if pos is not None:
+            at_block.setdefault(pos, []).append(h)
+            start = last = pos
+        elif last >= 0:
+            at_block[last].append(h)
+        else:
+            top.append(h)
+    parts = [f"{'#' * h.level} {h.title} (p. {number})" for h in top]
+    for j, b in enumerate(blocks):
+        text = b.text
+        for h in at_block.get(j, ()):
+            parts.append(f"{'#' * h.level} {h.title} (p. {number})")
+            rest = _after_title(text, h.title)
+            if rest is not None:
+                text = rest
+        if text:
+            parts.append(_escape(text))
+    return parts
+
+
 def _norm(text: str) -> str:
     return _WS.sub(" ", text).strip().lower()
 
 
-def _starts_with_title(block: str, title: str) -> bool:
-    return bool(title) and _norm(block).startswith(_norm(title))
-
-
-def _strip_title(block: str, title: str) -> str:
-    n = len(_norm(title))
-    norm = _WS.sub(" ", block).strip()
-    return norm[n:].strip() if len(norm) >= n else ""
+def _after_title(block: str, title: str) -> str | None:
+    """The block's text after ``title`` when the block starts with it (numbering like "2.1" ignored)."""
+    t = _norm(title)
+    if not t:
+        return None
+    b = _WS.sub(" ", block).strip()
+    if b.lower().startswith(t):
+        return b[len(t):].strip()
+    m = _NUMBERING.match(b)
+    bare_title = _NUMBERING.sub("", t, count=1)
+    if m and bare_title and b[m.end():].lower().startswith(bare_title):
+        return b[m.end() + len(bare_title):].strip()
+    return None
 
 
 def _escape(block: str) -> str:
@@ -196,7 +290,7 @@ def _escape(block: str) -> str:
     return block
 
 
-def _title(doc: Any, pages_blocks: list[list[str]]) -> str:
+def _title(doc: Any, pages_blocks: list[list[_Block]]) -> str:
     meta = doc.metadata or {}
     title = _WS.sub(" ", str(meta.get("title") or "")).strip()
     title = _TITLE_JUNK.sub("", title).strip()
@@ -204,7 +298,7 @@ def _title(doc: Any, pages_blocks: list[list[str]]) -> str:
         return title
     for blocks in pages_blocks:
         if blocks:
-            first = blocks[0]
+            first = max(blocks[:5], key=lambda b: b.size).text  # the biggest text near the top
             return first if len(first) <= 120 else first[:117].rsplit(" ", 1)[0] + "..."
     return ""
 
