@@ -229,9 +229,16 @@ async def test_transport_errors(settings: Settings) -> None:
 
 
 async def test_invalid_urls(settings: Settings) -> None:
-    for url in ("http://", "http://exa mple.com/", "http://e.org:99999/", "http://[::1/"):
+    for url in ("http://", "http://exa mple.com/", "http://e.org:99999/", "http://[::1/", "http://[::1]x/",
+                "http://xn--zz.com/", "http://a..b/", "http://-/", "http:///path", "http://e.org/\x7f"):
         err = await fetch_error(html("x"), url, settings)
         assert err.code == ErrorCode.INVALID_REQUEST, url
+
+
+async def test_redirect_to_malformed_url(settings: Settings) -> None:
+    to_bad = lambda r: httpx.Response(302, headers={"location": "http://[::1]x/"})  # noqa: E731
+    err = await fetch_error(to_bad, "https://e.org/", settings)
+    assert err.code == ErrorCode.INVALID_REQUEST
 
 
 async def test_client_reused_across_requests(settings: Settings) -> None:

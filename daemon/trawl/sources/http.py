@@ -54,6 +54,14 @@ class HttpSource:
                 f"{_host(url)} did not answer completely within {settings.http_timeout_s:g} s",
                 "The server may be slow or stuck; try again later or raise TRAWL_HTTP_TIMEOUT_S.",
             ) from None
+        except TrawlError:
+            raise
+        except (httpx.InvalidURL, UnicodeError, ValueError) as exc:
+            raise TrawlError(ErrorCode.INVALID_REQUEST, f"invalid URL {url!r}: {exc}") from None
+        except Exception as exc:  # never let a client-library surprise escape as a traceback
+            log.warning("unexpected error fetching %s", url, exc_info=True)
+            raise TrawlError(ErrorCode.NETWORK_ERROR, f"fetching {_host(url)} failed: {type(exc).__name__}: {exc}",
+                             ) from None
 
     async def aclose(self) -> None:
         client, self._client = self._client, None

@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import unquote, urlsplit
 
+import httpx
+
 from ..types import ErrorCode, TrawlError
 
 TargetKind = Literal["path", "file", "http", "tab", "other"]
@@ -75,6 +77,10 @@ def validate_http_url(url: str) -> str:
         raise TrawlError(ErrorCode.INVALID_REQUEST, f"invalid URL {url!r}: port 0")
     if not _valid_host(host):
         raise TrawlError(ErrorCode.INVALID_REQUEST, f"invalid URL {url!r}: bad host name {host!r}")
+    try:
+        httpx.URL(url)  # the client's own parser (IDNA, ports) must accept it too
+    except Exception as exc:  # httpx.InvalidURL, idna.IDNAError, ValueError...
+        raise TrawlError(ErrorCode.INVALID_REQUEST, f"invalid URL {url!r}: {exc}") from None
     return url
 
 
