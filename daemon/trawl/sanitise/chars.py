@@ -32,7 +32,8 @@ _JOINING = "\u0600-\u06ff\u0750-\u077f\u08a0-\u08ff\ufb50-\ufdff\ufe70-\ufefe\u0
 _ZWNJ_STRAY = re.compile(f"(?<![{_JOINING}])\u200c|\u200c(?![{_JOINING}])")
 _ANY_INVISIBLE = re.compile(f"[{_ALWAYS}\u200c\u200d{_VS}]")
 
-TAG_MIN_CHARS = 4  # shorter tag runs are flag-emoji subdivision codes ("gbeng")
+TAG_MIN_CHARS = 4  # shorter decoded runs are ignored
+_BLACK_FLAG = "\U0001f3f4"
 
 
 def has_invisible(text: str) -> bool:
@@ -43,6 +44,8 @@ def decode_tags(text: str) -> list[str]:
     """ASCII spelled by each run of tag characters (U+E0020–E007E map to ' '..'~')."""
     out: list[str] = []
     for m in _TAG_RUN.finditer(text):
+        if m.start() > 0 and text[m.start() - 1] == _BLACK_FLAG:
+            continue  # a subdivision flag such as England's: U+1F3F4 + "gbeng" + cancel tag
         decoded = "".join(chr(ord(c) - 0xE0000) for c in m.group(0) if 0xE0020 <= ord(c) <= 0xE007E)
         if len(decoded.strip()) >= TAG_MIN_CHARS:
             out.append(decoded.strip())

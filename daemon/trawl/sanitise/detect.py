@@ -13,7 +13,7 @@ import unicodedata
 from dataclasses import dataclass
 
 from .chars import strip_invisible
-from .patterns import RULES, is_mention
+from .patterns import RULES, is_mention, may_match, mentions_ai
 
 MAX_SCAN_CHARS = 200_000  # longer texts are scanned in their first part only
 
@@ -28,7 +28,9 @@ _LOOKALIKE = str.maketrans(
         "Ο": "O", "Α": "A", "Ε": "E", "Ι": "I", "Ν": "N", "Ρ": "P", "Τ": "T", "Κ": "K",
     }
 )
-_MIXED_WORD = re.compile(r"\w*[a-zA-Z]\w*[\u0370-\u03ff\u0400-\u04ff]\w*|\w*[\u0370-\u03ff\u0400-\u04ff]\w*[a-zA-Z]\w*")
+# A Latin letter next to a Cyrillic/Greek one inside a word: the sign of a disguised word.
+_SCRIPT_SEAM = re.compile(r"[a-zA-Z][\u0370-\u03ff\u0400-\u04ff]|[\u0370-\u03ff\u0400-\u04ff][a-zA-Z]")
+_WORD = re.compile(r"\w+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,11 +39,17 @@ class Hit:
     snippet: str
 
 
+def _unmask(m: re.Match[str]) -> str:
+    word = m.group(0)
+    return word.translate(_LOOKALIKE) if _SCRIPT_SEAM.search(word) else word
+
+
 def normalise(text: str) -> str:
     text = strip_invisible(text[:MAX_SCAN_CHARS])
     if not text.isascii():
         text = unicodedata.normalize("NFKC", text)
-        text = _MIXED_WORD.sub(lambda m: m.group(0).translate(_LOOKALIKE), text)
+        if _SCRIPT_SEAM.search(text):
+            text = _WORD.sub(_unmask, text)
     return _SPACES.sub(" ", text)
 
 
@@ -58,9 +66,13 @@ def find_instructions(text: str, headings: tuple[str, ...] = ()) -> list[Hit]:
     full = normalise(text)
     if headings:
         full = "\n".join(f"## {h}" for h in headings) + "\n" + full
+    lowered = full.lower()
+    ai = mentions_ai(full)
     prose: str | None = None
     hits: list[Hit] = []
     for rule in RULES:
+        if not may_match(rule, lowered, ai):
+            continue
         if rule.scope == "prose":
             if prose is None:
                 prose = prose_only(full)

@@ -1,81 +1,140 @@
 """Text an HTML page hides from people but not from text extractors.
 
 Hidden means, on the element or in a ``<style>`` rule with a simple selector (``tag``, ``.class``,
-``#id``, ``tag.class``): display:none, visibility:hidden, opacity:0, font-size:0 (or below 1px),
-off-screen positioning (left/top/text-indent far negative, translate far away), clip: rect(0 0 0 0) or
-clip-path: inset(50%), zero width/height with overflow hidden, colour equal to the background or
-transparent; and the ``hidden`` and ``aria-hidden="true"`` attributes.
+``#id``, ``tag.class.other``): display:none, visibility:hidden, opacity:0, font-size:0 (or a fraction
+of a pixel), off-screen positioning (left/top/right/text-indent/margin far negative, translate far
+away), clip: rect(0 0 0 0) / rect(1px 1px 1px 1px), clip-path: inset(50%) / circle(0), zero width or
+height with overflow hidden, colour equal to the background or transparent; and the ``hidden`` and
+``aria-hidden="true"`` attributes.
 
-All work is XPath and iteration in lxml (no Python recursion), on at most MAX_HTML_CHARS of HTML.
-Whole-page wrappers that scripts reveal later (``body`` hidden until load, an app root with most of the
-text) are not "hidden text": elements holding more than MAX_SHARE of the page's text are skipped.
+One parse and one pass over the elements that carry a class, id, style, hidden or aria-hidden
+attribute (lxml XPath + a loop; no recursion), on at most MAX_HTML_CHARS of HTML. Whole-page wrappers
+that scripts reveal later (an app root holding most of the text) are not "hidden text": elements with
+more than MAX_SHARE of the page's text are skipped.
 """
 
 from __future__ import annotations
 
 import logging
 import re
+from dataclasses import dataclass, field
 
 from lxml import etree
-from lxml import html as lxml_html
 
 log = logging.getLogger("trawl.sanitise")
 
 MAX_HTML_CHARS = 6_000_000
-MAX_ELEMENTS = 50_000  # candidate elements examined per page
+MAX_CSS_CHARS = 1_000_000  # per <style> element
+MAX_ELEMENTS = 100_000  # elements examined per page
 MAX_ANCESTORS = 200  # how far up to look for an enclosing hidden element
-MAX_SELECTORS = 300  # simple selectors taken from <style> rules
 MAX_SHARE = 0.5  # a hidden element with more of the page's text than this is a whole-page wrapper
 MIN_WHOLE_PAGE_CHARS = 2_000
 MAX_TEXT_PER_ELEMENT = 5_000
+MAX_HIDDEN = 2_000  # outermost hidden elements read per page
 
-_DECL_HIDDEN = re.compile(
-    r"display\s*:\s*none|visibility\s*:\s*(?:hidden|collapse)|"
-    r"(?<![\w-])opacity\s*:\s*0*(?:\.0+)?\s*(?:;|!|$)|"
-    r"font-size\s*:\s*(?:0*(?:\.\d+)?(?:px|pt|em|rem|%|vw|vh)?|0*\.\d+px)\s*(?:;|!|$)|"
-    r"(?:^|[;\s])(?:left|top|right|text-indent|margin-left|margin-top)\s*:\s*-\d{3,}(?:\.\d+)?(?:px|em|rem|pt)|"
-    r"translate[xy3d]*\(\s*-\d{4,}|"
-    r"clip\s*:\s*rect\(\s*0(?:px)?[\s,]+0(?:px)?[\s,]+0(?:px)?[\s,]+0(?:px)?\s*\)|"
-    r"clip\s*:\s*rect\(\s*1px[\s,]+1px[\s,]+1px[\s,]+1px\s*\)|"
-    r"clip-path\s*:\s*(?:inset\(\s*(?:50|100)%|circle\(\s*0)|"
-    r"(?:^|[;\s])color\s*:\s*transparent",
-    re.IGNORECASE,
-)
-_ZERO_BOX = re.compile(r"(?:^|[;\s])(?:width|height|max-height|max-width)\s*:\s*0(?:px)?\s*(?:;|!|$)", re.I)
-_OVERFLOW_HIDDEN = re.compile(r"overflow\s*:\s*hidden", re.I)
-_COLOR = re.compile(r"(?:^|[;\s])color\s*:\s*([^;!]+)", re.I)
-_BACKGROUND = re.compile(r"background(?:-color)?\s*:\s*([^;!]+)", re.I)
+_OPACITY_ZERO = re.compile(r"(?<![\w-])opacity:0*(?:\.0+)?(?:;|!|$)")
+_FONT_ZERO = re.compile(r"font-size:(?:0+(?:\.0+)?(?:px|pt|em|rem|%|vw|vh)?|0*\.\d+px)(?:;|!|$)")
+_OFFSCREEN = re.compile(r"(?:^|;)(?:left|top|right|text-indent|margin-left|margin-top):-\d{3,}")
+_TRANSLATE_AWAY = re.compile(r"translate[xy3d]*\(-\d{4,}")
+_CLIP = re.compile(r"clip:rect\(0(?:px)?,?0(?:px)?,?0(?:px)?,?0(?:px)?\)|clip:rect\(1px,?1px,?1px,?1px\)")
+_ZERO_BOX = re.compile(r"(?:^|;)(?:width|height|max-height|max-width):0(?:px)?(?:;|!|$)")
+_COLOR = re.compile(r"(?:^|;)color:([^;!]+)")
+_BACKGROUND = re.compile(r"(?:^|;)background(?:-color)?:([^;!]+)")
 _RULE = re.compile(r"([^{}]+)\{([^{}]*)\}")
-_SIMPLE_SELECTOR = re.compile(r"^([a-z][a-z0-9]*)?((?:[.#][\w-]+){0,3})$", re.I)
+_SIMPLE_SELECTOR = re.compile(r"^([a-z][a-z0-9-]*)?((?:[.#][\w-]+){0,3})$", re.I)
 _WS = re.compile(r"\s+")
-_ATTR_CANDIDATES = "//*[@hidden or @aria-hidden or @style]"
-_SKIP_TAGS = frozenset({"html", "body", "head", "script", "style", "noscript", "title", "meta", "link"})
+_INLINE_CANDIDATES = "//*[@hidden or @aria-hidden or @style]"
+_RULE_CANDIDATES = "//*[@hidden or @aria-hidden or @style or @class or @id]"
+_SKIP_TAGS = frozenset({"html", "body", "head", "script", "style", "noscript", "title", "meta", "link", "main"})
 
 
 def style_hides(style: str) -> bool:
     """An inline style (or a rule's declarations) that makes its element invisible to people."""
     if not style:
         return False
-    if _DECL_HIDDEN.search(style):
+    s = "".join(style.lower().split())  # "display: none" -> "display:none"
+    if "display:none" in s or "visibility:hidden" in s or "visibility:collapse" in s:
         return True
-    if _ZERO_BOX.search(style) and _OVERFLOW_HIDDEN.search(style):
+    if "opacity:" in s and _OPACITY_ZERO.search(s):
         return True
-    color = _COLOR.search(style)
-    background = _BACKGROUND.search(style)
-    if color and background:
-        c = _WS.sub("", color.group(1)).lower()
-        b = _WS.sub("", background.group(1)).lower()
-        return bool(c) and (c == b or (b.startswith(c) and not b[len(c) : len(c) + 1].isalnum()))
+    if "font-size:" in s and _FONT_ZERO.search(s):
+        return True
+    if ":-" in s and _OFFSCREEN.search(s):
+        return True
+    if "translate" in s and _TRANSLATE_AWAY.search(s):
+        return True
+    if "clip" in s and (_CLIP.search(s) or "clip-path:inset(50%" in s or "clip-path:inset(100%" in s
+                        or "clip-path:circle(0" in s):
+        return True
+    if "overflow:hidden" in s and _ZERO_BOX.search(s):
+        return True
+    if "color:" in s:
+        color = _COLOR.search(s)
+        if color and color.group(1) == "transparent":
+            return True
+        background = _BACKGROUND.search(s)
+        if color and background:
+            c, b = color.group(1), background.group(1)
+            return c == b or (b.startswith(c) and not b[len(c) : len(c) + 1].isalnum())
     return False
 
 
-def _hidden_selectors(root: etree._Element) -> list[str]:
-    """XPath expressions for simple selectors whose <style> rules hide elements."""
-    out: list[str] = []
+@dataclass(slots=True)
+class _Selectors:
+    """Simple selectors of <style> rules that hide what they match."""
+
+    tags: set[str] = field(default_factory=set)
+    classes: set[str] = field(default_factory=set)
+    ids: set[str] = field(default_factory=set)
+    compound: list[tuple[str | None, frozenset[str], str | None]] = field(default_factory=list)
+    compound_keys: set[str] = field(default_factory=set)  # one class or id of each compound selector
+
+    def __bool__(self) -> bool:
+        return bool(self.tags or self.classes or self.ids or self.compound)
+
+    def add(self, sel: str) -> None:
+        m = _SIMPLE_SELECTOR.match(sel)
+        if not m or not (m.group(1) or m.group(2)):
+            return
+        tag = m.group(1).lower() if m.group(1) else None
+        parts = re.findall(r"[.#][\w-]+", m.group(2) or "")
+        classes = frozenset(p[1:] for p in parts if p[0] == ".")
+        ids = [p[1:] for p in parts if p[0] == "#"]
+        if tag in _SKIP_TAGS or len(ids) > 1:
+            return
+        el_id = ids[0] if ids else None
+        if tag and not classes and not el_id:
+            self.tags.add(tag)
+        elif not tag and len(classes) == 1 and not el_id:
+            self.classes.update(classes)
+        elif not tag and not classes and el_id:
+            self.ids.add(el_id)
+        else:
+            self.compound.append((tag, classes, el_id))
+            self.compound_keys.add(el_id or next(iter(classes)) if (el_id or classes) else "")
+
+    def match(self, el: etree._Element) -> bool:
+        tag = el.tag
+        if tag in self.tags:
+            return True
+        cls = el.get("class")
+        classes = set(cls.split()) if cls else set()
+        el_id = el.get("id")
+        if classes & self.classes or (el_id is not None and el_id in self.ids):
+            return True
+        if self.compound and (classes & self.compound_keys or el_id in self.compound_keys):
+            for t, cs, i in self.compound:
+                if (t is None or t == tag) and cs <= classes and (i is None or i == el_id):
+                    return True
+        return False
+
+
+def _hiding_selectors(root: etree._Element) -> _Selectors:
+    sels = _Selectors()
     for style in root.iter("style"):
-        css = style.text or ""
-        if len(css) > 2_000_000:
-            css = css[:2_000_000]
+        css = (style.text or "")[:MAX_CSS_CHARS]
+        if "{" not in css:
+            continue
         for m in _RULE.finditer(css):
             if not style_hides(m.group(2)):
                 continue
@@ -83,55 +142,17 @@ def _hidden_selectors(root: etree._Element) -> list[str]:
                 sel = sel.strip()
                 if "@" in sel:  # "@media print { .x" keeps only its last part
                     sel = sel.rsplit("{", 1)[-1].strip()
-                xp = _selector_xpath(sel)
-                if xp and xp not in out:
-                    out.append(xp)
-                    if len(out) >= MAX_SELECTORS:
-                        return out
-    return out
+                sels.add(sel)
+    return sels
 
 
-def _selector_xpath(sel: str) -> str | None:
-    m = _SIMPLE_SELECTOR.match(sel)
-    if not m or not (m.group(1) or m.group(2)):
-        return None
-    tag = (m.group(1) or "*").lower()
-    conds: list[str] = []
-    for part in re.findall(r"[.#][\w-]+", m.group(2) or ""):
-        name = part[1:]
-        if part[0] == ".":
-            conds.append(f"contains(concat(' ', normalize-space(@class), ' '), ' {name} ')")
-        else:
-            conds.append(f"@id='{name}'")
-    if tag in _SKIP_TAGS:
-        return None
-    return f"//{tag}" + "".join(f"[{c}]" for c in conds)
-
-
-def _is_hidden(el: etree._Element) -> bool:
+def _is_hidden(el: etree._Element, sels: _Selectors) -> bool:
     if el.get("hidden") is not None or (el.get("aria-hidden") or "").strip().lower() == "true":
         return True
-    return style_hides(el.get("style") or "")
-
-
-def _hidden_elements(root: etree._Element) -> list[etree._Element]:
-    """Hidden elements by attribute, inline style or <style> rule; each once, at most MAX_ELEMENTS looked at."""
-    seen: set[etree._Element] = set()
-    out: list[etree._Element] = []
-    for i, expr in enumerate([_ATTR_CANDIDATES, *_hidden_selectors(root)]):
-        try:
-            found = root.xpath(expr)
-        except etree.XPathError:
-            continue
-        assert isinstance(found, list)
-        for el in found[:MAX_ELEMENTS]:
-            if not isinstance(el, etree._Element) or not isinstance(el.tag, str) or el.tag in _SKIP_TAGS:
-                continue
-            if el in seen or (i == 0 and not _is_hidden(el)):
-                continue
-            seen.add(el)
-            out.append(el)
-    return out
+    style = el.get("style")
+    if style and style_hides(style):
+        return True
+    return bool(sels) and sels.match(el)
 
 
 def _inside(el: etree._Element, hidden: set[etree._Element]) -> bool:
@@ -143,28 +164,47 @@ def _inside(el: etree._Element, hidden: set[etree._Element]) -> bool:
     return False
 
 
+def _text(el: etree._Element) -> str:
+    return _WS.sub(" ", "".join(el.itertext())).strip()
+
+
 def hidden_texts(page_html: str) -> list[str]:
     """The texts of the page's hidden elements (outermost only), whitespace collapsed, in document order."""
     if not page_html or not page_html.strip():
         return []
-    src = page_html[:MAX_HTML_CHARS]
     try:
-        root = lxml_html.document_fromstring(src)
-    except (etree.ParserError, ValueError) as exc:
+        parser = etree.HTMLParser(recover=True, no_network=True, remove_comments=True, remove_pis=True)
+        root = etree.fromstring(page_html[:MAX_HTML_CHARS], parser)
+    except (etree.ParserError, etree.XMLSyntaxError, ValueError) as exc:
         log.debug("hidden text: unparsable html: %s", exc)
         return []
-    etree.strip_elements(root, "script", "noscript", etree.Comment, with_tail=False)
-    body_text_len = len(_WS.sub(" ", root.text_content()))
-    hidden = _hidden_elements(root)
+    if root is None:
+        return []
+    sels = _hiding_selectors(root)
+    etree.strip_elements(root, "script", "style", "noscript", with_tail=False)
+    found = root.xpath(_RULE_CANDIDATES if sels else _INLINE_CANDIDATES)
+    assert isinstance(found, list)
+    hidden: list[etree._Element] = []
+    for el in found[:MAX_ELEMENTS]:
+        if isinstance(el, etree._Element) and isinstance(el.tag, str) and el.tag not in _SKIP_TAGS \
+                and _is_hidden(el, sels):
+            hidden.append(el)
+    if not hidden:
+        return []
     hidden_set = set(hidden)
+    page_chars = 0
     out: list[str] = []
     for el in hidden:
         if _inside(el, hidden_set):  # outermost only
             continue
-        text = _WS.sub(" ", el.text_content()).strip()
+        text = _text(el)
         if not text:
             continue
-        if len(text) > MIN_WHOLE_PAGE_CHARS and len(text) > MAX_SHARE * body_text_len:
-            continue
+        if len(text) > MIN_WHOLE_PAGE_CHARS:
+            page_chars = page_chars or len(_text(root))
+            if len(text) > MAX_SHARE * page_chars:
+                continue
         out.append(text[:MAX_TEXT_PER_ELEMENT])
+        if len(out) >= MAX_HIDDEN:
+            break
     return out

@@ -12,7 +12,7 @@ inline code spans), where prompt formats are legitimately shown.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 Scope = Literal["all", "prose"]
@@ -47,9 +47,14 @@ _RULES_EN = (
 
 @dataclass(frozen=True, slots=True)
 class Rule:
+    """``needles``: groups of lower-case substrings, one of each group must occur before the pattern runs
+    (a cheap test that skips most texts); ``needs_ai``: the text must name an AI reader (``mentions_ai``)."""
+
     name: str
     pattern: re.Pattern[str]
     scope: Scope = "all"
+    needles: tuple[tuple[str, ...], ...] = ()
+    needs_ai: bool = False
 
 
 def _r(name: str, pattern: str, scope: Scope = "all", flags: int = _F) -> Rule:
@@ -209,10 +214,14 @@ RULES: tuple[Rule, ...] = (
     ),
     _r(
         "role.line",
-        r"^\s*(?:#{1,6}\s*|\*\*)?(?:assistant|system\s+prompt|developer\s+message|"
+        r"^\s*(?:#{1,6}\s*|\*\*)?(?:(?:assistant|system\s+prompt|developer\s+message)\s*(?:\*\*)?\s*:|"
         r"(?:system|instruction|instructions|human|user)\s*(?:\*\*)?\s*:\s*(?:you\b|ignore|disregard|forget|"
-        r"override|from\s+now|new\s+instructions|the\s+(?:assistant|ai|model)\b|important\b|attention\b))"
-        r"\s*(?:\*\*)?\s*:?",
+        r"override|from\s+now|new\s+instructions|the\s+(?:assistant|ai|model)\b|important\b|attention\b))",
+        "prose",
+    ),
+    _r(
+        "role.heading",
+        r"^#{1,6}\s*(?:system|system\s+prompt|instruction|assistant|response)\s*:\s*$",
         "prose",
     ),
     _r(
@@ -290,6 +299,83 @@ RULES: tuple[Rule, ...] = (
         r"hidden\s+instructions|original\s+instructions|instructions\s+verbatim|prompt\s+verbatim)",
     ),
 )
+
+_OVERRIDE_EN = ("ignore", "disregard", "forget", "override", "bypass")
+_NEEDLES: dict[str, tuple[tuple[str, ...], ...]] = {
+    "override.en": (_OVERRIDE_EN, ("previous", "prior", "preceding", "above", "earlier", "foregoing", "other")),
+    "override.en.all": (("ignore", "disregard", "forget"), ("all ", "any "),
+                        ("instructions", "prompts", "directives", "system prompt")),
+    "override.en.your": (_OVERRIDE_EN, ("your",), ("instructions", "programming", "guidelines", "guardrails",
+                                                   "system prompt")),
+    "override.de": (("ignorier", "vergiss", "vergessen sie", "missachte", "übergehe"),
+                    ("anweisung", "instruktion", "befehl", "regeln", "anordnung", "vorgabe", "prompt")),
+    "override.fr": (("ignore", "oublie", "ne tiens pas compte"),
+                    ("instructions", "consignes", "directives", "règles", "ordres", "commandes")),
+    "override.es": (("ignora", "ignore", "olvida", "olvide", "descarta", "omite"),
+                    ("instrucciones", "indicaciones", "directrices", "órdenes", "reglas", "comandos")),
+    "override.pt_it": (("ignore", "ignora", "esqueça", "dimentica"), ("instruções", "istruzioni")),
+    "override.ru": (("игнорир", "проигнорир", "забуд", "не обращай"),
+                    ("инструкци", "указани", "команд", "правил", "распоряжени", "промпт")),
+    "override.zh": (("忽略", "无视", "忽视", "忘记", "忘掉", "不要理会", "不要遵守", "無視"),),
+    "override.ja": (("無視", "忘れ", "破棄"),),
+    "identity.en": (("you are now", "you're now", "from now on", "will now act as", "pretend", "no longer"),),
+    "identity.en.unbound": (("you are", "you're"), ("bound by", "restricted by", "limited by", "constrained by")),
+    "identity.de": (("du bist", "bist du"),),
+    "identity.fr": (("tu es", "vous êtes"), ("maintenant", "désormais", "dorénavant")),
+    "identity.es": (("eres",),),
+    "identity.ru": (("теперь ты", "отныне ты", "с этого момента ты"),),
+    "identity.zh": (("你现在是", "从现在开始", "你現在是"),),
+    "identity.ja": (("あなたは今から", "今からあなたは", "これからあなたは"),),
+    "address.de": (("wenn du", "falls du", "wenn sie", "falls sie"),),
+    "address.fr": (("si tu es", "si vous êtes"),),
+    "address.es": (("si eres", "si usted es"),),
+    "address.ru": (("если ты", "если вы"),),
+    "address.zh": (("你是",),),
+    "address.ja": (("あなたが",),),
+    "role.token": (("<|", "[inst]", "[/inst]", "<<sys", "<</sys"),),
+    "role.line": (("assistant", "system", "instruction", "human", "user", "developer message"), (":",)),
+    "role.instructions": (("instructions",), (":",)),
+    "role.heading": (("#",), (":",), ("system", "instruction", "assistant", "response")),
+    "role.tag": (("<system", "</system", "<tool", "</tool", "<function", "</function", "<antml", "</antml"),),
+    "role.line.zh_ja": (("系统", "系統", "システム", "助手", "アシスタント"),),
+    "secrecy.en": (("tell", "inform", "notify", "alert", "let", "mention", "reveal", "hide", "conceal", "keep",
+                    "must not", "should not", "must never", "should never", "disclose", "acknowledge",
+                    "reference", "repeat"),
+                   ("user", "human", "operator", "instruction", "prompt", "directive")),
+    "secrecy.de": (("benutzer", "nutzer", "anwender"),),
+    "secrecy.fr": (("utilisat",),),
+    "secrecy.es": (("al usuario",),),
+    "secrecy.ru": (("пользователю",),),
+    "secrecy.zh": (("用户",),),
+    "secrecy.ja": (("ユーザー",),),
+    "exfil.send": (("conversation", "chat history", "chat log", "message history", "previous messages",
+                    "system prompt", "memor", "user", "api keys", "credentials", "passwords", "secrets", "cookies",
+                    "tokens", "environment variables", ".env", "ssh key"),
+                   ("http", "url", "endpoint", "webhook", "@")),
+    "exfil.url_template": (("http",), ("={", "=[", "=<", "%7b")),
+    "exfil.multi": (("http", "@"),),
+    "leak.prompt": (("your",), ("system prompt", "initial prompt", "initial instructions", "hidden instructions",
+                                "original instructions", "verbatim")),
+}
+_NEEDS_AI = frozenset({"address.en", "address.en.colon"})
+RULES = tuple(replace(r, needles=_NEEDLES.get(r.name, ()), needs_ai=r.name in _NEEDS_AI) for r in RULES)
+
+# Does the text name an AI reader at all? (the cheap gate for the "address" rules)
+_MENTIONS_AI = re.compile(
+    r"\b(?:ai|llms?|gpt[\w-]*|chatgpt|chatbots?|chat\s+bots?|language\s+models?|assistants?|agents?)\b|\ba\.i\.",
+    re.IGNORECASE,
+)
+
+
+def mentions_ai(text: str) -> bool:
+    return _MENTIONS_AI.search(text) is not None
+
+
+def may_match(rule: Rule, lowered: str, ai: bool) -> bool:
+    if rule.needs_ai and not ai:
+        return False
+    return all(any(n in lowered for n in group) for group in rule.needles)
+
 
 # A matched phrase quoted inside a discussion of prompt injection is a mention, not an address.
 _QUOTES = "\"'“”‘’«»„「」『』`"
