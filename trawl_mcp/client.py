@@ -20,6 +20,7 @@ import os
 import subprocess
 import sys
 import time
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -37,15 +38,33 @@ log = logging.getLogger("trawl.mcp.client")
 RETRY_START_AFTER_S = 30.0
 
 
+def settings_env(settings: Settings) -> dict[str, str]:
+    """``TRAWL_*`` variables that reproduce ``settings`` in a child that inherits this environment."""
+    env: dict[str, str] = {}
+    inherited = Settings.from_env()
+    for f in fields(settings):
+        v = getattr(settings, f.name)
+        if v == getattr(inherited, f.name):
+            continue
+        if isinstance(v, bool):
+            text = "1" if v else "0"
+        elif isinstance(v, tuple):
+            text = ",".join(str(x) for x in v)
+        else:
+            text = str(v)
+        env[f"TRAWL_{f.name.upper()}"] = text
+    return env
+
+
 def spawn_daemon(settings: Settings) -> subprocess.Popen[bytes]:
     """Start ``python -m trawl.server --background`` in its own session; early crashes go to a log file."""
     logs = settings.state_dir / "logs"
     logs.mkdir(parents=True, exist_ok=True, mode=0o700)
     with open(logs / "daemon-start.log", "ab") as err:
         return subprocess.Popen(
-            [sys.executable, "-m", "trawl.server", "--background", "--port", str(settings.port)],
+            [sys.executable, "-m", "trawl.server", "--background"],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
-            start_new_session=True, cwd=str(settings.state_dir), env=dict(os.environ),
+            start_new_session=True, cwd=str(settings.state_dir), env={**os.environ, **settings_env(settings)},
         )
 
 

@@ -80,7 +80,7 @@ class Settings:
     request_timeout_s: float = 60.0
     extension_ids: tuple[str, ...] = ()  # extra allowed ids (store-published builds)
     shutdown_grace_s: float = 10.0  # SIGTERM: in-flight requests get this long to finish
-    daemon_start_timeout_s: float = 30.0  # trawl-mcp waits this long for a daemon it started
+    daemon_start_timeout_s: float = 60.0  # trawl-mcp waits this long for a daemon it started
 
     # --- browser --------------------------------------------------------
     chromium_path: str = ""  # empty: search the usual places

@@ -171,7 +171,8 @@ def stop_daemon(state_dir: Path) -> None:
 TRAWL_MCP = str(Path(sys.executable).parent / "trawl-mcp")
 
 
-@pytest.mark.timeout(90)
+@pytest.mark.slow
+@pytest.mark.timeout(120)
 async def test_stdio_bridge_starts_the_daemon_and_forwards(tmp_path: Path, page: Path) -> None:
     port = free_port()
     params = StdioServerParameters(command=TRAWL_MCP, args=[], env=bridge_env(tmp_path, port))
@@ -193,7 +194,8 @@ async def test_stdio_bridge_starts_the_daemon_and_forwards(tmp_path: Path, page:
         stop_daemon(tmp_path / "state")
 
 
-@pytest.mark.timeout(90)
+@pytest.mark.slow
+@pytest.mark.timeout(120)
 async def test_stdio_bridge_runs_in_process_when_no_daemon_can_start(tmp_path: Path, page: Path) -> None:
     # the state dir is a file: the daemon cannot start there
     (tmp_path / "state").write_text("not a directory")

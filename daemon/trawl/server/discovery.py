@@ -84,6 +84,9 @@ def find_running(state_dir: Path, default_port: int, timeout: float = 1.0) -> Da
     if info is not None and probe(info.port, timeout) is not None:
         return info
     if (info is None or info.port != default_port) and (h := probe(default_port, timeout)) is not None:
+        fresh = read_info(state_dir)  # a daemon that was just starting has written its file by now
+        if fresh is not None and fresh.port == default_port:
+            return fresh
         return DaemonInfo(pid=0, port=default_port, version=str(h.get("version", "")), started_at=0.0)
     return None
 

@@ -12,7 +12,7 @@ import signal
 import socket
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Self
 
@@ -71,8 +71,10 @@ class RunningDaemon:
         extra_routes: Iterable[AppHook] = (),
         log_file: str = "",
         warm: bool = True,
+        on_bound: Callable[[int], None] | None = None,
     ) -> None:
         self.settings = settings
+        self._on_bound = on_bound
         self._engine = engine
         self._sources = sources
         self._mcp = mcp
@@ -108,6 +110,8 @@ class RunningDaemon:
         self.runner = web.AppRunner(self.app, handle_signals=False, access_log=None,
                                     shutdown_timeout=self.settings.shutdown_grace_s)
         await self.runner.setup()
+        if self._on_bound is not None:
+            self._on_bound(self.port)  # before the first request can be answered
         site = web.SockSite(self.runner, sock)
         await site.start()
         log.info("trawl %s listening on %s (pid %d)", __version__, self.url, os.getpid())
@@ -180,7 +184,11 @@ def run_daemon(settings: Settings, *, foreground: bool = True, extra_routes: Ite
 
 
 async def _serve(settings: Settings, log_file: str, say: Any, extra_routes: Iterable[AppHook]) -> int:
-    daemon = RunningDaemon(settings, log_file=log_file, extra_routes=extra_routes)
+    def announce(port: int) -> None:
+        write_info(settings.state_dir, DaemonInfo(pid=os.getpid(), port=port, version=__version__,
+                                                  started_at=time.time()))
+
+    daemon = RunningDaemon(settings, log_file=log_file, extra_routes=extra_routes, on_bound=announce)
     try:
         await daemon.start()
     except OSError as exc:
@@ -200,8 +208,6 @@ async def _serve(settings: Settings, log_file: str, say: Any, extra_routes: Iter
         say(f"trawl daemon: {exc}")
         await daemon.stop()
         return 2
-    write_info(settings.state_dir, DaemonInfo(pid=os.getpid(), port=daemon.port, version=__version__,
-                                              started_at=time.time()))
     say(f"trawl daemon {__version__} listening on {daemon.url}/ (pid {os.getpid()}); log: {log_file}")
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
