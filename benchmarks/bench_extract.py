@@ -1,0 +1,165 @@
+"""Main-content extraction on WCXB pages: trawl's cascade against each single candidate, same run.
+
+    .venv/bin/python benchmarks/bench_extract.py [WCXB_DIR] [--limit N] [--only trawl,rs-trafilatura,...]
+
+WCXB_DIR defaults to ../shared/bench/wcxb-dev (html/NNNN.html.gz + ground-truth/NNNN.json). Prints, for
+trawl and every baseline: mean F1 / precision / recall and pages per second (extraction time only), then
+a per-page-type F1 table. Scoring (trawl.extract.score): markdown syntax stripped, lowercase, \\w+ tokens,
+multiset overlap, mean over pages; an empty reference scores 1 only for an empty output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import statistics
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "daemon"))
+
+from trawl.extract import candidates as cands  # noqa: E402
+from trawl.extract import extract  # noqa: E402
+from trawl.extract.score import PRF, mean_prf, score_markdown  # noqa: E402
+from trawl.settings import Settings  # noqa: E402
+from trawl.types import Page  # noqa: E402
+
+DEFAULT_DIR = ROOT.parent / "shared" / "bench" / "wcxb-dev"
+
+
+@dataclass(frozen=True, slots=True)
+class WcxbPage:
+    id: str
+    url: str
+    page_type: str
+    reference: str  # "" when the page has no main text: only an empty output scores
+    html_path: Path
+
+    def html(self) -> str:
+        with gzip.open(self.html_path, "rb") as fh:
+            return fh.read().decode("utf-8", "replace")
+
+
+def load_pages(root: Path, limit: int | None = None) -> list[WcxbPage]:
+    pages: list[WcxbPage] = []
+    for gt_path in sorted((root / "ground-truth").glob("*.json")):
+        html_path = root / "html" / f"{gt_path.stem}.html.gz"
+        if not html_path.exists():
+            continue
+        data = json.loads(gt_path.read_text(encoding="utf-8"))
+        internal = data.get("_internal") or {}
+        pt = internal.get("page_type")
+        page_type = (pt.get("primary") if isinstance(pt, dict) else pt) or internal.get("category") or "unknown"
+        gt = data.get("ground_truth") or {}
+        pages.append(
+            WcxbPage(
+                id=gt_path.stem,
+                url=data.get("url") or "",
+                page_type="collection" if page_type == "category" else str(page_type),
+                reference=gt.get("main_content") or "",
+                html_path=html_path,
+            )
+        )
+        if limit is not None and len(pages) >= limit:
+            break
+    return pages
+
+
+Extractor = Callable[[str, str], str]
+
+
+def trawl_extractor(settings: Settings) -> Extractor:
+    def run(html: str, url: str) -> str:
+        page = Page(url=url or "http://localhost/", final_url=url or "http://localhost/", kind="html",
+                    source="file", html=html)  # fmt: skip
+        return extract(page, settings).markdown
+
+    return run
+
+
+def _cand(fn: Callable[[str, str], cands.Candidate | None], field: str = "markdown") -> Extractor:
+    def run(html: str, url: str) -> str:
+        c = fn(html, url)
+        return getattr(c, field) if c is not None else ""
+
+    return run
+
+
+def extractors(settings: Settings) -> dict[str, Extractor]:
+    out: dict[str, Extractor] = {"trawl": trawl_extractor(settings)}
+    if cands.HAVE_RS:
+        out["rs-trafilatura"] = _cand(cands.run_rs, "text")
+    if cands.HAVE_TRAFILATURA:
+        out["trafilatura"] = _cand(lambda h, u: cands.run_trafilatura(h, u))
+    out["dom"] = _cand(lambda h, u: cands.run_dom(h))
+    return out
+
+
+def score_pages(pages: list[WcxbPage], run: Extractor, label: str = "") -> tuple[list[PRF], list[float]]:
+    """Scores and per-page extraction seconds for one extractor; a progress line on stderr."""
+    scores: list[PRF] = []
+    times: list[float] = []
+    for i, p in enumerate(pages):
+        html = p.html()
+        t = time.perf_counter()
+        out = run(html, p.url)
+        times.append(time.perf_counter() - t)
+        scores.append(score_markdown(out, p.reference))
+        if label and (i % 50 == 0 or i == len(pages) - 1):
+            f1 = statistics.fmean(s.f1 for s in scores)
+            print(f"\r{label}: {i + 1}/{len(pages)} F1 {f1:.4f}", end="", file=sys.stderr, flush=True)
+    if label:
+        print(file=sys.stderr)
+    return scores, times
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("wcxb_dir", nargs="?", type=Path, default=DEFAULT_DIR)
+    ap.add_argument("--limit", type=int, default=None)
+    ap.add_argument("--only", default="", help="comma-separated extractor names (default: all)")
+    args = ap.parse_args(argv)
+    pages = load_pages(args.wcxb_dir, args.limit)
+    if not pages:
+        print(f"no WCXB pages under {args.wcxb_dir}", file=sys.stderr)
+        return 2
+    settings = Settings()
+    runs = extractors(settings)
+    if args.only:
+        wanted = {n.strip() for n in args.only.split(",")}
+        runs = {k: v for k, v in runs.items() if k in wanted}
+    results: dict[str, list[PRF]] = {}
+    speed: dict[str, float] = {}
+    for name, run in runs.items():
+        scores, times = score_pages(pages, run, name)
+        results[name] = scores
+        speed[name] = len(times) / max(sum(times), 1e-9)
+    print(f"WCXB {args.wcxb_dir} — {len(pages)} pages")
+    print(f"{'extractor':<16} {'F1':>7} {'P':>7} {'R':>7} {'pages/s':>8}")
+    for name, scores in results.items():
+        m = mean_prf(scores)
+        print(f"{name:<16} {m.f1:7.4f} {m.precision:7.4f} {m.recall:7.4f} {speed[name]:8.1f}")
+    types = sorted({p.page_type for p in pages})
+    names = list(results)
+    print()
+    print(f"{'page type':<14} {'n':>5} " + " ".join(f"{n[:14]:>14}" for n in names) + "  best single")
+    for t in [*types, "ALL"]:
+        idx = [i for i, p in enumerate(pages) if t in ("ALL", p.page_type)]
+        f1s = {n: statistics.fmean(results[n][i].f1 for i in idx) for n in names}
+        singles = {n: v for n, v in f1s.items() if n != "trawl"}
+        best = max(singles, key=lambda n: singles[n]) if singles else ""
+        flag = ""
+        if "trawl" in f1s and best and f1s["trawl"] + 1e-9 < singles[best]:
+            flag = f"  trawl {f1s['trawl'] - singles[best]:+.4f}"
+        print(f"{t:<14} {len(idx):>5} " + " ".join(f"{f1s[n]:14.4f}" for n in names) + f"  {best}{flag}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,123 @@
+"""The lxml fallback extractor: strip page chrome, find the main region, convert it to markdown.
+
+It is the candidate that suits card, listing, product and collection pages (where article-oriented
+extractors drop the repeated records) and the last resort when the other extractors fail. It never
+recurses (lxml caps nesting at 255 levels while parsing; the walk in :mod:`.markdown` is iterative).
+"""
+
+from __future__ import annotations
+
+import re
+
+from lxml import etree
+from lxml import html as lxml_html
+
+from .markdown import SKIP_TAGS, element_text, to_markdown
+
+# Elements that are page chrome by their tag or ARIA role.
+CHROME_TAGS = frozenset({"nav", "header", "footer", "aside", "form", "dialog", "menu"})
+CHROME_ROLES = frozenset(
+    {
+        "navigation",
+        "banner",
+        "contentinfo",
+        "complementary",
+        "search",
+        "dialog",
+        "menu",
+        "menubar",
+        "alert",
+        "alertdialog",
+        "tablist",
+    }
+)
+# Class/id words that mark chrome. Matched as whole words inside class and id values.
+CHROME_WORDS = re.compile(
+    r"(?:^|[\s_-])(nav|navbar|navigation|menu|menubar|megamenu|header|masthead|footer|sidebar|breadcrumbs?|"
+    r"cookie|cookies|consent|gdpr|newsletter|subscribe|signup|social|share|sharing|popup|modal|overlay|"
+    r"banner|advert|ads|ad-slot|promo|related|recommended|skip-link|skip|toolbar|drawer|offcanvas|"
+    r"announcement|utility-bar|login|account)(?:$|[\s_-])",
+    re.I,
+)
+MAIN_SELECTORS = (
+    "//main",
+    "//*[@role='main']",
+    "//*[@id='main-content']",
+    "//*[@id='content']",
+    "//*[@id='main']",
+    "//article",
+)
+MIN_MAIN_SHARE = 0.25  # a <main> candidate must hold this share of the body's text to be used
+_KEEP_CHROME_TAG_IF_CHARS = 1500  # a <header>/<form> this text-heavy is content (article headers, product forms)
+
+
+def parse_html(html: str) -> etree._Element | None:
+    """Parse HTML leniently; None when nothing parseable is there."""
+    if not html.strip():
+        return None
+    try:
+        root = lxml_html.document_fromstring(html)
+    except (etree.ParserError, ValueError):
+        try:
+            root = lxml_html.fromstring(html.encode("utf-8", "replace"))
+        except (etree.ParserError, ValueError):
+            return None
+    return root
+
+
+def _is_chrome(el: etree._Element) -> bool:
+    tag = el.tag.lower() if isinstance(el.tag, str) else ""
+    role = (el.get("role") or "").lower()
+    if role in CHROME_ROLES:
+        return True
+    if tag in CHROME_TAGS:
+        return not (tag in ("header", "form") and len(element_text(el)) > _KEEP_CHROME_TAG_IF_CHARS)
+    ident = f"{el.get('class') or ''} {el.get('id') or ''}"
+    return bool(ident.strip()) and bool(CHROME_WORDS.search(ident))
+
+
+def strip_chrome(root: etree._Element) -> None:
+    """Remove non-text elements and page chrome in place (keeping their tail text)."""
+    doomed: list[etree._Element] = []
+    stack = [root]
+    while stack:
+        el = stack.pop()
+        for child in el:
+            if not isinstance(child.tag, str):
+                doomed.append(child)
+                continue
+            tag = child.tag.lower()
+            if tag in SKIP_TAGS or (tag not in ("body", "html", "main", "article") and _is_chrome(child)):
+                doomed.append(child)
+            else:
+                stack.append(child)
+    for el in doomed:
+        el.drop_tree()
+
+
+def find_main(root: etree._Element) -> etree._Element:
+    body = root.find("body")
+    if body is None:
+        body = root
+    total = len(element_text(body))
+    for xp in MAIN_SELECTORS:
+        found = root.xpath(xp)
+        if (
+            len(found) == 1
+            and isinstance(found[0], etree._Element)
+            and len(element_text(found[0])) >= MIN_MAIN_SHARE * max(total, 1)
+        ):
+            return found[0]
+    return body
+
+
+def extract_dom(html: str) -> tuple[str, str]:
+    """(markdown of the main region, h1 text) of a page; ("", "") when nothing is readable."""
+    root = parse_html(html)
+    if root is None:
+        return "", ""
+    h1s = root.xpath("//h1")
+    h1 = element_text(h1s[0]) if h1s else ""
+    strip_chrome(root)
+    main = find_main(root)
+    return to_markdown(main), h1

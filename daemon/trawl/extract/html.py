@@ -1,0 +1,110 @@
+"""HTML → Document: a short cascade over the extraction candidates.
+
+    0. guard      trim oversized HTML; pathologically deep pages go straight to the lxml fallback
+    1. primary    rs-trafilatura (or trafilatura when rs-trafilatura is missing or fails)
+    2. escalate   when the primary's output is short (< ESCALATE_TOKENS) or its own quality estimate is
+                  low (< ESCALATE_QUALITY), run the lxml ``dom`` fallback too
+    3. compare    the fallback wins when it found DOM_GAIN_RATIO times more text: the primary then kept
+                  one card or one block of a page made of many (listings, collections, product grids)
+    4. shell      when both found (next to) nothing, the page is an empty JavaScript shell: return an
+                  empty document and let the pipeline report it, rather than a title as "content"
+
+Only pages that look weak pay for a second extractor, so the cascade stays close to rs-trafilatura's speed.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+
+from ..settings import Settings
+from ..types import Document, Page
+from . import candidates as cands
+from .candidates import Candidate
+from .guard import too_deep, trim_html
+from .lang import detect_language
+from .meta import declared_language, html_title
+
+log = logging.getLogger("trawl.extract")
+
+ESCALATE_TOKENS = 400  # primary output shorter than this (in \w+ tokens) gets a second opinion
+ESCALATE_QUALITY = 0.7  # ... as does output rs-trafilatura itself rates below this
+DOM_GAIN_RATIO = 3.0  # the fallback must find this many times more text to replace the primary
+SHELL_TOKENS = 40  # both candidates below this (fallback: nothing at all) → an empty shell
+_WORD = re.compile(r"\w+")
+
+
+def _ntokens(text: str) -> int:
+    return len(_WORD.findall(text))
+
+
+def _primary(html: str, url: str, warnings: list[str]) -> Candidate | None:
+    if cands.HAVE_RS:
+        cand = cands.run_rs(html, url)
+        if cand is not None:
+            return cand
+        warnings.append("rs-trafilatura failed on this page; used trafilatura")
+    else:
+        warnings.append("rs-trafilatura is not installed; used trafilatura (lower extraction quality)")
+    cand = cands.run_trafilatura(html, url)
+    if cand is None and not cands.HAVE_TRAFILATURA:
+        warnings.append("trafilatura is not importable; used the basic lxml extractor")
+    return cand
+
+
+def choose(primary: Candidate | None, html: str) -> tuple[Candidate | None, bool]:
+    """Steps 2-4 of the cascade: (the chosen candidate or None for an empty shell, escalated?)."""
+    if primary is None:
+        return cands.run_dom(html), True
+    n_primary = _ntokens(primary.text)
+    if n_primary >= ESCALATE_TOKENS and primary.quality >= ESCALATE_QUALITY:
+        return primary, False
+    fallback = cands.run_dom(html)
+    if fallback is None:
+        return primary, True
+    n_fallback = _ntokens(fallback.text)
+    if n_fallback == 0 and n_primary < SHELL_TOKENS:
+        return None, True
+    if n_fallback >= DOM_GAIN_RATIO * max(n_primary, 1):
+        return fallback, True
+    return primary, True
+
+
+def extract_html(page: Page, settings: Settings) -> Document:
+    raw = page.html or ""
+    warnings: list[str] = []
+    if "\x00" in raw:
+        raw = raw.replace("\x00", "")
+    html, trimmed = trim_html(raw, settings.extract_max_html_chars)
+    if trimmed:
+        warnings.append(f"page HTML trimmed to {settings.extract_max_html_chars} characters before extraction")
+    if not html.strip():
+        return Document(markdown="", title=page.title, extractor="none", warnings=tuple(warnings))
+    url = page.final_url or page.url
+    if too_deep(html):
+        warnings.append("page is nested too deeply for the main extractors; used the basic lxml extractor")
+        chosen: Candidate | None = cands.run_dom(html)
+        primary = None
+    else:
+        primary = _primary(html, url, warnings)
+        chosen, _ = choose(primary, html)
+    title = _title(page, html, primary, chosen)
+    if chosen is None or not chosen.markdown.strip():
+        return Document(markdown="", title=title, extractor="none", warnings=tuple(warnings))
+    lang = detect_language(chosen.text or chosen.markdown, declared_language(html))
+    if chosen.name == "dom" and primary is not None:
+        log.debug("dom fallback replaced %s on %s", primary.name, url)
+    return Document(
+        markdown=chosen.markdown,
+        title=title,
+        lang=lang,
+        extractor=chosen.name,
+        quality=round(chosen.quality, 3),
+        warnings=tuple(warnings),
+    )
+
+
+def _title(page: Page, html: str, primary: Candidate | None, chosen: Candidate | None) -> str:
+    if primary is not None and primary.title:
+        return primary.title
+    return html_title(html) or (chosen.title if chosen is not None else "") or page.title

@@ -1,0 +1,249 @@
+"""An lxml element tree → trawl markdown, without recursion.
+
+What survives: ATX headings, paragraphs, bullet/numbered lists (nested by indentation), pipe tables,
+fenced code blocks and block quotes. What goes: link targets (the anchor text stays), images, scripts,
+styles, forms' chrome. Runs of repeated sibling records (cards, listing items, search results, forum
+posts) are separated by a ``---`` line so the chunker keeps each record whole.
+
+The walk uses an explicit stack, so a tree of any depth converts in linear time.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+
+from lxml import etree
+
+from .records import is_record_group
+
+SKIP_TAGS = frozenset(
+    {
+        "script", "style", "noscript", "template", "svg", "math", "iframe", "object", "embed", "canvas",
+        "video", "audio", "picture", "img", "source", "track", "map", "button", "select", "option",
+        "input", "textarea", "head", "title", "meta", "link", "base", "dialog",
+    }
+)  # fmt: skip
+BLOCK_TAGS = frozenset(
+    {
+        "p", "div", "section", "article", "main", "aside", "header", "footer", "nav", "figure",
+        "figcaption", "address", "details", "summary", "fieldset", "form", "body", "html", "center",
+        "dl", "dt", "dd", "caption", "hgroup", "search",
+    }
+)  # fmt: skip
+HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
+_WS = re.compile(r"[ \t\r\n\f\v\u00a0\u200b]+")
+_MAX_TABLE_CELL = 400
+
+
+@dataclass
+class _State:
+    blocks: list[str] = field(default_factory=list)
+    inline: list[str] = field(default_factory=list)
+    prefix: str = ""  # prefix of the paragraph being collected ("## ", "- ", "> ")
+    lists: list[list[int | str]] = field(default_factory=list)  # [kind, counter] per open list
+
+    def flush(self) -> None:
+        text = _WS.sub(" ", "".join(self.inline)).strip()
+        self.inline.clear()
+        prefix, self.prefix = self.prefix, ""
+        if not text:
+            return
+        self.blocks.append(prefix + text)
+
+    def add_block(self, text: str) -> None:
+        self.flush()
+        if text:
+            self.blocks.append(text)
+
+
+def _tag(el: etree._Element) -> str:
+    tag = el.tag
+    if not isinstance(tag, str):
+        return ""  # comments, processing instructions, entities
+    return tag.lower().rsplit("}", 1)[-1]
+
+
+def _hidden(el: etree._Element) -> bool:
+    if el.get("hidden") is not None or el.get("aria-hidden") == "true":
+        return True
+    style = el.get("style")
+    if style:
+        s = style.replace(" ", "").lower()
+        return "display:none" in s or "visibility:hidden" in s
+    return False
+
+
+def element_text(el: etree._Element) -> str:
+    """Text of an element, whitespace-collapsed, skipping scripts, styles and other non-text parts."""
+    parts: list[str] = []
+    stack: list[etree._Element | str] = [el]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, str):
+            parts.append(node)
+            continue
+        if node is not el and node.tail:
+            stack.append(node.tail)
+        if _tag(node) in SKIP_TAGS or not isinstance(node.tag, str):
+            continue
+        stack.extend(reversed(node))
+        if node.text:
+            parts.append(node.text)
+    return _WS.sub(" ", " ".join(parts)).strip()
+
+
+def _table_markdown(table: etree._Element) -> str:
+    rows: list[list[str]] = []
+    for tr in table.iter("tr"):
+        cells = [_WS.sub(" ", " ".join(c.itertext())).strip()[:_MAX_TABLE_CELL] for c in tr if _tag(c) in ("td", "th")]
+        cells = [c.replace("|", "/") for c in cells]
+        if any(cells):
+            rows.append(cells)
+    if not rows:
+        return ""
+    if len(rows) == 1 and len(rows[0]) == 1:
+        return rows[0][0]
+    width = max(len(r) for r in rows)
+    if width == 1:  # a one-column "table" is a list of lines
+        return "\n\n".join(r[0] for r in rows if r[0])
+    out = []
+    for i, r in enumerate(rows):
+        r = r + [""] * (width - len(r))
+        out.append("| " + " | ".join(r) + " |")
+        if i == 0:
+            out.append("|" + "---|" * width)
+    return "\n".join(out)
+
+
+def _pre_markdown(pre: etree._Element) -> str:
+    code = "".join(pre.itertext()).strip("\n")
+    if not code.strip():
+        return ""
+    fence = "````" if "```" in code else "```"
+    return f"{fence}\n{code}\n{fence}"
+
+
+def to_markdown(root: etree._Element, *, records: bool = True) -> str:
+    """Convert ``root`` (and its descendants) to markdown. ``records`` enables ``---`` between records."""
+    st = _State()
+    # Stack items: ("open", element) or ("close", element) or ("tail", text) or ("sep", "")
+    stack: list[tuple[str, object]] = [("open", root)]
+    while stack:
+        action, obj = stack.pop()
+        if action == "tail":
+            st.inline.append(str(obj))
+            continue
+        if action == "sep":
+            st.add_block("---")
+            continue
+        el = obj
+        assert isinstance(el, etree._Element)
+        tag = _tag(el)
+        if action == "close":
+            _close(st, el, tag)
+            continue
+        if not tag or tag in SKIP_TAGS or _hidden(el):
+            if el.tail and el is not root:
+                st.inline.append(el.tail)
+            continue
+        if el.tail and el is not root:
+            stack.append(("tail", el.tail))
+        if tag == "table":
+            st.add_block(_table_markdown(el))
+            continue
+        if tag == "pre":
+            st.add_block(_pre_markdown(el))
+            continue
+        if tag == "br":
+            st.inline.append("\n")
+            continue
+        if tag == "hr":
+            st.add_block("---")
+            continue
+        _open(st, el, tag)
+        stack.append(("close", el))
+        children = [c for c in el if isinstance(c.tag, str)]
+        group = records and len(children) >= 3 and is_record_group(el, children)
+        for i, child in enumerate(reversed(children)):
+            stack.append(("open", child))
+            if group and i < len(children) - 1:
+                stack.append(("sep", ""))
+        if el.text:
+            st.inline.append(el.text)
+    st.flush()
+    return _tidy(st.blocks)
+
+
+def _open(st: _State, el: etree._Element, tag: str) -> None:
+    if tag in HEADINGS:
+        st.flush()
+        st.prefix = "#" * HEADINGS[tag] + " "
+    elif tag in ("ul", "ol", "menu"):
+        st.flush()
+        start = el.get("start", "1")
+        st.lists.append([tag, int(start) if start.isdigit() else 1])
+    elif tag == "li":
+        st.flush()
+        depth = max(len(st.lists) - 1, 0)
+        if st.lists and st.lists[-1][0] == "ol":
+            n = st.lists[-1][1]
+            st.lists[-1][1] = int(n) + 1
+            st.prefix = "   " * depth + f"{n}. "
+        else:
+            st.prefix = "  " * depth + "- "
+    elif tag == "blockquote" or tag in BLOCK_TAGS:
+        st.flush()
+
+
+def _close(st: _State, el: etree._Element, tag: str) -> None:
+    if tag in HEADINGS or tag == "li" or tag in BLOCK_TAGS:
+        st.flush()
+    elif tag in ("ul", "ol", "menu"):
+        st.flush()
+        if st.lists:
+            st.lists.pop()
+    elif tag == "blockquote":
+        st.flush()
+    elif tag in ("td", "th"):
+        st.inline.append(" ")
+
+
+def _tidy(blocks: list[str]) -> str:
+    out: list[str] = []
+    for b in blocks:
+        if b == "---" and (not out or out[-1] == "---"):
+            continue  # no leading or doubled breaks
+        out.append(b)
+    while out and out[-1] == "---":
+        out.pop()
+    # Blocks that are bare repeats of the previous one (sticky headers, duplicated labels) are noise.
+    dedup: list[str] = []
+    seen: Counter[str] = Counter()
+    for b in out:
+        seen[b] += 1
+        if dedup and b == dedup[-1] and b != "---":
+            continue
+        dedup.append(b)
+    return _join(dedup)
+
+
+def _join(blocks: list[str]) -> str:
+    """Join blocks with blank lines, but keep consecutive list items on adjacent lines."""
+    parts: list[str] = []
+    prev_item = False
+    for b in blocks:
+        item = _is_list_item(b)
+        if parts:
+            parts.append("\n" if item and prev_item else "\n\n")
+        parts.append(b)
+        prev_item = item
+    return "".join(parts).strip()
+
+
+_ITEM = re.compile(r"^\s*(?:- |\d+\. )")
+
+
+def _is_list_item(block: str) -> bool:
+    return bool(_ITEM.match(block))
