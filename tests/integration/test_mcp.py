@@ -53,13 +53,16 @@ async def memory(tmp_path: Path) -> AsyncIterator[Client]:
 async def test_tools_are_few_read_only_open_world_and_described(tmp_path: Path) -> None:
     async with memory(tmp_path) as memory_client:
         tools = {t.name: t for t in (await memory_client.list_tools()).tools}
-        assert set(tools) == {"fetch_page", "read_more"}
+        assert {"fetch_page", "read_more"} <= set(tools)
+        assert len(tools) <= 5  # a small tool set: the two page tools plus at most three tab tools
         for t in tools.values():
             assert t.annotations is not None
             assert t.annotations.read_only_hint is True and t.annotations.open_world_hint is True
             assert t.annotations.destructive_hint is False
-            assert t.output_schema is not None and "chunks" in t.output_schema["properties"]
+            assert t.output_schema is not None
             assert len(t.description or "") > 200
+        for name in ("fetch_page", "read_more"):
+            assert "chunks" in tools[name].output_schema["properties"]  # type: ignore[index]
         fetch = tools["fetch_page"]
         assert fetch.input_schema["required"] == ["url"]
         assert set(fetch.input_schema["properties"]) == {"url", "query", "k", "max_age_s"}

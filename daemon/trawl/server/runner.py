@@ -157,8 +157,18 @@ class RunningDaemon:
         await self.stop()
 
 
-def run_daemon(settings: Settings, *, foreground: bool = True, extra_routes: Iterable[AppHook] = ()) -> int:
-    """The ``trawl daemon`` process. Returns the exit code."""
+def default_app_hooks() -> list[AppHook]:
+    """What the real daemon plugs into its app: the browser link (``/ext``, tab ops), when installed."""
+    try:
+        from ..browser import install_browser_link
+    except ImportError as exc:
+        log.warning("browser link unavailable: %s", exc)
+        return []
+    return [install_browser_link]
+
+
+def run_daemon(settings: Settings, *, foreground: bool = True, extra_routes: Iterable[AppHook] | None = None) -> int:
+    """The ``trawl daemon`` process. Returns the exit code. ``extra_routes`` defaults to :func:`default_app_hooks`."""
     say = (lambda m: print(m, file=sys.stderr)) if foreground else (lambda m: None)
     try:
         check_bind_host(settings)
@@ -177,8 +187,9 @@ def run_daemon(settings: Settings, *, foreground: bool = True, extra_routes: Ite
         say("trawl daemon: another daemon holds the lock in "
             f"{settings.state_dir} but does not answer; it may be starting. Try again in a few seconds.")
         return 1
+    hooks = default_app_hooks() if extra_routes is None else list(extra_routes)
     try:
-        return asyncio.run(_serve(settings, str(log_path), say, extra_routes))
+        return asyncio.run(_serve(settings, str(log_path), say, hooks))
     finally:
         os.close(lock_fd)
 
