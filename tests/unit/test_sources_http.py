@@ -59,6 +59,8 @@ async def test_html_page(settings: Settings) -> None:
         ("text/plain", b"just text", "text"),
         ("application/octet-stream", b"%PDF-1.7 body", "pdf"),
         ("", b"<!doctype html><p>x</p>", "html"),
+        ("application/pdf", b"<!DOCTYPE html><title>Sign in</title>", "html"),
+        ("text/html", b'<?xml version="1.0"?><rss version="2.0"><channel/></rss>', "feed"),
     ],
 )
 async def test_content_type_routing(settings: Settings, ct: str, body: bytes, kind: str) -> None:

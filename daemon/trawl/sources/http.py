@@ -168,10 +168,12 @@ def _final_kind(kind: PageKind | None, data: bytes, url: str) -> PageKind:
             return sniffed
         if by_ext in ("markdown", "json", "xml", "feed"):
             return by_ext
-    if kind == "xml" and sniffed == "feed":
+    if kind in ("xml", "html") and sniffed == "feed":  # feeds are often served as text/html
         return "feed"
-    if kind == "pdf":  # declared PDF without the %PDF signature: let the PDF reader decide
-        return "pdf"
+    if kind == "pdf":
+        # A "PDF" link that answers with an HTML page (a login or error page) is read as that page;
+        # otherwise the PDF reader decides (and names a broken file pdf_corrupt).
+        return "html" if sniffed == "html" else "pdf"
     return kind
 
 
