@@ -117,3 +117,20 @@ def test_accepts() -> None:
 async def test_remote_file_host_refused(settings: Settings) -> None:
     err = await read_error("file://server/share/x.html", settings)
     assert err.code == ErrorCode.INVALID_REQUEST
+
+
+async def test_file_changed(tmp_path: Path, settings: Settings) -> None:
+    import os
+    import time
+
+    from trawl.sources.file import file_changed
+
+    path = tmp_path / "doc.md"
+    path.write_text("# v1")
+    page = await read(str(path), settings)
+    assert not file_changed(page)
+    later = time.time() + 5
+    os.utime(path, (later, later))
+    assert file_changed(page)
+    path.unlink()
+    assert file_changed(page)

@@ -117,3 +117,16 @@ def _url_hint(target: str) -> str | None:
     if "/" not in target and Path(target).suffix.lower() in EXTENSION_KINDS:
         return None  # "notes.md" is a file name
     return f"If you meant a web page, pass a full URL: https://{target}"
+
+
+def file_changed(page: Page) -> bool:
+    """True when a page read from a local file no longer matches the file (modified or removed).
+
+    For callers that keep prepared pages in memory: a local file can change at any time.
+    """
+    if page.source != "file" or not page.final_url.startswith("file:"):
+        return False
+    try:
+        return file_url_to_path(page.final_url).stat().st_mtime > page.fetched_at
+    except (OSError, TrawlError):
+        return True
