@@ -34,6 +34,7 @@ UNCACHED_SOURCES = frozenset({"file"})
 _SUFFIX = ".page"
 _TRIM_TO = 0.9  # trim down to this share of the cap, so trimming is not repeated on every put
 _STALE_TEMP_S = 3600.0
+_LOUD_ERRORS = 5  # disk errors logged as warnings; later ones at debug level
 
 
 class PageCache:
@@ -242,9 +243,11 @@ class PageCache:
                 self._disk_entries = max(0, self._disk_entries - 1)
 
     def _error(self, msg: str, *args: object) -> None:
-        log.warning(msg, *args)
+        """Count every disk problem; log the first few loudly, the rest quietly (a full disk repeats)."""
         with self._lock:
             self.errors += 1
+            loud = self.errors <= _LOUD_ERRORS
+        log.log(logging.WARNING if loud else logging.DEBUG, msg, *args)
 
 
 def _key(target: str, source: str) -> str:
