@@ -269,3 +269,22 @@ def test_200kb_page_chunks_fast() -> None:
     elapsed = time.perf_counter() - t
     assert len(cs) > 300
     assert elapsed < 0.25  # typically ~15 ms; loose bound for a busy 2-core machine
+
+
+def test_random_markdown_never_raises_and_keeps_every_non_heading_word() -> None:
+    import random
+
+    rng = random.Random(7)
+    pieces = ["# H", "## Sub", "---", "```", "| a | b |", "|---|---|", "- item", "1. step", "> quote", "", "",
+              "plain words here.", "long " * 120, "。中文句子。", "~~~", "* * *", "    indented", "\x00\x01 junk"]
+    for _ in range(200):
+        md = "\n".join(rng.choice(pieces) for _ in range(rng.randint(0, 60)))
+        cs = chunk_document(Document(markdown=md), S)
+        heading_words = {w for line in md.split("\n") if re.match(r"^ {0,3}#{1,6}\s", line) for w in words(line)}
+        got = sorted(w for c in cs for w in words(c.text))
+        want = sorted(w for w in words(md) if w not in heading_words)
+        # Headings inside code fences stay in the text, so only compare words that are not heading words.
+        assert [w for w in got if w not in heading_words] == want
+        assert [c.index for c in cs] == list(range(len(cs)))
+        assert len({c.id for c in cs}) == len(cs)
+        assert all(c.text.strip() for c in cs)
