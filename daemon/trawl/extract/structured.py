@@ -257,26 +257,35 @@ def _feed_markdown(root: Any) -> tuple[str, str]:
 
 
 def _feed_item(item: Any, i: int) -> Iterator[str]:
-    title = _one_line(_html_text(_text(_child(item, "title"))), _MAX_LABEL_CHARS) or f"Item {i + 1}"
+    fields: dict[str, Any] = {}
+    for c in item:  # one pass: the first child of each name
+        name = _local(c)
+        if name and name not in fields:
+            fields[name] = c
+
+    def first(*names: str) -> Any:
+        return next((fields[n] for n in names if n in fields), None)
+
+    title = _one_line(_html_text(_text(first("title"))), _MAX_LABEL_CHARS) or f"Item {i + 1}"
     yield f"## {title}"
-    date = _text(_child(item, "pubDate", "published", "updated", "date", "issued", "modified"))
-    author_el = _child(item, "author", "creator")
+    date = _text(first("pubDate", "published", "updated", "date", "issued", "modified"))
+    author_el = first("author", "creator")
     author = _text(_child(author_el, "name")) if author_el is not None and len(author_el) else _text(author_el)
     meta = " · ".join(x for x in (date, author) if x)
     if meta:
         yield meta
-    body_el = _child(item, "encoded", "content", "description", "summary")
+    body_el = first("encoded", "content", "description", "summary")
     summary = _html_text("".join(body_el.itertext()) if body_el is not None else "")
     for para in summary.split("\n"):
         if para.strip():
             yield _safe(_one_line(para, _MAX_VALUE_CHARS))
-    link = _item_link(item)
+    link = _item_link(item, "link" in fields)
     if link:
         yield f"Link: {link}"
 
 
-def _item_link(item: Any) -> str:
-    for c in item:
+def _item_link(item: Any, has_link: bool) -> str:
+    for c in item if has_link else ():
         if _local(c) != "link":
             continue
         href = c.get("href")
@@ -322,14 +331,21 @@ def _xml_markdown(root: Any) -> tuple[str, str]:
 def _element_lines(el: Any) -> list[str]:
     lines: list[str] = []
     for node in el.iter():
-        if not isinstance(node.tag, str):
+        tag = node.tag
+        if not isinstance(tag, str):
             continue
-        own = " ".join(t.strip() for t in [node.text or "", *(c.tail or "" for c in node)] if t and t.strip())
-        attrs = ", ".join(f"{etree.QName(k).localname}={v}" for k, v in node.attrib.items() if len(v) < 200)
+        name = tag.rsplit("}", 1)[-1]
+        if len(node):
+            parts = [node.text or "", *(c.tail or "" for c in node)]
+            own = " ".join(t.strip() for t in parts if t and not t.isspace())
+        else:
+            own = (node.text or "").strip()
         if own:
-            lines.append(_line(_local(node), own))
-        elif attrs and len(node) == 0:
-            lines.append(_line(_local(node), attrs))
+            lines.append(_line(name, own))
+        elif node.attrib and not len(node):
+            attrs = ", ".join(f"{etree.QName(k).localname}={v}" for k, v in node.attrib.items() if len(v) < 200)
+            if attrs:
+                lines.append(_line(name, attrs))
     return lines
 
 
