@@ -22,27 +22,45 @@ let link = null;
 let recent = [];
 let badgeTimer = null;
 
-async function readConfig() {
+// Config and policy are read once and kept in memory; storage.onChanged drops the copies.
+let configCache = null;
+let policyCache = null;
+let fileConfig = null;
+
+async function readFileConfig() {
   // Optional config.json next to the manifest (for unpacked copies: {"port": N, "pair_code": "..."}).
-  let file = {};
-  try {
-    const res = await fetch(chrome.runtime.getURL("config.json"));
-    if (res.ok) file = await res.json();
-  } catch (e) {
-    file = {};
+  if (fileConfig === null) {
+    try {
+      const res = await fetch(chrome.runtime.getURL("config.json"));
+      fileConfig = res.ok ? await res.json() : {};
+    } catch (e) {
+      fileConfig = {};
+    }
   }
+  return fileConfig;
+}
+
+async function readConfig() {
+  if (configCache) return configCache;
+  const file = await readFileConfig();
   const stored = await chrome.storage.local.get(["port", "secret", "pair_code", "paused", "used_file_code"]);
   let pairCode = stored.pair_code || "";
   if (!stored.secret && !pairCode && file.pair_code && stored.used_file_code !== file.pair_code) {
     pairCode = file.pair_code;
   }
-  return {
+  configCache = {
     port: Number(stored.port) || Number(file.port) || DEFAULT_PORT,
     secret: stored.secret || "",
     pairCode,
     fileCode: file.pair_code || "",
     paused: Boolean(stored.paused),
   };
+  return configCache;
+}
+
+async function currentPolicy() {
+  if (!policyCache) policyCache = await loadPolicy();
+  return policyCache;
 }
 
 function daemonUrl(port) {
@@ -175,6 +193,7 @@ async function capture(msg, policy) {
       const settleEnd = Math.min(deadline, Date.now() + msg.settle_max_ms);
       const s = await settle(tab.id, msg.settle_quiet_ms, settleEnd, watch);
       timings.settle = Date.now() - t0;
+      timings.settle_polls = s.polls;
       if (!s.settled) warnings.push(`the page kept changing for ${msg.settle_max_ms} ms; captured it as it was`);
       if (s.pdf) {
         const got = await readPdf(tab.url, msg, deadline, timings, t0);
@@ -220,7 +239,7 @@ function pageReply(msg, tabId, url, finalUrl, title, got, via, warnings, timings
 async function handle(msg) {
   if (msg.type === "ping") return { type: "pong", id: msg.id };
   const cfg = await readConfig();
-  const policy = await loadPolicy();
+  const policy = await currentPolicy();
   const label = msg.url || (msg.tab ? `tab ${msg.tab}` : "tabs");
   const t0 = Date.now();
   try {
@@ -242,11 +261,11 @@ async function handle(msg) {
 
 // ---------------------------------------------------------------- link
 async function stateMessage() {
-  const policy = await loadPolicy();
-  const { paused } = await chrome.storage.local.get("paused");
+  const policy = await currentPolicy();
+  const cfg = await readConfig();
   return {
     type: "state",
-    paused: Boolean(paused),
+    paused: cfg.paused,
     policy_mode: policy.mode,
     allow_count: policy.allow.length,
     deny_count: policy.deny.length,
@@ -273,6 +292,7 @@ async function ensureLink() {
         if (welcome.secret) {
           const cfg = await readConfig();
           await chrome.storage.local.set({ secret: welcome.secret, pair_code: "", used_file_code: cfg.fileCode });
+          configCache = null;
         }
         link.send(await stateMessage());
       },
@@ -306,6 +326,8 @@ chrome.tabs.onActivated.addListener(() => {
 chrome.runtime.onInstalled.addListener(() => connect(true));
 chrome.storage.onChanged.addListener(async (changes, area) => {
   if (area !== "local") return;
+  configCache = null;
+  if (changes.policy) policyCache = null;
   if (changes.policy || changes.paused) {
     if (link && link.isOpen()) link.send(await stateMessage());
   }
@@ -317,14 +339,17 @@ chrome.runtime.onMessage.addListener((req, sender, sendResponse) => {
   (async () => {
     if (req.cmd === "pair") {
       await chrome.storage.local.set({ pair_code: String(req.code || "").trim(), secret: "" });
+      configCache = null;
       if (link) link.close();
       await connect(true);
     } else if (req.cmd === "pause") {
       await chrome.storage.local.set({ paused: Boolean(req.paused) });
+      configCache = null;
     } else if (req.cmd === "reconnect") {
       await connect(true);
     } else if (req.cmd === "unpair") {
       await chrome.storage.local.set({ secret: "", pair_code: "" });
+      configCache = null;
       if (link) link.close();
     }
     const cfg = await readConfig();

@@ -161,18 +161,20 @@ export async function waitForLoad(tabId, deadline, watch) {
 export async function settle(tabId, quietMs, deadline, watch) {
   let last = null;
   let quietSince = Date.now();
+  let polls = 0;
   for (;;) {
     watch.check();
     const p = await inject(tabId, probeSettle);
-    if (p.contentType === "application/pdf") return { settled: true, pdf: true };
+    polls += 1;
+    if (p.contentType === "application/pdf") return { settled: true, pdf: true, polls };
     const sig = `${p.mutations}/${p.resources}`;
     const now = Date.now();
     if (sig !== last) {
       last = sig;
       quietSince = now;
     }
-    if (p.ready === "complete" && now - quietSince >= quietMs) return { settled: true, pdf: false };
-    if (now >= deadline) return { settled: false, pdf: false };
+    if (p.ready === "complete" && now - quietSince >= quietMs) return { settled: true, pdf: false, polls };
+    if (now >= deadline) return { settled: false, pdf: false, polls };
     await sleep(50);
   }
 }
