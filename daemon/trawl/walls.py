@@ -7,8 +7,8 @@ returns a :class:`TrawlError` for
 =================  ==================  ==============================================
 kind               code                evidence (always together with little content)
 =================  ==================  ==============================================
-paywall            BLOCKED             ``isAccessibleForFree: false`` / paywall
-                                       markup / "subscribe to continue" phrases
+paywall            BLOCKED             "subscribe to continue reading"-style phrases,
+                                       ``isAccessibleForFree: false``, paywall markup
 login form         LOGIN_REQUIRED      a password field, a sign-in URL or title with
                                        a username field, or HTTP 401
 bot challenge      BLOCKED             Cloudflare / Incapsula / DataDome / PerimeterX
@@ -20,11 +20,12 @@ empty JS shell     EMPTY_RENDER        scripts or an empty mount point and almos
                                        visible text
 =================  ==================  ==============================================
 
-and ``None`` otherwise. Every rule requires the page to carry little readable
-content: an article that mentions "log in", a page with a newsletter form or
-a site header with a sign-in box is never a wall. The thresholds are named
-below and were checked against the 1,497 WCXB dev pages
-(``benchmarks/bench_walls.py``).
+and ``None`` otherwise. Every rule needs the page to carry little readable
+content, so an article that mentions "log in", a page with a newsletter form
+or a site header with a sign-in box is never a wall; pages with more than
+``MAX_WALL_WORDS`` words of main content skip the rules altogether (that is
+also what keeps detection cheap). Thresholds are named below and were checked
+against the 1,497 WCXB dev pages (``benchmarks/bench_walls.py``).
 """
 
 from __future__ import annotations
@@ -37,58 +38,65 @@ from urllib.parse import urlsplit
 from .types import Document, ErrorCode, Page, TrawlError
 
 # ----------------------------------------------------------------- thresholds
-SCAN_CHARS = 3_000_000  # markers are looked for in the first part of big pages
 LOGIN_MAX_WORDS = 150  # a password form with more content than this is a page with a login box
 LOGIN_TITLED_MAX_WORDS = 300  # ... unless the title says "sign in"
+LOGIN_MAX_VISIBLE = 500  # whole-page visible words (navigation and footer included)
 PAYWALL_MAX_WORDS = 350  # a teaser; a full article is longer
+PAYWALL_WEAK_MAX_WORDS = 175  # weaker evidence needs an even shorter page
 CHALLENGE_MAX_WORDS = 200
-CONSENT_MAX_WORDS = 300
-SHELL_MAX_WORDS = 25  # visible words on a page that rendered nothing
-SHELL_MOUNT_MAX_WORDS = 150  # with an empty app mount point and script-heavy HTML
-# Visible text of the whole page (navigation, footer included) caps each rule too, so a page whose
-# extractor kept little (a product grid, a table) but which shows plenty is never taken for a wall.
-LOGIN_MAX_VISIBLE = 500
 CHALLENGE_MAX_VISIBLE = 300
+CONSENT_MAX_WORDS = 300
 CONSENT_MAX_VISIBLE = 800
+SHELL_MAX_WORDS = 25  # main-content words on a page that rendered nothing
+SHELL_VISIBLE_WORDS = 8  # "Loading…": a real page, however small, says more
+SHELL_MOUNT_MAX_VISIBLE = 150  # with an empty app mount point and script-heavy HTML
+MAX_WALL_WORDS = max(LOGIN_TITLED_MAX_WORDS, PAYWALL_MAX_WORDS, CHALLENGE_MAX_WORDS, CONSENT_MAX_WORDS)
+HTML_SCAN_CHARS = 3_000_000  # visible text is computed from this much HTML
+MARKUP_SCAN_CHARS = 400_000  # markers are looked for in the first part of the HTML
+TEXT_SCAN_CHARS = 20_000  # phrases are looked for in the first part of the visible text
+VISIBLE_SCAN_CHARS = 300_000  # of the HTML left once scripts and styles are gone
+COUNT_SCAN_CHARS = 60_000  # words are counted up to here: beyond it a page is never "little content"
 
 # ----------------------------------------------------------------- vocabulary
-_LOGIN_TERMS = (
-    r"sign[\s-]?in|log[\s-]?in|sign[\s-]?on|anmelden|anmeldung|einloggen|connexion|se connecter|identifiez"
+_LOGIN_RE = re.compile(
+    r"(?i)sign[\s-]?in|log[\s-]?in|sign[\s-]?on|anmelden|anmeldung|einloggen|connexion|se connecter|identifiez"
     r"|iniciar sesi[oó]n|inicia sesi[oó]n|acceder|accedi|entrar|iniciar sess[aã]o|fazer login|inloggen|aanmelden"
     r"|zaloguj|logowanie|войти|вход|авторизация|увійти|ログイン|サインイン|登录|登入|登錄|로그인|giriş yap"
     r"|oturum aç|logga in|kirjaudu|přihlásit|bejelentkezés|تسجيل الدخول"
 )
-_LOGIN_RE = re.compile(rf"(?i)(?:{_LOGIN_TERMS})")
 _LOGIN_PATH_RE = re.compile(r"(?i)/(?:login|log-in|signin|sign-in|sign_in|logon|auth|sso|session/new|account/login|"
                             r"users/sign_in|accounts/login|oauth2?/authorize|idp|saml)\b")
-_PASSWORD_RE = re.compile(r"""(?i)<input\b[^>]{0,400}?\btype\s*=\s*["']?password\b""")
+_PASSWORD_RE = re.compile(r"""<input\b[^<>]{0,400}?\btype\s*=\s*["']?password\b""")
 _USERNAME_RE = re.compile(
-    r"""(?i)<input\b[^>]{0,400}?\b(?:type\s*=\s*["']?email\b|(?:name|id|autocomplete)\s*=\s*["']?"""
+    r"""<input\b[^<>]{0,400}?\b(?:type\s*=\s*["']?email\b|(?:name|id|autocomplete)\s*=\s*["']?"""
     r"""[\w\[\]-]{0,20}(?:user(?:name)?|email|login|identifier)\b)"""
 )
 
-_PAYWALL_MARKUP_RE = re.compile(
-    r"""(?i)"isAccessibleForFree"\s*:\s*"?false|\b(?:class|id)\s*=\s*["'][^"']{0,200}?"""
-    r"""\b(?:paywall|pay-wall|regwall|metered-?content|subscriber-only|premium-(?:wall|content-lock)|"""
-    r"""article-locked|tp-modal|piano-(?:offer|paywall)|fc-paywall)\b"""
-)
+_PAYWALL_MARKERS = ("paywall", "pay-wall", "regwall", "metered-content", "meteredcontent", "subscriber-only",
+                    "premium-wall", "premium-content-lock", "article-locked", "tp-modal", "piano-offer")
+_NOT_FREE_RE = re.compile(r""""isaccessibleforfree"\s*:\s*"?false""")
 _PAYWALL_TEXT_RE = re.compile(
     r"(?i)(?:subscribe|sign up|register|log in|create a free account) to (?:continue|keep) reading"
     r"|to continue reading,? (?:please )?(?:subscribe|log in|sign in|register|become a (?:member|subscriber))"
     r"|(?:this|the) (?:article|story|content) is (?:only )?(?:available )?(?:for|to) (?:subscribers|members)"
-    r"|subscribers? only|exclusive(?:ly)? for subscribers|already a subscriber"
+    r"|subscribers? only|exclusive(?:ly)? for subscribers"
     r"|you(?:'ve| have) (?:reached|used) (?:your|all) (?:limit of )?(?:\w+ )?free (?:articles|stories)"
     r"|weiterlesen mit|jetzt abonnieren|nur für abonnenten|artikel ist abonnenten"
     r"|réservé aux abonnés|article réservé|il vous reste \d+ ?% de l'article"
     r"|solo para suscriptores|exclusivo para suscriptores|riservato agli abbonati|exclusivo para assinantes"
     r"|только для подписчиков|доступно подписчикам|会員限定|有料会員|订阅后阅读|付费内容|구독자 전용"
 )
+# Shown on full articles too: counts only on a short page with paywall markup.
+_PAYWALL_WEAK_RE = re.compile(
+    r"(?i)already a subscriber|already have an account\?|déjà abonné|bereits abonnent|ya eres suscriptor"
+    r"|уже подписаны|subscribe (?:now|today) for (?:full|unlimited) access"
+)
 
-_CHALLENGE_MARKUP_RE = re.compile(
-    r"(?i)/cdn-cgi/challenge-platform/h/|cf-browser-verification|cf_chl_opt|\bcf-chl-|id=[\"']challenge-form"
-    r"|_Incapsula_Resource|Incapsula incident ID|captcha-delivery\.com|geo\.captcha-delivery"
-    r"|\bpx-captcha\b|/_sec/cp_challenge|ddos-guard|sucuri[\s_-]?(?:website )?firewall|awswaf|aws-waf-token"
-    r"|class=[\"'][^\"']{0,80}\b(?:g-recaptcha|h-captcha|cf-turnstile)\b|challenges\.cloudflare\.com/turnstile"
+_CHALLENGE_MARKERS = (
+    "/cdn-cgi/challenge-platform/h/", "cf-browser-verification", "cf_chl_opt", "cf-chl-", 'id="challenge-form"',
+    "_incapsula_resource", "incapsula incident id", "captcha-delivery.com", "px-captcha", "/_sec/cp_challenge",
+    "ddos-guard", "sucuri website firewall", "awswaf", "aws-waf-token", "g-recaptcha", "h-captcha",
+    "cf-turnstile", "challenges.cloudflare.com/turnstile",
 )
 _CHALLENGE_TEXT_RE = re.compile(
     r"(?i)checking (?:if the site connection is secure|your browser)|just a moment\.\.\."
@@ -106,7 +114,7 @@ _DENIED_TEXT_RE = re.compile(r"(?i)access denied|forbidden|you have been blocked
 _CONSENT_HOST_RE = re.compile(r"(?i)^(?:consent|cmp|privacy-?center|cookie-?consent)\.")
 _CONSENT_WORD_RE = re.compile(
     r"(?i)\b(?:cookies?|consent|partners?|vendors?|legitimate interest|personali[sz]ed|preferences|tracking"
-    r"|datenschutz|einwilligung|zustimm\w*|akzeptier\w*|consentement|traceurs|cookies?|согласи\w*|куки)\b"
+    r"|datenschutz|einwilligung|zustimm\w*|akzeptier\w*|consentement|traceurs|согласи\w*|куки)\b"
     r"|同意|クッキー|쿠키"
 )
 _CONSENT_ACCEPT_RE = re.compile(
@@ -115,104 +123,177 @@ _CONSENT_ACCEPT_RE = re.compile(
     r"|accetta tutto|accetto|aceitar tudo|alles accepteren|akceptuj|принять все|согласен|同意する|全部接受|모두 동의"
 )
 
-_SCRIPT_RE = re.compile(r"(?is)<script\b[^>]*>(.*?)</script\s*>")
-_INVISIBLE_RE = re.compile(r"(?is)<(script|style|noscript|svg|head)\b[^>]*>.*?</\1\s*>|<!--.*?-->")
-_TAG_RE = re.compile(r"(?s)<[^>]+>")
-_NOSCRIPT_JS_RE = re.compile(r"(?is)<noscript\b[^>]*>.{0,400}?(?:enable|activate|turn on|aktivieren)\s+javascript")
-_MOUNT_RE = re.compile(
-    r"""(?i)<(?:div|main|app-root)\b[^>]{0,200}?\bid\s*=\s*["']?(?:root|app|__next|__nuxt|svelte|main-app|"""
-    r"""application|app-root|react-root|mount|ember-application)["'\s>][^>]*>\s*</(?:div|main|app-root)>|<app-root>\s*</app-root>"""
+_NOSCRIPT_JS_RE = re.compile(
+    r"(?s)<noscript\b[^<>]{0,200}>.{0,400}?(?:enable|activate|turn on|aktivieren)\s+javascript"
 )
-_MD_LINK_RE = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
-_WORD_RE = re.compile(r"[^\W\d_]{2,}|\d+", re.UNICODE)
+_MOUNT_RE = re.compile(
+    r"""<(?:div|main|app-root)\b[^<>]{0,200}?\bid\s*=\s*["']?(?:root|app|__next|__nuxt|svelte|main-app|"""
+    r"""application|app-root|react-root|mount|ember-application)["'\s>][^<>]{0,400}>\s*</(?:div|main|app-root)>"""
+    r"""|<app-root>\s*</app-root>"""
+)
+_TITLE_RE = re.compile(r"(?is)<title\b[^<>]{0,200}>([^<]{0,1000})</title>")
+_HEADING_OPEN_RE = re.compile(r"<h[12]\b")
+_TAG_RE = re.compile(r"<[^<>]{0,2000}>")
+_INVISIBLE_TAGS = ("script", "style", "noscript", "svg", "head")  # not template: shadow roots live there
+_CHROME_TAGS = ("form", "header", "nav", "footer", "aside")
+_MD_LINK_RE = re.compile(r"!?\[([^\[\]\n]{0,500})\]\([^()\n]{0,2000}\)")
+_WORD_RE = re.compile(r"[^\W\d_]{2,}|\d+")
 _CJK_RE = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
 
 
 def _words(text: str) -> int:
     """Word count; CJK characters count half a word each (no spaces to split on)."""
     cjk = len(_CJK_RE.findall(text))
-    latin = len(_WORD_RE.findall(_CJK_RE.sub(" ", text)))
+    latin = len(_WORD_RE.findall(_CJK_RE.sub(" ", text) if cjk else text))
     return latin + cjk // 2
+
+
+def _strip_blocks(html: str, tags: tuple[str, ...]) -> tuple[str, dict[str, int]]:
+    """Remove ``<tag ...>...</tag>`` blocks and comments in one linear pass (an unclosed block runs to the end).
+
+    Hand-rolled: one ``<(a|b)>.*?</\\1>`` regex turns quadratic on pages full of unclosed tags.
+    """
+    opener = re.compile(r"(?i)<!--|<(" + "|".join(tags) + r")\b")
+    parts: list[str] = []
+    removed: dict[str, int] = {}
+    pos = 0
+    while (m := opener.search(html, pos)) is not None:
+        parts.append(html[pos : m.start()])
+        tag = (m.group(1) or "").lower()
+        if tag:
+            close = re.compile(rf"(?i)</{tag}\s*>").search(html, m.end())
+            end = close.end() if close is not None else len(html)
+        else:
+            at = html.find("-->", m.end())
+            end = at + 3 if at >= 0 else len(html)
+        removed[tag or "comment"] = removed.get(tag or "comment", 0) + end - m.start()
+        parts.append(" ")
+        pos = end
+    parts.append(html[pos:])
+    return "".join(parts), removed
 
 
 @dataclass(frozen=True)
 class _Signals:
+    """What the rules look at, each computed once and only when a rule asks."""
+
     page: Page
     doc: Document
 
     @cached_property
-    def html(self) -> str:
-        return (self.page.html or "")[:SCAN_CHARS]
-
-    @cached_property
     def text(self) -> str:
-        return _MD_LINK_RE.sub(r"\1", self.doc.markdown or "")
+        return _MD_LINK_RE.sub(r"\1", (self.doc.markdown or "")[:COUNT_SCAN_CHARS])
 
     @cached_property
     def words(self) -> int:
-        """Words of main content, as the extractor found it."""
+        """Words of main content, as the extractor found it (counted up to a window: beyond is "many")."""
+        if len(self.doc.markdown or "") > COUNT_SCAN_CHARS:
+            return max(_words(self.text), 10 * MAX_WALL_WORDS)
         return _words(self.text)
 
     @cached_property
+    def markup(self) -> str:
+        """The first part of the HTML, lower-cased, for literal markers."""
+        return (self.page.html or "")[:MARKUP_SCAN_CHARS].lower()
+
+    @cached_property
+    def stripped(self) -> tuple[str, dict[str, int]]:
+        """The HTML without invisible blocks (script, style, ...), and the characters each kind took."""
+        return _strip_blocks((self.page.html or "")[:HTML_SCAN_CHARS], _INVISIBLE_TAGS)
+
+    @cached_property
     def visible_text(self) -> str:
-        body = _INVISIBLE_RE.sub(" ", self.html)
-        return re.sub(r"\s+", " ", _TAG_RE.sub(" ", body)).strip()
+        return re.sub(r"\s+", " ", _TAG_RE.sub(" ", self.stripped[0][:VISIBLE_SCAN_CHARS])).strip()
 
     @cached_property
     def visible_words(self) -> int:
+        """Visible words; any page with more visible text than the scan window counts as "many"."""
+        if len(self.visible_text) > COUNT_SCAN_CHARS:
+            return max(_words(self.visible_text[:COUNT_SCAN_CHARS]), 10 * CONSENT_MAX_VISIBLE)
         return _words(self.visible_text)
+
+    @cached_property
+    def body_words(self) -> int:
+        """Visible words outside forms and page chrome (header, nav, footer, aside)."""
+        body = _strip_blocks(self.stripped[0][:VISIBLE_SCAN_CHARS], _CHROME_TAGS)[0]
+        return _words(_TAG_RE.sub(" ", body)[:COUNT_SCAN_CHARS])
 
     @cached_property
     def title(self) -> str:
         t = self.doc.title or self.page.title
         if not t:
-            m = re.search(r"(?is)<title\b[^>]*>(.*?)</title>", self.html[:200_000])
+            m = _TITLE_RE.search(self.markup[:200_000])
             t = m.group(1) if m else ""
         return re.sub(r"\s+", " ", t).strip()
 
     @cached_property
     def head_text(self) -> str:
         """Title plus the first headings: where a page says what it is."""
-        heads = re.findall(r"(?is)<h[12]\b[^>]*>(.*?)</h[12]>", self.html[:SCAN_CHARS])[:3]
-        return " ".join([self.title, *(_TAG_RE.sub(" ", h) for h in heads)])
-
-    @cached_property
-    def paths(self) -> tuple[str, str]:
-        return urlsplit(self.page.url).path, urlsplit(self.page.final_url or self.page.url).path
+        heads = []
+        for m, _ in zip(_HEADING_OPEN_RE.finditer(self.markup, 0, 200_000), range(3), strict=False):
+            window = self.markup[m.end() : m.end() + 600]
+            end = window.find("</h")
+            heads.append(_TAG_RE.sub(" ", "<" + window[: end if end >= 0 else 0]))
+        return " ".join([self.title, *heads])
 
     @cached_property
     def host(self) -> str:
         return urlsplit(self.page.final_url or self.page.url).hostname or ""
 
-    @cached_property
-    def script_chars(self) -> int:
-        return sum(len(m.group(1)) for m in _SCRIPT_RE.finditer(self.html)) + 400 * self.html.lower().count("<script")
+    def phrase(self, rx: re.Pattern[str], *, limit: int = TEXT_SCAN_CHARS) -> re.Match[str] | None:
+        return rx.search(self.text[:limit]) or rx.search(self.visible_text[:limit])
 
 
 # ----------------------------------------------------------------- rules
+_HIDDEN_RE = re.compile(
+    r"""display\s*:\s*none|visibility\s*:\s*hidden|\shidden(?:\s|=|>|/)|aria-hidden\s*=\s*["']?true"""
+)
+
+
+def _visible_password(markup: str) -> bool:
+    """A password field not hidden itself nor inside a hidden form (forums keep a hidden login form on every page)."""
+    for m, _ in zip(_PASSWORD_RE.finditer(markup), range(5), strict=False):
+        tag_end = markup.find(">", m.end())
+        if _HIDDEN_RE.search(markup[m.start() : tag_end + 1 if tag_end >= 0 else m.end()]):
+            continue
+        form_at = markup.rfind("<form", max(0, m.start() - 20_000), m.start())
+        if form_at >= 0 and markup.rfind("</form", form_at, m.start()) < 0:
+            form_end = markup.find(">", form_at)
+            if _HIDDEN_RE.search(markup[form_at : form_end + 1 if form_end >= 0 else form_at + 500]):
+                continue
+        return True
+    return False
+
+
 def _paywall(s: _Signals) -> str | None:
     if s.words > PAYWALL_MAX_WORDS:
         return None
-    text_hit = _PAYWALL_TEXT_RE.search(s.text) or _PAYWALL_TEXT_RE.search(s.visible_text)
-    markup_hit = _PAYWALL_MARKUP_RE.search(s.html)
-    if text_hit and (markup_hit or s.words < PAYWALL_MAX_WORDS // 2):
-        return f"paywall: \u201c{text_hit.group(0)}\u201d and {s.words} words of content"
+    markup = any(m in s.markup for m in _PAYWALL_MARKERS) or bool(_NOT_FREE_RE.search(s.markup))
+    hit = s.phrase(_PAYWALL_TEXT_RE)
+    if hit and (markup or s.words < PAYWALL_WEAK_MAX_WORDS):
+        return f"paywall: \u201c{hit.group(0)}\u201d and {s.words} words of content"
+    weak = s.phrase(_PAYWALL_WEAK_RE)
+    if weak and markup and s.words < PAYWALL_WEAK_MAX_WORDS:
+        return f"paywall: \u201c{weak.group(0)}\u201d, paywall markup and {s.words} words of content"
     return None
 
 
 def _login(s: _Signals) -> str | None:
-    if s.page.status == 401 and s.words <= LOGIN_TITLED_MAX_WORDS:
+    if s.words > LOGIN_TITLED_MAX_WORDS:
+        return None
+    if s.page.status == 401:
         return "login page: HTTP 401"
     if s.visible_words > LOGIN_MAX_VISIBLE:
         return None
     titled = bool(_LOGIN_RE.search(s.head_text))
-    password = _PASSWORD_RE.search(s.html)
-    if password and (s.words <= LOGIN_MAX_WORDS or (titled and s.words <= LOGIN_TITLED_MAX_WORDS)):
-        return f"login page: a password field and {s.words} words of content"
-    asked, landed = s.paths
+    words = max(s.words, s.body_words)
+    if _visible_password(s.markup) and (words <= LOGIN_MAX_WORDS or (titled and words <= LOGIN_TITLED_MAX_WORDS)):
+        return f"login page: a password field and {words} words of content"
+    asked = urlsplit(s.page.url).path
+    landed = urlsplit(s.page.final_url or s.page.url).path
     login_url = bool(_LOGIN_PATH_RE.search(landed)) and (asked != landed or titled)
-    if (titled or login_url) and s.words <= LOGIN_MAX_WORDS and _USERNAME_RE.search(s.html):
-        return f"login page: a sign-in form ({'sign-in URL' if login_url else 'sign-in title'}), {s.words} words"
+    if (titled or login_url) and words <= LOGIN_MAX_WORDS and _USERNAME_RE.search(s.markup):
+        return f"login page: a sign-in form ({'sign-in URL' if login_url else 'sign-in title'}), {words} words"
     return None
 
 
@@ -220,38 +301,41 @@ def _challenge(s: _Signals) -> str | None:
     if s.words > CHALLENGE_MAX_WORDS or s.visible_words > CHALLENGE_MAX_VISIBLE:
         return None
     hit = _CHALLENGE_TEXT_RE.search(s.head_text) or _CHALLENGE_TEXT_RE.search(s.visible_text[:5000])
-    markup = _CHALLENGE_MARKUP_RE.search(s.html)
-    if hit and (markup or s.words < CHALLENGE_MAX_WORDS // 2):
+    marker = next((m for m in _CHALLENGE_MARKERS if m in s.markup), None)
+    if hit and (marker or s.words < CHALLENGE_MAX_WORDS // 2):
         return f"bot check: \u201c{hit.group(0)[:60]}\u201d"
-    if markup and s.words < 60:
-        return f"bot check: {markup.group(0)[:40]!r} on a page with {s.words} words"
+    if marker and s.words < 60:
+        return f"bot check: {marker!r} on a page with {s.words} words"
     if s.page.status in (403, 429, 503) and s.words < 60 and _DENIED_TEXT_RE.search(s.visible_text[:3000]):
         return f"blocked: HTTP {s.page.status}"
     return None
 
 
 def _consent(s: _Signals) -> str | None:
-    if _CONSENT_HOST_RE.match(s.host) and s.words <= CONSENT_MAX_WORDS * 3:
+    if _CONSENT_HOST_RE.match(s.host):
         return f"consent wall: redirected to {s.host}"
     if s.words > CONSENT_MAX_WORDS or s.visible_words > CONSENT_MAX_VISIBLE:
         return None
-    text = s.text if _words(s.text) >= 15 else s.visible_text
-    hits = _CONSENT_WORD_RE.findall(text)
+    text = s.text if s.words >= 15 else s.visible_text
+    hits = _CONSENT_WORD_RE.findall(text[:TEXT_SCAN_CHARS])
     distinct = {h.lower().rstrip("s") for h in hits}
-    if len(distinct) >= 3 and len(hits) * 12 >= max(1, _words(text)) and _CONSENT_ACCEPT_RE.search(s.visible_text):
-        return f"consent wall: cookie-consent text is the page ({len(hits)} consent words in {_words(text)})"
+    total = max(1, _words(text[:TEXT_SCAN_CHARS]))
+    if len(distinct) >= 3 and len(hits) * 12 >= total and _CONSENT_ACCEPT_RE.search(s.visible_text[:TEXT_SCAN_CHARS]):
+        return f"consent wall: cookie-consent text is the page ({len(hits)} consent words in {total})"
     return None
 
 
 def _shell(s: _Signals) -> str | None:
-    if s.words > SHELL_MAX_WORDS or s.visible_words > SHELL_MOUNT_MAX_WORDS:
+    # Distinct words: extractors sometimes fill an empty page with its title repeated from metadata.
+    distinct = len({w.lower() for w in _WORD_RE.findall(s.text)}) if s.words > SHELL_MAX_WORDS else s.words
+    if distinct > SHELL_MAX_WORDS or s.visible_words > SHELL_MOUNT_MAX_VISIBLE:
         return None
-    scripts = s.html.lower().count("<script")
-    noscript = bool(_NOSCRIPT_JS_RE.search(s.html))
-    mount = bool(_MOUNT_RE.search(s.html))
-    if s.visible_words <= SHELL_MAX_WORDS and (scripts or noscript or mount):
+    scripts = s.markup.count("<script")
+    noscript = bool(_NOSCRIPT_JS_RE.search(s.markup))
+    mount = bool(_MOUNT_RE.search(s.markup))
+    if s.visible_words <= SHELL_VISIBLE_WORDS and (scripts or noscript or mount):
         return f"empty page: {s.visible_words} visible words, {scripts} scripts"
-    if (mount or noscript) and s.script_chars > 4 * max(1, len(s.visible_text)):
+    if (mount or noscript) and s.stripped[1].get("script", 0) > 4 * max(1, len(s.visible_text)):
         return f"JavaScript app shell: an empty {'mount point' if mount else 'page'} and {s.visible_words} words"
     return None
 
@@ -285,22 +369,30 @@ _EXTENSION_HINTS = {
 }
 
 
-def detect(page: Page, doc: Document) -> TrawlError | None:
-    """The wall this page is, as a typed error with a hint the agent can pass on; None for content."""
+def _find(page: Page, doc: Document) -> tuple[str, ErrorCode, str] | None:
     if page.kind != "html" or not page.html:
         return None
     s = _Signals(page, doc)
+    if s.words > MAX_WALL_WORDS and not _CONSENT_HOST_RE.match(s.host):
+        return None  # plenty of content: not a wall (and the common case stays cheap)
     for rule, code, kind in _RULES:
         why = rule(s)
         if why is not None:
-            hints = _EXTENSION_HINTS if page.source == "extension" else _HINTS
-            return TrawlError(code, why, hints[kind])
+            return kind, code, why
     return None
+
+
+def detect(page: Page, doc: Document) -> TrawlError | None:
+    """The wall this page is, as a typed error with a hint the agent can pass on; None for content."""
+    found = _find(page, doc)
+    if found is None:
+        return None
+    kind, code, why = found
+    hints = _EXTENSION_HINTS if page.source == "extension" else _HINTS
+    return TrawlError(code, why, hints[kind])
 
 
 def classify(page: Page, doc: Document) -> str | None:
     """The wall kind ("paywall", "login", "challenge", "consent", "shell") or None; for benchmarks and tests."""
-    if page.kind != "html" or not page.html:
-        return None
-    s = _Signals(page, doc)
-    return next((kind for rule, _code, kind in _RULES if rule(s) is not None), None)
+    found = _find(page, doc)
+    return found[0] if found else None
