@@ -134,3 +134,15 @@ async def test_file_changed(tmp_path: Path, settings: Settings) -> None:
     assert file_changed(page)
     path.unlink()
     assert file_changed(page)
+
+
+async def test_odd_paths(tmp_path: Path, settings: Settings) -> None:
+    import os
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    assert (await read_error(str(fifo), settings)).code == ErrorCode.UNSUPPORTED_CONTENT  # never blocks on open
+    assert (await read_error("/tmp/a\x00b.html", settings)).code == ErrorCode.INVALID_REQUEST
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    assert (await read_error(str(tmp_path / "loop"), settings)).code == ErrorCode.INVALID_REQUEST
+    assert (await read_error("/" + "x" * 5000, settings)).code == ErrorCode.INVALID_REQUEST

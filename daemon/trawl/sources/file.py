@@ -51,6 +51,8 @@ class FileSource:
             raise TrawlError(ErrorCode.INVALID_REQUEST, f"permission denied: {path}") from None
         except OSError as exc:
             raise TrawlError(ErrorCode.INVALID_REQUEST, f"cannot read {path}: {exc.strerror or exc}") from None
+        except ValueError as exc:  # e.g. an embedded NUL byte
+            raise TrawlError(ErrorCode.INVALID_REQUEST, f"invalid path {target!r}: {exc}") from None
         if path.is_dir():
             raise TrawlError(ErrorCode.INVALID_REQUEST, f"{path} is a directory",
                              "Pass the path of one file inside it.")
