@@ -223,3 +223,55 @@ async def test_pdf_tab_bytes_come_with_the_session(linked: Linked, site: LocalSi
         pytest.xfail("the extract stage does not route PDFs yet (placeholder)")
     assert result.ok and result.source == "extension"
     assert "berth 12" in " ".join(c.text for c in result.chunks)
+
+
+async def test_every_read_is_visible_in_the_popup_and_the_status_page(linked: Linked, site: LocalSite) -> None:
+    import aiohttp
+
+    url = site.add("/seen", article("Seen", "<p>This page is read by an agent and the user can see that it was. "
+                                            "The popup lists it, the badge flashes, the status page names it.</p>"))
+    await linked.open_tab(url)
+    result = await linked.engine.fetch(url, "who can see the read")
+    assert result.ok and result.source == "extension"
+
+    popup = await linked.context.new_page()
+    await popup.goto(f"chrome-extension://{PINNED_EXTENSION_ID}/popup/popup.html")
+    await popup.wait_for_selector(f"#recent li:has-text('{url}')", timeout=5_000)
+    assert "Connected" in await popup.inner_text("#link")
+
+    headers = {"Authorization": f"Bearer {linked.daemon.token}"}
+    async with aiohttp.ClientSession(headers=headers) as http:
+        async with http.get(f"{linked.daemon.url}/v1/status") as resp:
+            status = await resp.json()
+        async with http.get(f"{linked.daemon.url}/") as resp:
+            page_html = await resp.text()
+    browser = status["browser"]
+    assert browser["attached"] is True and browser["extension"] == PINNED_EXTENSION_ID
+    assert browser["captures"][0]["target"] == url and browser["captures"][0]["outcome"] == "ok"
+    assert "browser attached" in page_html and url in page_html
+
+
+async def test_pause_switch_in_the_popup_stops_all_reads(linked: Linked, site: LocalSite) -> None:
+    url = site.add("/paused", article("Paused", "<p>While trawl is paused in the browser no agent reads this page "
+                                                "through the user's session; public fetches still work.</p>"))
+    await linked.open_tab(url)
+    popup = await linked.context.new_page()
+    await popup.goto(f"chrome-extension://{PINNED_EXTENSION_ID}/popup/popup.html")
+    await popup.check("#paused")
+    for _ in range(50):
+        if linked.hub.paused:
+            break
+        await asyncio.sleep(0.05)
+    assert linked.hub.paused
+    tab = await linked.engine.fetch("tab:active", "anything")
+    assert tab.error is not None and tab.error.code == ErrorCode.EXTENSION_UNAVAILABLE
+    assert "paused" in tab.error.message
+    public = await linked.engine.fetch(url, "who reads this page")
+    assert public.ok and public.source == "http"
+    await popup.uncheck("#paused")
+    for _ in range(50):
+        if not linked.hub.paused:
+            break
+        await asyncio.sleep(0.05)
+    again = await linked.engine.fetch(url, "who reads this page", max_age_s=0)
+    assert again.ok and again.source == "extension"

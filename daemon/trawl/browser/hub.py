@@ -135,13 +135,21 @@ class ExtensionHub:
         return out
 
     def summary(self) -> str:
+        """One line for the status page: link state, pairing, the last read or the last refusal."""
+        last = ""
+        if self.captures:
+            c = self.captures[0]
+            last = f" · {len(self.captures)} recent reads, last: {c.target} ({c.outcome}, {c.ms:.0f} ms)"
         if not self.attached:
-            if self.pairing.paired():
-                return "no browser attached"
-            return "no browser attached (not paired: run `trawl pair`)"
+            head = "no browser attached"
+            if not self.pairing.paired():
+                head += " (not paired: run `trawl pair`)"
+            if self.refusals:
+                head += f" · last refused: {self.refusals[0].reason}"
+            return head + last
         assert self._conn is not None
         paused = " (paused by the user)" if self.paused else ""
-        return f"browser attached: trawl extension {self._conn.hello.get('extension_version', '?')}{paused}"
+        return f"browser attached: trawl extension {self._conn.hello.get('extension_version', '?')}{paused}{last}"
 
     # ------------------------------------------------------------ the socket
     def _refuse_http(self, request: web.Request, reason: str) -> web.Response:
