@@ -90,8 +90,8 @@ async def search_tabs(engine: Engine, hub: ExtensionHub, req: SearchTabsIn, limi
     hits.sort(key=lambda h: -h["score"])
     k = req.k or 8
     if not hits and not tabs:
-        err = TrawlError(ErrorCode.TAB_NOT_FOUND, "no open tab that trawl may read",
-                         "Open the pages in the browser (and check the trawl site policy).")
-        return _error(err, hits=[], skipped=skipped)
+        none = TrawlError(ErrorCode.TAB_NOT_FOUND, "no open tab that trawl may read",
+                          "Open the pages in the browser (and check the trawl site policy).")
+        return _error(none, hits=[], skipped=skipped)
     return {"ok": True, "query": req.query, "hits": hits[:k], "tabs_searched": len(tabs),
             "hidden": listing["hidden"], "skipped": skipped}
