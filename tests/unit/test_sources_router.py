@@ -98,3 +98,19 @@ def test_decode_order() -> None:
     # undeclared non-utf8: detection with a warning
     d = decode_body("Это русский текст, написанный в кодировке windows-1251 для проверки.".encode("cp1251"), "")
     assert "русский" in d.text and d.warnings
+
+
+def test_decode_more_cases() -> None:
+    # UTF-16 with a BOM, no declaration
+    assert decode_body("<p>wide</p>".encode("utf-16"), "").text == "<p>wide</p>"
+    # Shift_JIS declared in <meta>
+    body = '<meta charset="shift_jis"><p>日本語のページ</p>'.encode("shift_jis")
+    assert "日本語のページ" in decode_body(body, "text/html").text
+    # XML declaration
+    xml = '<?xml version="1.0" encoding="ISO-8859-7"?><r>Καλημέρα</r>'.encode("iso8859_7")
+    assert "Καλημέρα" in decode_body(xml, "application/xml").text
+    # <meta> look-ups are off for plain text and markdown
+    txt = b'<meta charset="koi8-r"> plain ascii'
+    assert decode_body(txt, "", markup=False).charset == "utf-8"
+    # a <meta> that claims utf-16 in an ASCII body means utf-8
+    assert decode_body('<meta charset="utf-16"><p>ok ü</p>'.encode(), "").text.endswith("ok ü</p>")
