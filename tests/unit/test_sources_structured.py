@@ -135,3 +135,12 @@ def test_xml_entities_are_not_resolved() -> None:
 def test_xml_deep_nesting_is_graceful() -> None:
     doc = structured_to_document(page("xml", "<a>" * 10_000 + "x" + "</a>" * 10_000), Settings())
     assert doc.warnings
+
+
+def test_long_text_values_kept_and_long_lists_cut() -> None:
+    article = "Sentence number {} of a long article body. "
+    body = "".join(article.format(i) for i in range(2000))  # ~90 KB
+    data = {"title": "Post", "content": body, "ids": list(range(20_000))}
+    md = structured_to_document(page("json", json.dumps(data)), Settings()).markdown
+    assert "Sentence number 1999 of a long article body." in md
+    assert "more)" in md and len(md) < len(body) + 25_000

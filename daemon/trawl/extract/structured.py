@@ -32,7 +32,8 @@ _XSSI = re.compile(r"^\s*(\)\]\}'|while\s*\(1\);|for\s*\(;;\);)\s*")
 _XML_DECL = re.compile(r"^\s*<\?xml[^>]*\?>")
 _LABEL_RANK = {k: i for i, k in enumerate(_LABEL_KEYS)}
 _MARK_START = frozenset("#`~-=_*")
-_MAX_VALUE_CHARS = 20_000
+_MAX_VALUE_CHARS = 2_000_000  # text values are kept whole (the chunker splits long ones)
+_MAX_LIST_CHARS = 20_000  # a list of scalars joined on one line is cut here
 _MAX_LABEL_CHARS = 120
 _SEP = "---"
 
@@ -176,12 +177,24 @@ def _field_lines(value: Any) -> list[str]:
             stack.extend(reversed(nested))
         elif isinstance(v, list):
             if all(not isinstance(x, dict | list) for x in v):
-                lines.append(_line(prefix, ", ".join(_scalar(x) for x in v)))
+                lines.append(_line(prefix, _scalar_list(v)))
             else:
                 stack.extend((f"{prefix}[{i}]", sub) for i, sub in reversed(list(enumerate(v))))
         else:
             lines.append(_line(prefix, v))
     return lines
+
+
+def _scalar_list(values: list[Any]) -> str:
+    out, size = [], 0
+    for i, x in enumerate(values):
+        text = _scalar(x)
+        size += len(text) + 2
+        if size > _MAX_LIST_CHARS:
+            out.append(f"... ({len(values) - i} more)")
+            break
+        out.append(text)
+    return ", ".join(out)
 
 
 def _line(key: str, value: Any) -> str:
