@@ -60,6 +60,7 @@ async def test_html_page(settings: Settings) -> None:
         ("application/octet-stream", b"%PDF-1.7 body", "pdf"),
         ("", b"<!doctype html><p>x</p>", "html"),
         ("application/pdf", b"<!DOCTYPE html><title>Sign in</title>", "html"),
+        ("text/xml", b'<?xml version="1.0"?><html xmlns="http://www.w3.org/1999/xhtml"><body/></html>', "html"),
         ("text/html", b'<?xml version="1.0"?><rss version="2.0"><channel/></rss>', "feed"),
     ],
 )

@@ -170,6 +170,8 @@ def _final_kind(kind: PageKind | None, data: bytes, url: str) -> PageKind:
             return by_ext
     if kind in ("xml", "html") and sniffed == "feed":  # feeds are often served as text/html
         return "feed"
+    if kind == "xml" and sniffed == "html":  # XHTML served as text/xml
+        return "html"
     if kind == "pdf":
         # A "PDF" link that answers with an HTML page (a login or error page) is read as that page;
         # otherwise the PDF reader decides (and names a broken file pdf_corrupt).
