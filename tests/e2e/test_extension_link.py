@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -286,3 +287,34 @@ async def test_worker_killed_and_link_restored(tmp_path: Path, chromium: str) ->
     finally:
         browser.kill()
         await daemon.stop()
+
+
+def test_pairing_files_are_private_and_codes_expire(tmp_path: Path) -> None:
+    import os
+    import stat
+
+    from trawl.browser.pairing import CODE_FILE, SECRET_FILE, Pairing
+
+    state = tmp_path / "state"
+    code = new_pair_code(state)
+    assert re.fullmatch(r"trawl-[A-Z2-9]{4}-[A-Z2-9]{4}-[A-Z2-9]{4}", code)
+    assert stat.S_IMODE((state / CODE_FILE).stat().st_mode) == 0o600
+    assert stat.S_IMODE(state.stat().st_mode) == 0o700
+    assert code not in (state / CODE_FILE).read_text()  # only a hash is stored
+
+    record = json.loads((state / CODE_FILE).read_text())
+    record["expires"] = time.time() - 1
+    (state / CODE_FILE).write_text(json.dumps(record))
+    os.chmod(state / CODE_FILE, 0o600)
+    assert Pairing(state).check(None, code).code == "bad_secret"
+
+    code = new_pair_code(state)
+    verdict = Pairing(state).check(None, code.lower())  # pasted in lower case: still the same code
+    assert verdict.ok and verdict.new_secret
+    assert stat.S_IMODE((state / SECRET_FILE).stat().st_mode) == 0o600
+    assert verdict.new_secret not in (state / SECRET_FILE).read_text()
+    assert Pairing(state).check(verdict.new_secret, None).ok
+
+    os.chmod(state / SECRET_FILE, 0o644)  # loose permissions are repaired (the file holds only a hash)
+    assert Pairing(state).check(verdict.new_secret, None).ok
+    assert stat.S_IMODE((state / SECRET_FILE).stat().st_mode) == 0o600

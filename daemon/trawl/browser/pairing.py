@@ -61,12 +61,19 @@ def _write_private(path: Path, text: str) -> None:
 
 
 def _read_private(path: Path) -> str | None:
-    """The file's text, or None when missing, not ours, or readable by others."""
+    """The file's text, or None when missing or owned by someone else (then someone else controls it).
+
+    Loose permissions are repaired (0600) with a warning: the files hold only hashes, so a reader learns
+    nothing that lets it pair, and the usual cause is a copy or an editor.
+    """
     try:
         st = path.stat()
-        if st.st_uid != os.getuid() or st.st_mode & 0o077:
-            log.warning("ignoring %s: it must be yours and mode 0600", path)
+        if st.st_uid != os.getuid():
+            log.warning("ignoring %s: it belongs to another user", path)
             return None
+        if st.st_mode & 0o077:
+            os.chmod(path, 0o600)
+            log.warning("%s was readable by others; repaired to 0600", path)
         return path.read_text(encoding="utf-8")
     except OSError:
         return None
