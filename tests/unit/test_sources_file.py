@@ -40,6 +40,7 @@ async def read_error(target: str, settings: Settings) -> TrawlError:
         ("noext2", b"[1, 2]", "json"),
         ("noext3", b"some words", "text"),
         ("weird.dat", b"<rss><channel/></rss>", "feed"),
+        ("page.xml", b'<?xml version="1.0"?><html xmlns="http://www.w3.org/1999/xhtml"/>', "html"),
     ],
 )
 async def test_kinds(tmp_path: Path, settings: Settings, name: str, body: bytes, kind: str) -> None:

@@ -97,8 +97,8 @@ class FileSource:
         if reason:
             raise TrawlError(ErrorCode.UNSUPPORTED_CONTENT, f"{path.name} looks like {reason}, not text",
                              "trawl reads HTML, PDF, Markdown, plain text, JSON, XML and RSS/Atom files.")
-        if by_ext == "xml" and sniffed == "feed":
-            return "feed"
+        if by_ext == "xml" and sniffed in ("feed", "html"):  # an RSS file, or XHTML saved as .xml
+            return sniffed
         if by_ext is not None:
             return by_ext
         return sniffed or "text"
