@@ -16,7 +16,6 @@ import json
 import statistics
 import sys
 import time
-from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path

@@ -8,9 +8,9 @@ recurses (lxml caps nesting at 255 levels while parsing; the walk in :mod:`.mark
 from __future__ import annotations
 
 import re
+import threading
 
 from lxml import etree
-from lxml import html as lxml_html
 
 from .markdown import SKIP_TAGS, element_text, to_markdown
 
@@ -51,22 +51,45 @@ MIN_MAIN_SHARE = 0.25  # a <main> candidate must hold this share of the body's t
 _KEEP_CHROME_TAG_IF_CHARS = 1500  # a <header>/<form> this text-heavy is content (article headers, product forms)
 
 
+_local = threading.local()
+
+
+def _parser() -> etree.HTMLParser:
+    """One parser per thread (lxml parser objects must not be shared between threads)."""
+    parser = getattr(_local, "parser", None)
+    if parser is None:
+        parser = etree.HTMLParser(encoding="utf-8", remove_comments=True, remove_pis=True, no_network=True)
+        _local.parser = parser
+    return parser
+
+
 def parse_html(html: str) -> etree._Element | None:
-    """Parse HTML leniently; None when nothing parseable is there."""
+    """Parse HTML leniently into plain lxml elements; None when nothing parseable is there."""
     if not html.strip():
         return None
     try:
-        root = lxml_html.document_fromstring(html)
-    except (etree.ParserError, ValueError):
-        try:
-            root = lxml_html.fromstring(html.encode("utf-8", "replace"))
-        except (etree.ParserError, ValueError):
-            return None
+        root = etree.fromstring(html.encode("utf-8", "replace"), _parser())
+    except (etree.ParserError, etree.XMLSyntaxError, ValueError):
+        return None
     return root
 
 
+def remove_keep_tail(el: etree._Element) -> None:
+    """Remove ``el`` and its subtree but keep the text that follows it."""
+    parent = el.getparent()
+    if parent is None:
+        return
+    if el.tail:
+        prev = el.getprevious()
+        if prev is not None:
+            prev.tail = (prev.tail or "") + el.tail
+        else:
+            parent.text = (parent.text or "") + el.tail
+    parent.remove(el)
+
+
 def _is_chrome(el: etree._Element) -> bool:
-    tag = el.tag.lower() if isinstance(el.tag, str) else ""
+    tag = el.tag if isinstance(el.tag, str) else ""
     role = (el.get("role") or "").lower()
     if role in CHROME_ROLES:
         return True
@@ -86,13 +109,13 @@ def strip_chrome(root: etree._Element) -> None:
             if not isinstance(child.tag, str):
                 doomed.append(child)
                 continue
-            tag = child.tag.lower()
+            tag = child.tag
             if tag in SKIP_TAGS or (tag not in ("body", "html", "main", "article") and _is_chrome(child)):
                 doomed.append(child)
             else:
                 stack.append(child)
     for el in doomed:
-        el.drop_tree()
+        remove_keep_tail(el)
 
 
 def find_main(root: etree._Element) -> etree._Element:

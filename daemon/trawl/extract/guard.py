@@ -8,10 +8,51 @@ and closings (a few hundred microseconds on a typical page).
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 MAX_SAFE_DEPTH = 400
-_LT, _SLASH, _BANG = ord("<"), ord("/"), ord("!")
+_LT, _SLASH = ord("<"), ord("/")
+_BLOCK_TAG = re.compile(
+    r"</?(?:div|section|article|main|aside|nav|header|footer|ul|ol|li|dl|dt|dd|blockquote|table|thead|tbody|"
+    r"tfoot|tr|td|th|form|fieldset|figure|figcaption|details|summary|center|p)\b[^>]*>",
+    re.I,
+)
+_INLINE_TAG = re.compile(
+    r"</?(?:span|a|b|i|u|s|em|strong|small|big|font|label|abbr|cite|code|mark|q|sub|sup|time|var)\b[^>]*>", re.I
+)
+
+
+HEAVY_HTML_CHARS = 1_000_000  # above this, scripts, styles, inline SVG and comments are cut before extraction
+_HEAVY_OPEN = re.compile(r"<(script|style|svg)\b|<!--", re.I)
+_HEAVY_CLOSE = {"script": "</script", "style": "</style", "svg": "</svg", None: "-->"}
+
+
+def strip_heavy(html: str) -> str:
+    """Cut scripts, styles, inline SVG and comments: most of the bytes of very large pages, none of the text.
+
+    A linear scan (an unclosed ``<script`` swallows the rest of the page, as a browser would).
+    """
+    if len(html) <= HEAVY_HTML_CHARS:
+        return html
+    low = html.lower()
+    parts: list[str] = []
+    pos = 0
+    while True:
+        m = _HEAVY_OPEN.search(html, pos)
+        if m is None:
+            parts.append(html[pos:])
+            break
+        parts.append(html[pos : m.start()])
+        kind = m.group(1).lower() if m.group(1) else None
+        close = low.find(_HEAVY_CLOSE[kind], m.end())
+        if close < 0:
+            break
+        gt = html.find(">", close)
+        pos = len(html) if gt < 0 else gt + 1
+        parts.append(" ")
+    return "".join(parts)
 
 
 def trim_html(html: str, max_chars: int) -> tuple[str, bool]:
@@ -54,3 +95,25 @@ def nesting_upper_bound(html: str) -> int:
 def too_deep(html: str) -> bool:
     """Whether the page may nest deeper than extractors handle in bounded time."""
     return nesting_upper_bound(html) > MAX_SAFE_DEPTH
+
+
+def flatten_nesting(html: str) -> str:
+    """Make a pathologically deep page shallow: block containers become paragraph starts, inline tags go.
+
+    HTML parsers cap nesting depth and drop what lies deeper; after this every block of text is a
+    sibling paragraph, so nothing is lost (only the structure of the containers).
+    """
+    return _INLINE_TAG.sub("", _BLOCK_TAG.sub("<p>", html))
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1f\x7f-\x9f\ufffd]")
+BINARY_SAMPLE_CHARS = 8192
+BINARY_SHARE = 0.1
+
+
+def looks_binary(text: str) -> bool:
+    """Whether ``text`` is mostly control or replacement characters (a binary body decoded as text)."""
+    sample = text[:BINARY_SAMPLE_CHARS]
+    if not sample:
+        return False
+    return len(_CONTROL.findall(sample)) > BINARY_SHARE * len(sample)

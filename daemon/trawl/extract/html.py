@@ -21,7 +21,7 @@ from ..settings import Settings
 from ..types import Document, Page
 from . import candidates as cands
 from .candidates import Candidate
-from .guard import too_deep, trim_html
+from .guard import flatten_nesting, looks_binary, strip_heavy, too_deep, trim_html
 from .lang import detect_language
 from .meta import declared_language, html_title
 
@@ -73,9 +73,12 @@ def choose(primary: Candidate | None, html: str) -> tuple[Candidate | None, bool
 def extract_html(page: Page, settings: Settings) -> Document:
     raw = page.html or ""
     warnings: list[str] = []
+    if looks_binary(raw):
+        warnings.append("the body looks binary, not HTML: nothing extracted")
+        return Document(markdown="", title=page.title, extractor="none", warnings=tuple(warnings))
     if "\x00" in raw:
         raw = raw.replace("\x00", "")
-    html, trimmed = trim_html(raw, settings.extract_max_html_chars)
+    html, trimmed = trim_html(strip_heavy(raw), settings.extract_max_html_chars)
     if trimmed:
         warnings.append(f"page HTML trimmed to {settings.extract_max_html_chars} characters before extraction")
     if not html.strip():
@@ -83,6 +86,7 @@ def extract_html(page: Page, settings: Settings) -> Document:
     url = page.final_url or page.url
     if too_deep(html):
         warnings.append("page is nested too deeply for the main extractors; used the basic lxml extractor")
+        html = flatten_nesting(html)
         chosen: Candidate | None = cands.run_dom(html)
         primary = None
     else:

@@ -45,6 +45,9 @@ class _State:
     lists: list[list[int | str]] = field(default_factory=list)  # [kind, counter] per open list
 
     def flush(self) -> None:
+        if not self.inline:
+            self.prefix = ""
+            return
         text = _WS.sub(" ", "".join(self.inline)).strip()
         self.inline.clear()
         prefix, self.prefix = self.prefix, ""
@@ -60,9 +63,8 @@ class _State:
 
 def _tag(el: etree._Element) -> str:
     tag = el.tag
-    if not isinstance(tag, str):
-        return ""  # comments, processing instructions, entities
-    return tag.lower().rsplit("}", 1)[-1]
+    # comments and processing instructions have a function as tag; HTML parsers give lowercase names
+    return tag if isinstance(tag, str) else ""
 
 
 def _hidden(el: etree._Element) -> bool:

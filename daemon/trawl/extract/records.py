@@ -58,7 +58,8 @@ def signature(el: etree._Element) -> str:
 
 
 def _tag(el: etree._Element) -> str:
-    return el.tag.lower() if isinstance(el.tag, str) else ""
+    tag = el.tag
+    return tag if isinstance(tag, str) else ""
 
 
 def record_stats(el: etree._Element) -> tuple[int, int, int, bool]:
