@@ -1,0 +1,7 @@
+#!/bin/sh
+# Register trawl with Claude Code (user scope: every project). trawl-mcp must be on PATH;
+# otherwise give its full path, e.g. ~/src/trawl/.venv/bin/trawl-mcp.
+claude mcp add --scope user trawl -- trawl-mcp
+
+# A second trawl on another port / state directory (rarely needed):
+# claude mcp add trawl-test --env TRAWL_PORT=8766 --env TRAWL_STATE_DIR=/tmp/trawl-test -- trawl-mcp

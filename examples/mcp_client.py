@@ -1,0 +1,42 @@
+"""Call trawl from Python with the MCP SDK, over stdio (trawl-mcp) or streamable HTTP (the daemon's /mcp).
+
+    python examples/mcp_client.py stdio https://example.org "what is this domain for?"
+    python examples/mcp_client.py http  https://example.org "what is this domain for?"
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from pathlib import Path
+
+from mcp.client import Client
+from mcp.client.stdio import StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+
+def state_dir() -> Path:
+    if os.environ.get("TRAWL_STATE_DIR"):
+        return Path(os.environ["TRAWL_STATE_DIR"])
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "trawl"
+
+
+async def main(transport: str, url: str, query: str) -> None:
+    if transport == "stdio":
+        target = Client(StdioServerParameters(command="trawl-mcp", args=[], env=dict(os.environ)))
+        async with target as client:
+            result = await client.call_tool("fetch_page", {"url": url, "query": query})
+    else:
+        port = os.environ.get("TRAWL_PORT", "8765")
+        token = (state_dir() / "token").read_text().strip()
+        http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+        async with http, Client(streamable_http_client(f"http://127.0.0.1:{port}/mcp", http_client=http)) as client:
+            result = await client.call_tool("fetch_page", {"url": url, "query": query})
+    print(result.content[0].text)  # the compact rendering; result.structured_content has the typed fields
+
+
+if __name__ == "__main__":
+    asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[3]))
