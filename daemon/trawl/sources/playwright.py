@@ -4,7 +4,7 @@ One browser per engine, launched on the first request (its cold start is kept
 in :attr:`PlaywrightSource.cold_start_ms`); a fresh context per request; at
 most ``settings.browser_pages`` pages at once. A browser that crashed or was
 killed is relaunched on the next request (a request it took down with it is
-retried once while time remains). Images, fonts and media are never loaded.
+retried once). Images, fonts and media are never loaded.
 
 Content-ready wait (``_settle``): the page counts as settled when the DOM has
 not changed for ``render_quiet_ms`` (a MutationObserver counter installed
@@ -16,9 +16,11 @@ the settle times seen there (:class:`SettleStats`), with a warning.
 
 Capture (``_SERIALIZE``): ``getHTML`` with every shadow root the init script
 saw attached (open and closed) plus declarative ones, as
-``<template shadowrootmode>``; same-origin iframes are inlined after their
-``<iframe>`` in a ``<div data-trawl-iframe="src">``; ``<html>`` and the
-doctype are added — the same kind "html" page the extension captures.
+``<template shadowrootmode>``, then flattened to ``<div data-trawl-shadow>``
+(extractors drop templates) exactly as the extension's source does;
+same-origin iframes are inlined after their ``<iframe>`` in a
+``<div data-trawl-iframe="src">``; ``<html>`` and the doctype are added — the
+same kind "html" page the extension captures.
 """
 
 from __future__ import annotations
@@ -226,14 +228,14 @@ class PlaywrightSource:
                 ErrorCode.BUSY, f"all {settings.browser_pages} browser pages stayed busy", "Try again shortly."
             ) from None
         try:
-            deadline = time.monotonic() + settings.render_timeout_s
             for attempt in (1, 2):
                 browser = await self._browser_for(settings)
+                deadline = time.monotonic() + settings.render_timeout_s  # a (re)launch is not the page's time
                 try:
                     return await self._render(browser, req, settings, deadline)
                 except _BrowserGone:
                     self._forget_browser(browser)
-                    if attempt == 2 or deadline - time.monotonic() < 2.0:
+                    if attempt == 2:
                         raise TrawlError(
                             ErrorCode.BROWSER_UNAVAILABLE,
                             "the headless browser closed while loading the page",
@@ -392,6 +394,10 @@ class PlaywrightSource:
             ) from None
         except PlaywrightError as exc:
             raise _BrowserGone() if not browser.is_connected() else _internal(exc) from exc
+        if "shadowrootmode" in html:  # the extension's shape: shadow roots as <div data-trawl-shadow>
+            from ..browser.dom import flatten_shadow_roots
+
+            html = flatten_shadow_roots(html)
         if len(html) > settings.max_html_bytes:
             raise TrawlError(ErrorCode.TOO_LARGE, f"the rendered page is {len(html):,} characters")
         return Page(
@@ -411,31 +417,46 @@ class PlaywrightSource:
         warnings: list[str],
     ) -> None:
         """Wait until the page is quiet, nearly-empty pages a little longer, never past the host's ceiling."""
-        from playwright.async_api import Error as PlaywrightError
-
         t0 = time.monotonic()
         ceiling = min(self.stats.ceiling(host, settings), max(0.0, deadline - t0 - _CAPTURE_RESERVE_S))
+        until = t0 + ceiling
         quiet_s = settings.render_quiet_ms / 1000.0
         state: list[Any] = [-1, 0.0, "loading", ""]
         while True:
             now = time.monotonic()
-            with contextlib.suppress(PlaywrightError):  # a navigation in progress destroys the context
-                state = await page.evaluate(_POLL)
+            polled = await _evaluate(page, _POLL, until)
+            if polled is not None:
+                state = polled
             mutations, since_change_ms, ready, href = state
             busy = sum(1 for started in pending.values() if now - started < settings.render_network_budget_s)
             parsed = ready != "loading" and mutations >= 0 and href != "about:blank"
             if parsed and busy == 0 and since_change_ms / 1000.0 >= quiet_s:
-                size = await page.evaluate(_TEXT_SIZE)
-                if size >= _NEAR_EMPTY_CHARS or now - t0 >= min(settings.render_empty_wait_s, ceiling):
+                size = await _evaluate(page, _TEXT_SIZE, until)
+                if size is not None and (
+                    size >= _NEAR_EMPTY_CHARS or now - t0 >= min(settings.render_empty_wait_s, ceiling)
+                ):
                     self.stats.record(host, now - t0)
                     return
-            if now - t0 >= ceiling:
+            now = time.monotonic()
+            if now >= until:
                 why = "still loading" if ready == "loading" else "still changing"
+                if polled is None:
+                    why = "not answering (busy scripts)"
                 warnings.append(
                     f"partial content: the page was {why} after {now - t0:.1f} s (ceiling for {host or 'this host'})"
                 )
                 return
             await asyncio.sleep(_POLL_S)
+
+
+async def _evaluate(page: Any, script: str, until: float) -> Any | None:
+    """``page.evaluate`` bounded by ``until``; None when it failed (navigation) or the page did not answer."""
+    from playwright.async_api import Error as PlaywrightError
+
+    try:
+        return await asyncio.wait_for(page.evaluate(script), timeout=max(0.05, until - time.monotonic()))
+    except (TimeoutError, PlaywrightError):  # a navigation in progress destroys the context; busy scripts block
+        return None
 
 
 # ------------------------------------------------------------------ helpers
