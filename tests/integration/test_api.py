@@ -194,3 +194,19 @@ async def test_status_reports_recent_requests(daemon: RunningDaemon, tmp_path: P
     outcomes = [r["outcome"] for r in st["recent"]]
     assert outcomes == ["not_found", "ok", "ok"]
     assert st["recent"][1]["source"] == "file" and st["recent"][1]["ms"] > 0
+
+
+async def test_shutdown_grace_over_gives_a_clear_error(tmp_path: Path) -> None:
+    settings = daemon_settings(tmp_path, shutdown_grace_s=1.0)
+    sources, slow = sources_with_slow(settings)
+    d = await RunningDaemon(settings, engine=Engine(settings, sources=sources)).start()
+    async with client(d) as c:
+        task = asyncio.create_task(c.post("/v1/fetch", json={"url": "slow:30", "query": "q"}))
+        while slow.started < 1:
+            await asyncio.sleep(0.01)
+        t0 = time.perf_counter()
+        await d.stop()
+        r = await task
+        assert time.perf_counter() - t0 < 3.0
+    assert r.status_code == 503
+    assert r.json()["error"]["code"] == "busy" and "shutting down" in r.json()["error"]["message"]

@@ -55,6 +55,16 @@ class Services:
     extras: dict[str, Any] = field(default_factory=dict)
     in_flight: int = 0
     on_result: Callable[[str, dict[str, Any], dict[str, Any], float], None] | None = None
+    # Shutdown: requests still running when the grace period ends get a clear error instead of a dropped
+    # connection. ``abort_in_flight`` cancels them; :func:`execute` turns that into a result.
+    tasks: set[asyncio.Task[Any]] = field(default_factory=set)
+    aborting: bool = False
+
+    def abort_in_flight(self) -> int:
+        self.aborting = True
+        for t in list(self.tasks):
+            t.cancel()
+        return len(self.tasks)
 
 
 Handler = Callable[[Services, Any], Awaitable[dict[str, Any]]]
@@ -156,11 +166,20 @@ async def execute(svc: Services, registry: OpRegistry, name: str, payload: Any) 
         return OpOutcome(503, body)
     t0 = time.perf_counter()
     svc.in_flight += 1
+    task = asyncio.current_task()
+    if task is not None:
+        svc.tasks.add(task)
     try:
         if op.bounded:
             body = await asyncio.wait_for(op.handler(svc, req), timeout=svc.settings.request_timeout_s)
         else:
             body = await op.handler(svc, req)
+    except asyncio.CancelledError:
+        if not svc.aborting or task is None:
+            raise
+        task.uncancel()
+        body = failure_body(target, ErrorCode.BUSY, "the daemon is shutting down and could not finish this request",
+                            "Retry: trawl-mcp starts a new daemon by itself.")
     except TimeoutError:
         body = failure_body(target, ErrorCode.TIMEOUT,
                             f"the request took longer than {svc.settings.request_timeout_s:g} s",
@@ -173,6 +192,8 @@ async def execute(svc: Services, registry: OpRegistry, name: str, payload: Any) 
                             "See the daemon log (trawl status shows where it is).")
     finally:
         svc.in_flight -= 1
+        if task is not None:
+            svc.tasks.discard(task)
     elapsed = (time.perf_counter() - t0) * 1000.0
     _report(svc, name, payload, body, elapsed)
     return OpOutcome(http_status(body), body)

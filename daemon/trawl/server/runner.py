@@ -138,7 +138,16 @@ class RunningDaemon:
         if self._warm_task is not None and not self._warm_task.done():
             self._warm_task.cancel()
         if self.runner is not None:
-            await self.runner.cleanup()
+            # aiohttp stops accepting, then waits up to the grace period for in-flight handlers; just before
+            # it cancels them, give what is still running a clear "shutting down" result instead.
+            services = self.state.services
+            grace = self.settings.shutdown_grace_s
+            handle = asyncio.get_running_loop().call_later(max(0.0, grace - min(1.0, grace / 2)),
+                                                           services.abort_in_flight)
+            try:
+                await self.runner.cleanup()
+            finally:
+                handle.cancel()
             self.runner = None
         if self.engine is not None:
             try:
