@@ -107,6 +107,24 @@ async def run(args: argparse.Namespace) -> None:
             await hub.capture(url=f"{url}?bg={i}")
             bg_ms.append((time.perf_counter() - t0) * 1000)
         print(line("2. background tab capture", bg_ms, 500))
+        phases = [c.timings for c in list(hub.captures)[: args.n_bg]]
+        for key in ("load", "settle", "serialize", "settle_polls"):
+            vals = [p[key] for p in phases if key in p]
+            if vals:
+                unit = "" if key == "settle_polls" else " ms (since start)"
+                print(f"   in the extension: {key:<12} median {statistics.median(vals):7.1f}{unit}")
+
+        # Same-run baseline for 2: the same browser opens the page in a new tab driven over CDP (Playwright).
+        pw_ms = []
+        for i in range(max(3, args.n_bg // 2)):
+            t0 = time.perf_counter()
+            extra = await stack.context.new_page()
+            await extra.goto(f"{url}?pw={i}", wait_until="load")
+            await extra.content()
+            pw_ms.append((time.perf_counter() - t0) * 1000)
+            await extra.close()
+        print(line("2b. baseline: Playwright new tab + load + content", pw_ms))
+        print(f"{'   ratio 2 / 2b':<44} {statistics.median(bg_ms) / statistics.median(pw_ms):8.2f}x")
 
         engine = stack.engine
         assert engine is not None

@@ -50,6 +50,7 @@ class CaptureRecord:
     ms: float
     via: str = ""
     size: int = 0
+    timings: dict[str, float] = field(default_factory=dict)  # the extension's own: load, settle, serialize...
 
 
 @dataclass(frozen=True, slots=True)
@@ -326,12 +327,14 @@ class ExtensionHub:
             self._record(target, str(err.code), t0)
             raise
         page = _page(reply, url or reply["url"])
-        self._record(reply["final_url"] or target, "ok", t0, reply["via"], page.size)
+        self._record(reply["final_url"] or target, "ok", t0, reply["via"], page.size, reply["timings"])
         return page
 
-    def _record(self, target: str, outcome: str, t0: float, via: str = "", size: int = 0) -> None:
+    def _record(self, target: str, outcome: str, t0: float, via: str = "", size: int = 0,
+                timings: dict[str, Any] | None = None) -> None:
         ms = (time.perf_counter() - t0) * 1000.0
-        self.captures.appendleft(CaptureRecord(time.time(), target[:300], outcome, round(ms, 1), via, size))
+        clean = {str(k): float(v) for k, v in (timings or {}).items() if isinstance(v, int | float)}
+        self.captures.appendleft(CaptureRecord(time.time(), target[:300], outcome, round(ms, 1), via, size, clean))
 
     async def close(self, *_: Any) -> None:
         for ws in list(self._sockets):
