@@ -198,6 +198,20 @@ def test_hidden_texts_cover_attributes_inline_styles_and_style_rules() -> None:
                         "by compound rule"}
 
 
+def test_style_rules_inside_media_blocks_and_after_comments_count() -> None:
+    css = "/* screen-reader only */ .sr {position:absolute; left:-10000px} @media print { .np { display:none } }"
+    got = hidden_texts(html_page('<p class="sr">one</p><p class="np">two</p>', head=f"<style>{css}</style>").html
+                       or "")
+    assert got == ["one", "two"]
+
+
+def test_pathological_css_is_scanned_in_linear_time() -> None:
+    css = "a" * 400_000 + " /* unclosed " + "b, " * 100_000
+    t = time.perf_counter()
+    hidden_texts(f"<html><head><style>{css}</style></head><body><p>x</p></body></html>")
+    assert time.perf_counter() - t < 5
+
+
 def test_nested_hidden_elements_are_reported_once() -> None:
     got = hidden_texts(html_page('<div style="display:none">outer <span hidden>inner</span></div>').html or "")
     assert got == ["outer inner"]

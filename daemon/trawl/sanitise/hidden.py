@@ -40,7 +40,6 @@ _CLIP = re.compile(r"clip:rect\(0(?:px)?,?0(?:px)?,?0(?:px)?,?0(?:px)?\)|clip:re
 _ZERO_BOX = re.compile(r"(?:^|;)(?:width|height|max-height|max-width):0(?:px)?(?:;|!|$)")
 _COLOR = re.compile(r"(?:^|;)color:([^;!]+)")
 _BACKGROUND = re.compile(r"(?:^|;)background(?:-color)?:([^;!]+)")
-_RULE = re.compile(r"([^{}]+)\{([^{}]*)\}")
 _SIMPLE_SELECTOR = re.compile(r"^([a-z][a-z0-9-]*)?((?:[.#][\w-]+){0,3})$", re.I)
 _WS = re.compile(r"\s+")
 _INLINE_CANDIDATES = "//*[@hidden or @aria-hidden or @style]"
@@ -129,20 +128,35 @@ class _Selectors:
         return False
 
 
+def _without_comments(css: str) -> str:
+    if "/*" not in css:
+        return css
+    parts: list[str] = []
+    pos = 0
+    while (start := css.find("/*", pos)) != -1:
+        parts.append(css[pos:start])
+        end = css.find("*/", start + 2)
+        if end == -1:
+            return "".join(parts)
+        pos = end + 2
+    parts.append(css[pos:])
+    return "".join(parts)
+
+
 def _hiding_selectors(root: etree._Element) -> _Selectors:
     sels = _Selectors()
     for style in root.iter("style"):
-        css = (style.text or "")[:MAX_CSS_CHARS]
+        css = _without_comments((style.text or "")[:MAX_CSS_CHARS])
         if "{" not in css:
             continue
-        for m in _RULE.finditer(css):
-            if not style_hides(m.group(2)):
+        # Linear split: every "}" closes a block whose selector and declarations sit around its last "{".
+        for block in css.split("}"):
+            sel_text, brace, decls = block.rpartition("{")
+            if not brace or not style_hides(decls):
                 continue
-            for sel in m.group(1).split(","):
-                sel = sel.strip()
-                if "@" in sel:  # "@media print { .x" keeps only its last part
-                    sel = sel.rsplit("{", 1)[-1].strip()
-                sels.add(sel)
+            sel_text = sel_text.rpartition("{")[2]  # "@media print { .x" -> " .x"
+            for sel in sel_text.split(","):
+                sels.add(sel.strip())
     return sels
 
 

@@ -215,7 +215,7 @@ RULES: tuple[Rule, ...] = (
     _r(
         "role.line",
         r"^\s*(?:#{1,6}\s*|\*\*)?(?:(?:assistant|system\s+prompt|developer\s+message)\s*(?:\*\*)?\s*:|"
-        r"(?:system|instruction|instructions|human|user)\s*(?:\*\*)?\s*:\s*(?:you\b|ignore|disregard|forget|"
+        r"(?:system|human|user)\s*(?:\*\*)?\s*:\s*(?:you\b|ignore|disregard|forget|"
         r"override|from\s+now|new\s+instructions|the\s+(?:assistant|ai|model)\b|important\b|attention\b))",
         "prose",
     ),
@@ -333,7 +333,7 @@ _NEEDLES: dict[str, tuple[tuple[str, ...], ...]] = {
     "address.zh": (("你是",),),
     "address.ja": (("あなたが",),),
     "role.token": (("<|", "[inst]", "[/inst]", "<<sys", "<</sys"),),
-    "role.line": (("assistant", "system", "instruction", "human", "user", "developer message"), (":",)),
+    "role.line": (("assistant", "system", "human", "user", "developer message"), (":",)),
     "role.instructions": (("instructions",), (":",)),
     "role.heading": (("#",), (":",), ("system", "instruction", "assistant", "response")),
     "role.tag": (("<system", "</system", "<tool", "</tool", "<function", "</function", "<antml", "</antml"),),
