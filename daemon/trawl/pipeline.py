@@ -24,6 +24,7 @@ from .cache import PageCache
 from .retrieve import Retriever
 from .settings import Settings
 from .sources.base import FetchRequest, Source
+from .sources.file import file_changed
 from .sources.router import Router, default_sources
 from .text import approx_tokens
 from .types import Chunk, Coverage, Document, ErrorCode, FetchResult, Page, TrawlError
@@ -234,7 +235,7 @@ class Engine:
         if prep is None or req.source is not None or not _reusable(req):
             return None
         limit = self.settings.page_ttl_s if req.max_age_s is None else req.max_age_s
-        if time.time() - prep.page.fetched_at > limit:
+        if time.time() - prep.page.fetched_at > limit or file_changed(prep.page):
             return None
         self._prepared.move_to_end(prep.key)
         return prep
