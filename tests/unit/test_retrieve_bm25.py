@@ -121,11 +121,39 @@ def test_rrf_and_order() -> None:
     assert fuse.order_by(np.array([0.0, 1.0, 0.0]), positive_only=True) == [1]
 
 
+def test_combine_mixes_normalised_scores() -> None:
+    bm = np.array([0.0, 4.0, 2.0, 0.0])
+    dense = np.array([0.90, 0.80, 0.70, 0.0], dtype=np.float32)
+    only_bm = fuse.combine(bm, None, (), 1.0)
+    assert only_bm.tolist() == [0.0, 1.0, 0.5, 0.0]
+    blind = fuse.combine(bm, dense, [0, 1, 2], 0.0)  # BM25 ignored: dense decides; no vector -> 0
+    assert fuse.order_by(blind)[0] == 0 and blind[3] == 0.0
+    sighted = fuse.combine(bm, dense, [0, 1, 2], 1.0)
+    assert fuse.order_by(sighted)[0] == 1  # 0.6*1 + 0.4*0 beats 0.6*0 + 0.4*1
+    assert sighted.max() <= 1.0
+
+
 def test_choose_k_budget_bounds_and_explicit_k() -> None:
-    scores = [1.0] * 20
+    order = list(range(20))
     toks = [100] * 20
-    assert fuse.choose_k(scores, toks, 3, 12, 1200) == 12
-    assert fuse.choose_k(scores, [500] * 20, 3, 12, 1200) == 3  # budget, but never under k_min
-    assert fuse.choose_k(scores, toks, 3, 12, 1200, k=5) == 5
-    assert fuse.choose_k(scores[:2], toks[:2], 3, 12, 1200) == 2
+    assert fuse.choose_k(order, toks, 3, 12, 1200) == 12
+    assert fuse.choose_k(order, [500] * 20, 3, 12, 1200) == 3  # budget, but never under k_min
+    assert fuse.choose_k(order, toks, 3, 12, 1200, k=5) == 5
+    assert fuse.choose_k(order[:2], toks, 3, 12, 1200) == 2
     assert fuse.choose_k([], [], 3, 12, 1200) == 0
+
+
+def test_choose_k_stops_where_scores_fall_off() -> None:
+    order = list(range(10))
+    toks = [50] * 10
+    dense = np.array([0.90, 0.89, 0.88, 0.87, 0.70, 0.69, 0.68, 0.67, 0.66, 0.65], dtype=np.float32)
+    bm = np.zeros(10)
+    assert fuse.choose_k(order, toks, 3, 12, 1200, dense=dense, have=order, bm=bm, weight=1.0) == 4
+    # A strong BM25 hit further down keeps the cut open while BM25 sees the question...
+    bm[4] = 5.0
+    bm[0] = 6.0
+    assert fuse.choose_k(order, toks, 3, 12, 1200, dense=dense, have=order, bm=bm, weight=1.0) == 5
+    # ...but not when it is blind.
+    assert fuse.choose_k(order, toks, 3, 12, 1200, dense=dense, have=order, bm=bm, weight=0.0) == 4
+    # Never under k_min, whatever the scores.
+    assert fuse.choose_k(order, toks, 3, 12, 1200, dense=-dense, have=order, bm=bm * 0, weight=1.0) >= 3

@@ -166,30 +166,34 @@ class Retriever:
         elif self._embedder is not None:
             warnings.append("dense retrieval skipped: the embedding endpoint failed recently; ranked by BM25 only")
 
-        bm_order = fuse.order_by(bm, positive_only=True)
         if dense is not None and have_vec:
-            dense_order = fuse.order_by(dense, among=have_vec)
-            weight = w_bm25 if bm_order else 0.0
-            fused = fuse.rrf([(weight, bm_order), (1.0, dense_order)], len(chunks))
-            fused /= (1.0 + weight) / (fuse.RRF_K + 1.0)
+            weight = w_bm25 if bm.max() > 0 else 0.0
+            fused = fuse.combine(bm, dense, have_vec, weight)
             mode: Mode = "hybrid" if weight > 0 else "dense-only"
         else:
-            fused = bm / float(bm.max()) if bm.size and bm.max() > 0 else bm.astype(np.float64)
+            weight = 1.0
+            fused = fuse.combine(bm, None, (), 1.0)
             mode = "bm25-only"
-        order = fuse.order_by(np.asarray(fused, dtype=np.float64))
-        if not any(fused[i] > 0 for i in order[:1]):
+        order = fuse.order_by(fused)
+        if not have_vec and not bm.max() > 0:
             warnings.append("no chunk matched the question; returning the start of the page")
 
+        reranked = False
         if self._reranker is not None:
             order, fused, reranked = self._rerank(query, chunks, order, fused, warnings)
             if reranked:
                 mode = "hybrid+rerank" if mode != "bm25-only" else "bm25-only"
 
-        ordered_scores = [float(fused[i]) for i in order]
-        token_counts = [approx_tokens(chunks[i].text) for i in order]
         s = self.settings
-        n = fuse.choose_k(ordered_scores, token_counts, s.k_min, s.k_max, s.token_budget, k)
-        ranked = [replace(chunks[i], score=float(fused[i])) for i in order[:n]]
+        tokens_per_chunk = [approx_tokens(c.text) for c in chunks]
+        if reranked:  # the cross-encoder's order: only the budget bounds k
+            n = fuse.choose_k(order, tokens_per_chunk, s.k_min, s.k_max, s.token_budget, k)
+        else:
+            n = fuse.choose_k(
+                order, tokens_per_chunk, s.k_min, s.k_max, s.token_budget, k,
+                bm=bm, dense=dense, have=have_vec, weight=weight,
+            )
+        ranked = [replace(chunks[i], score=round(float(fused[i]), 4)) for i in order[:n]]
 
         if self._ahead is not None and dense is not None and len(have_vec) < len(chunks):
             self._queue_ahead(page_key, chunks)
