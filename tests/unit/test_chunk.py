@@ -288,3 +288,13 @@ def test_random_markdown_never_raises_and_keeps_every_non_heading_word() -> None
         assert [c.index for c in cs] == list(range(len(cs)))
         assert len({c.id for c in cs}) == len(cs)
         assert all(c.text.strip() for c in cs)
+
+
+def test_lone_tiny_record_joins_its_neighbour() -> None:
+    body = sentence_para(8, word="tutoring")
+    md = f"## News\n\n#### Story\n\n---\n\n| Education Week\n\n---\n\n{body}\n\n---\n\n#### Next\n\n{sentence_para(2)}"
+    cs = chunks_of(md)
+    joined = next(c for c in cs if "Education Week" in c.text)
+    assert body in joined.text and joined.kind == "record"
+    assert joined.heading_path == ("News", "Story")
+    assert all(len(c.text) > 20 for c in cs)

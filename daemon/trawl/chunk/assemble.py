@@ -12,7 +12,8 @@ Numbered rules (the names are the knobs):
     (< LEAD_IN x target) is kept as their caption.
  5. A ``---`` line is a hard boundary. On a page that has them, a segment between them of at most
     WHOLE_MAX x target is a record and stays one chunk; larger segments are ordinary text. Consecutive
-    tiny records (< TINY_RECORD x target) under one heading path are grouped up to the target.
+    tiny records (< TINY_RECORD x target) under one heading path are grouped up to the target; a lone
+    tiny record joins its neighbour under the same heading path when both fit in WHOLE_MAX x target.
 """
 
 from __future__ import annotations
@@ -85,7 +86,7 @@ class Assembler:
                 self._atomic(b.text, "code", lambda limit, b=b: split_code(b.text, limit))
         self._flush_run()
         self._end_record()
-        return _group_tiny_records(self.pieces, self.target)
+        return _attach_lone_tiny_records(_group_tiny_records(self.pieces, self.target), self.target)
 
     # ----------------------------------------------------------- helpers
     def _record_segments(self, blocks: list[Block]) -> list[bool]:
@@ -217,6 +218,38 @@ def _group_tiny_records(pieces: list[_Piece], target: int) -> list[_Piece]:
             continue
         out.append(p)
         open_group = is_tiny
+    return out
+
+
+def _attach_lone_tiny_records(pieces: list[_Piece], target: int) -> list[_Piece]:
+    """Rule 5b: a tiny record left alone (a byline, a source name) joins the next record under the same
+    heading path, else the previous one, when the two fit in WHOLE_MAX x target."""
+    tiny = TINY_RECORD * target
+    cap = WHOLE_MAX * target
+    out: list[_Piece] = []
+    carry: _Piece | None = None
+    for p in pieces:
+        if carry is not None:
+            if p.kind == "record" and p.path == carry.path and len(carry.text) + len(p.text) + 2 <= cap:
+                p.text = f"{carry.text}\n\n{p.text}"
+            else:
+                out.append(carry)
+            carry = None
+        if p.whole_record and len(p.text) < tiny:
+            prev = out[-1] if out else None
+            if prev is not None and prev.kind == "record" and prev.path == p.path and len(prev.text) < tiny:
+                out.append(p)  # a group of tiny records stays as _group_tiny_records left it
+                continue
+            carry = p
+            continue
+        out.append(p)
+    if carry is not None:
+        prev = out[-1] if out else None
+        if prev is not None and prev.kind == "record" and prev.path == carry.path \
+                and len(prev.text) + len(carry.text) + 2 <= cap:
+            prev.text = f"{prev.text}\n\n{carry.text}"
+        else:
+            out.append(carry)
     return out
 
 

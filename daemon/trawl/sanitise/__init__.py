@@ -27,6 +27,7 @@ INSTRUCTION_LIKE = "instruction_like"
 HIDDEN_INSTRUCTION = "hidden_instruction"
 MAX_HIDDEN_KEPT = 20  # hidden instruction texts kept per page
 GIST_CHARS = 160
+MAX_RAW_SCAN_CHARS = 6_000_000  # of the raw page searched for invisible-character smuggling
 
 
 def _gist(text: str) -> str:
@@ -50,7 +51,8 @@ def clean_document(doc: Document, page: Page) -> Document:
     warnings = list(doc.warnings)
     hidden: list[str] = list(doc.hidden_text)
 
-    smuggled = _smuggled(doc.markdown, doc.title, page.html if page.kind == "html" else page.text)
+    raw = page.html if page.kind == "html" else page.text
+    smuggled = _smuggled(doc.markdown, doc.title, raw[:MAX_RAW_SCAN_CHARS] if raw else None)
     for s in smuggled:
         if is_instruction(s):
             hidden.append(s)
