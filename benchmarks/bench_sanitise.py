@@ -8,13 +8,15 @@ extract -> clean_document -> chunk_document -> flag. Prints: how many pages got 
 listed with the rule and a snippet, to be justified or fixed), how many pages carried hidden
 instructions, the recall over the fixtures (every fixture must be flagged), and the time
 clean_document + flag take per page against a baseline measured in the same run (lxml parsing the
-same HTML once).
+same HTML once), plus chunk_document's time per page. With --qa DIR it also reports how often a QA
+answer span survives inside a single chunk.
 """
 
 from __future__ import annotations
 
 import argparse
 import gzip
+import json
 import statistics
 import sys
 import time
@@ -45,12 +47,17 @@ def extractor(name: str):  # type: ignore[no-untyped-def]
     return extract
 
 
+CHUNK_TIMES: list[tuple[float, int]] = []  # (seconds, markdown chars) per page
+
+
 def run_page(page: Page, settings: Settings, extract) -> tuple[Document, list[Chunk], float, float]:  # type: ignore[no-untyped-def]
     doc = extract(page, settings)
     t = time.perf_counter()
     doc = clean_document(doc, page)
     t_clean = time.perf_counter() - t
+    t = time.perf_counter()
     chunks = chunk_document(doc, settings)
+    CHUNK_TIMES.append((time.perf_counter() - t, len(doc.markdown)))
     t = time.perf_counter()
     flagged = flag(chunks, doc.hidden_text)
     t_flag = time.perf_counter() - t
@@ -116,6 +123,37 @@ def bench_wcxb(wcxb: Path, limit: int | None, extract, settings: Settings) -> No
     for label, vals in (("lxml parse (baseline)", t_parse), ("clean_document", t_clean), ("flag (all chunks)", t_flag)):
         print(f"  {label:26s} {statistics.median(vals) * ms:7.2f} {pct(vals, 0.95) * ms:7.2f} {max(vals) * ms:7.2f}")
     print(f"  clean_document / lxml parse, median ratio: {statistics.median(t_clean) / statistics.median(t_parse):.2f}")
+    t_chunk = [t for t, _ in CHUNK_TIMES]
+    big = [t for t, n in CHUNK_TIMES if n >= 100_000]
+    print(f"  chunk_document             {statistics.median(t_chunk) * ms:7.2f} {pct(t_chunk, 0.95) * ms:7.2f} "
+          f"{max(t_chunk) * ms:7.2f}   ({len(big)} pages with >= 100k chars of markdown: "
+          f"max {max(big, default=0) * ms:.1f} ms)")
+
+
+def bench_qa(qa: Path, extract, settings: Settings) -> None:  # type: ignore[no-untyped-def]
+    """Chunker check: how often the answer span survives inside one chunk (vs. anywhere in the text)."""
+    questions = [json.loads(line) for line in (qa / "questions.jsonl").open(encoding="utf-8")]
+
+    def norm(t: str) -> str:
+        return " ".join(t.split()).casefold()
+
+    pages: dict[str, tuple[str, list[str]]] = {}
+    in_text = in_chunk = 0
+    for q in questions:
+        if q["html_path"] not in pages:
+            html = (qa / q["html_path"]).read_text(encoding="utf-8")
+            page = Page(url=q["url"], final_url=q["url"], kind="html", source="file", html=html)
+            doc = clean_document(extract(page, settings), page)
+            pages[q["html_path"]] = (norm(doc.markdown), [norm(c.text) for c in chunk_document(doc, settings)])
+        text, chunks = pages[q["html_path"]]
+        answers = [norm(a) for a in q["answers"]]
+        if any(a in text for a in answers):
+            in_text += 1
+            in_chunk += any(a in c for a in answers for c in chunks)
+    n_chunks = sum(len(c) for _, c in pages.values())
+    print(f"\n== QA answers kept whole by the chunker: {qa}")
+    print(f"{len(questions)} questions, {len(pages)} pages, {n_chunks} chunks; answer in extracted text: {in_text}; "
+          f"inside one chunk: {in_chunk} ({in_chunk / max(1, in_text):.4f})")
 
 
 def fixture_page(path: Path) -> Page:
@@ -149,11 +187,14 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=None)
     ap.add_argument("--extractor", choices=["trawl", "trafilatura"], default="trawl")
     ap.add_argument("--skip-wcxb", action="store_true")
+    ap.add_argument("--qa", default=None, help="also check answer spans against chunks (e.g. ../shared/bench/qa-dev)")
     args = ap.parse_args()
     settings = Settings()
     extract = extractor(args.extractor)
     print(f"extractor: {args.extractor}")
     bench_fixtures(Path(args.fixtures), extract, settings)
+    if args.qa:
+        bench_qa(Path(args.qa), extract, settings)
     if not args.skip_wcxb:
         bench_wcxb(Path(args.wcxb), args.limit, extract, settings)
 
