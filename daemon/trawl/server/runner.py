@@ -173,7 +173,10 @@ def default_app_hooks() -> list[AppHook]:
     except ImportError as exc:
         log.warning("browser link unavailable: %s", exc)
         return []
-    return [install_browser_link]
+    def browser_link(app: web.Application) -> None:
+        install_browser_link(app)
+
+    return [browser_link]
 
 
 def run_daemon(settings: Settings, *, foreground: bool = True, extra_routes: Iterable[AppHook] | None = None) -> int:
