@@ -47,6 +47,9 @@ MAIN_SELECTORS = (
     "//*[@id='main']",
     "//article",
 )
+MIN_MENU_LINKS = 4  # link lists shorter than this are left alone
+MAX_MENU_LINK_CHARS = 28  # average characters per link in a menu
+MIN_MENU_LINK_SHARE = 0.8  # share of a menu's text inside its links
 MIN_MAIN_SHARE = 0.25  # a <main> candidate must hold this share of the body's text to be used
 _KEEP_CHROME_TAG_IF_CHARS = 1500  # a <header>/<form> this text-heavy is content (article headers, product forms)
 
@@ -99,6 +102,26 @@ def _is_chrome(el: etree._Element) -> bool:
     return bool(ident.strip()) and bool(CHROME_WORDS.search(ident))
 
 
+def _text_len(el: etree._Element) -> int:
+    return len(etree.tostring(el, method="text", encoding="unicode", with_tail=False).strip())
+
+
+def _is_link_list(el: etree._Element, tag: str) -> bool:
+    """A menu-like block: many short links and little text besides them (filter bars, tag clouds, menus)."""
+    if tag in ("ul", "ol", "menu"):
+        links = el.findall(".//a")
+    elif tag == "div" and sum(1 for c in el if c.tag == "a") >= MIN_MENU_LINKS:
+        links = el.findall("a")
+    else:
+        return False
+    if len(links) < MIN_MENU_LINKS:
+        return False
+    link_chars = sum(_text_len(a) for a in links)
+    if link_chars > MAX_MENU_LINK_CHARS * len(links):
+        return False  # long link texts are headlines or card titles, not a menu
+    return link_chars >= MIN_MENU_LINK_SHARE * max(_text_len(el), 1)
+
+
 def strip_chrome(root: etree._Element) -> None:
     """Remove non-text elements and page chrome in place (keeping their tail text)."""
     doomed: list[etree._Element] = []
@@ -110,7 +133,9 @@ def strip_chrome(root: etree._Element) -> None:
                 doomed.append(child)
                 continue
             tag = child.tag
-            if tag in SKIP_TAGS or (tag not in ("body", "html", "main", "article") and _is_chrome(child)):
+            if tag in SKIP_TAGS or (
+                tag not in ("body", "html", "main", "article") and (_is_chrome(child) or _is_link_list(child, tag))
+            ):
                 doomed.append(child)
             else:
                 stack.append(child)

@@ -1,0 +1,47 @@
+"""Extraction quality gate on tests/fixtures/wcxb-sample (100 WCXB dev pages, CC-BY-4.0, see ATTRIBUTION.md).
+
+Runs trawl's real extractor on every page, scores it with the shared scorer (trawl.extract.score) and
+holds mean F1 to the floors in benchmarks/gate_extract.py, pinned just under the measured figures
+(``.venv/bin/python benchmarks/gate_extract.py`` prints them). A drop below a floor is the regression
+this test exists to catch; when a change lifts a figure, raise its floor.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLE = ROOT / "tests" / "fixtures" / "wcxb-sample"
+
+
+def _gate():
+    spec = importlib.util.spec_from_file_location("gate_extract", ROOT / "benchmarks" / "gate_extract.py")
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture(scope="module")
+def figures() -> dict[str, float]:
+    return _gate().measure(SAMPLE)
+
+
+def test_sample_is_complete():
+    html = sorted(p.name.split(".")[0] for p in (SAMPLE / "html").glob("*.html.gz"))
+    truth = sorted(p.stem for p in (SAMPLE / "ground-truth").glob("*.json"))
+    assert len(html) == 100 and html == truth
+    assert (SAMPLE / "LICENSE").exists() and (SAMPLE / "ATTRIBUTION.md").exists()
+
+
+def test_f1_holds_its_floors(figures):
+    floors = _gate().FLOORS
+    below = {k: (round(figures[k], 4), v) for k, v in floors.items() if figures[k] < v}
+    assert not below, f"extraction F1 below its floor (measured, floor): {below}"
+
+
+def test_every_page_type_is_measured(figures):
+    assert {"article", "collection", "documentation", "forum", "listing", "product", "service"} <= set(figures)
