@@ -151,6 +151,17 @@ NEGATIVE = [
     "The assistant manager will tell the user about delivery times.",
     "```\n<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n```",
     "Use `[INST]` and `[/INST]` around the user message in the Llama 2 chat format.",
+    "Use the messages array with roles system, user and assistant. The assistant role holds the model's replies.",
+    "Our chatbot answers questions. If the assistant cannot help, you will be connected to a human agent.",
+    "Hello AI, what is the capital of France? The AI replied: Paris.",
+    "If you are an AI enthusiast, join our meetup.",
+    "If you are a human, leave this field blank.",
+    "如果你是AI爱好者，欢迎加入我们。",
+    "The user must not see the admin panel; hide it from the user with CSS.",
+    "Append the API key to the URL: https://api.example.com/data?key=YOUR_KEY",
+    "Post your questions about the conversation at https://forum.example.com",
+    "Instructions: You can sit or stand. Take a dumbbell in each hand.",
+    "Tip: forget the old rules of SEO; content quality matters more than keywords now.",
 ]
 
 

@@ -32,6 +32,11 @@ _IMP = (
     r"(?:^|(?<=[.!?:;,(\[\"'“”*>—–\-])\s*|\b(?:please|now|and|then|so|also|simply|just|kindly|always|"
     r"immediately|first|you\s+(?:must|should|need\s+to|have\s+to|are\s+to|will))\s+)"
 )
+# After "if you are an AI": the sentence goes on about the reader, not "an AI enthusiast".
+_AI_END = (
+    r"(?=\s*[,.;:!)\-—]|\s+(?:reading|processing|summari[sz]ing|parsing|crawling|visiting|browsing|that|who|"
+    r"like|such|then|please|you|and|or|tasked|asked|here)\b|\s*$)"
+)
 _PREV_EN = r"(?:previous|prior|preceding|above|earlier|foregoing|all\s+(?:previous|prior|earlier|other))"
 _DATA = (
     r"(?:conversation|chat\s+history|chat\s+logs?|message\s+history|previous\s+messages|system\s+prompt|"
@@ -164,9 +169,11 @@ RULES: tuple[Rule, ...] = (
     # --- messages to "the AI reading this" -----------------------------------------------------
     _r(
         "address.en",
-        rf"\b(?:(?:if|when)\s+you\s+are\s+an?\s+(?:\w+\s+)?{_AI}\b|"
+        rf"\b(?:(?:if|when)\s+you\s+are\s+an?\s+(?:\w+\s+)?{_AI}{_AI_END}|"
         rf"(?:note|message|instructions?|attention|memo)\s+(?:to|for)\s+(?:any\s+|all\s+|the\s+)?{_AI}\b|"
-        rf"(?:dear|hey|hello|hi|attention)\s+{_AI}\s*[,:!]|"
+        rf"(?:dear|hey|hello|hi|attention)\s+{_AI}\s*[,:!]\s*(?:please\s+)?(?:ignore|disregard|forget|"
+        rf"you\s+(?:must|should|are|will|need)|do\s+not|don't|always|never|make\s+sure|remember|from\s+now|"
+        rf"before|when|if\s+you)|"
         rf"(?:any|all|every)\s+{_AI}\s+(?:reading|processing|summari[sz]ing|visiting|crawling|parsing|browsing|"
         rf"that\s+reads?|who\s+reads?)|"
         rf"{_AI}\s+(?:reading|processing|summari[sz]ing|parsing)\s+this\s+(?:page|text|document|site|content)"
@@ -200,7 +207,11 @@ RULES: tuple[Rule, ...] = (
         r"если\s+(?:ты|вы)\s+(?:являешься\s+|являетесь\s+)?(?:ии|искусственный\s+интеллект|языковая\s+модель|"
         r"нейросеть|ассистент|чат-?бот|llm)",
     ),
-    _r("address.zh", r"(?:如果|假如|若)你是(?:一个|一名)?(?:AI|人工智能|语言模型|大模型|助手|聊天机器人|LLM)"),
+    _r(
+        "address.zh",
+        r"(?:如果|假如|若)你是(?:一个|一名)?(?:AI|人工智能|语言模型|大模型|助手|聊天机器人|LLM)(?:助手|模型)?"
+        r"(?=[，,：:。！!、\s]|的话|请|你|$)",
+    ),
     _r(
         "address.ja",
         r"(?:もし)?あなたが(?:AI|人工知能|言語モデル|アシスタント|チャットボット|LLM)(?:なら|である場合|の場合)",
@@ -248,7 +259,8 @@ RULES: tuple[Rule, ...] = (
         r"alerting|let|letting|mention(?:ing)?\s+(?:this|it)\s+to|reveal(?:ing)?\s+(?:this|it)\s+to)\s+"
         r"(?:the|your)\s+(?:user|human|operator)(?:\s+know)?(?:\s+(?:about|that))?\s+"
         r"(?:this|these|that\s+you|you\s+(?:have|are|were|did)|what\s+you)\b|"
-        r"\b(?:hide|conceal|keep)\s+(?:this|these\s+instructions?|it)\s+(?:secret\s+)?from\s+the\s+user\b|"
+        r"\b(?:hide|conceal|keep)\s+(?:this|these\s+instructions?|this\s+(?:message|instruction))\s+"
+        r"(?:secret\s+)?from\s+the\s+user\b|"
         r"\bthe\s+user\s+(?:must|should)\s+(?:not|never)\s+(?:know|learn|find\s+out|see)\s+(?:about\s+)?"
         r"(?:this|these|that\s+you)|"
         r"\b(?:do\s+not|don't|never)\s+(?:mention|reveal|disclose|acknowledge|reference|repeat)\s+"
