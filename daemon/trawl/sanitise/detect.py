@@ -13,7 +13,7 @@ import unicodedata
 from dataclasses import dataclass
 
 from .chars import strip_invisible
-from .patterns import RULES, is_mention, may_match, mentions_ai
+from .patterns import RULES, Rule
 
 MAX_SCAN_CHARS = 200_000  # longer texts are scanned in their first part only
 
@@ -31,6 +31,47 @@ _LOOKALIKE = str.maketrans(
 # A Latin letter next to a Cyrillic/Greek one inside a word: the sign of a disguised word.
 _SCRIPT_SEAM = re.compile(r"[a-zA-Z][\u0370-\u03ff\u0400-\u04ff]|[\u0370-\u03ff\u0400-\u04ff][a-zA-Z]")
 _WORD = re.compile(r"\w+")
+
+
+# Does the text name an AI reader at all? (the cheap gate for the "address" rules)
+_MENTIONS_AI = re.compile(
+    r"\b(?:ai|llms?|gpt[\w-]*|chatgpt|chatbots?|chat\s+bots?|language\s+models?|assistants?|agents?)\b|\ba\.i\.",
+    re.IGNORECASE,
+)
+
+
+def mentions_ai(text: str) -> bool:
+    return _MENTIONS_AI.search(text) is not None
+
+
+def may_match(rule: Rule, lowered: str, ai: bool) -> bool:
+    if rule.needs_ai and not ai:
+        return False
+    return all(any(n in lowered for n in group) for group in rule.needles)
+
+
+# A matched phrase quoted inside a discussion of prompt injection is a mention, not an address.
+_QUOTES = "\"'“”‘’«»„「」『』`"
+_MENTION_CONTEXT = re.compile(
+    r"\b(?:such\s+as|e\.g\.|for\s+example|for\s+instance|like|phrase|phrases|prompt\s+injection|injections?|"
+    r"attacks?|attackers?|jailbreaks?|wrote|typed|type|typing|says?|said|called|known\s+as|string|strings|"
+    r"example|examples|classic|famous|infamous)\b|例如|比如|攻击|注入|例えば|攻撃|Beispiel|z\.\s?B\.|"
+    r"Angriff|par\s+exemple|attaque|por\s+ejemplo|ataque|например|атак",
+    re.IGNORECASE,
+)
+
+
+def _quoted(text: str, start: int, end: int) -> bool:
+    """The match sits inside a short quotation (an opening quote shortly before, a closing one after)."""
+    before = text[max(0, start - 40) : start]
+    after = text[end : end + 80]
+    return any(q in before for q in _QUOTES) and any(q in after for q in _QUOTES)
+
+
+def is_mention(text: str, start: int, end: int) -> bool:
+    if not _quoted(text, start, end):
+        return False
+    return _MENTION_CONTEXT.search(text[max(0, start - 160) : start]) is not None
 
 
 @dataclass(frozen=True, slots=True)
