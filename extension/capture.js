@@ -12,7 +12,7 @@ export class CaptureError extends Error {
 // ---- functions injected into the page (ISOLATED world; each must be self-contained) ----
 
 // Installs a MutationObserver counter once, returns the current counts.
-function probeSettle() {
+function probeSettle(withText) {
   const g = globalThis;
   if (!g.__trawlProbe) {
     const state = { mutations: 0 };
@@ -31,11 +31,38 @@ function probeSettle() {
   } catch (e) {
     resources = 0;
   }
+  // Visible-ish text, counted up to `enough` characters only (stops early on real pages).
+  let text = -1;
+  if (withText) {
+    const enough = 200;
+    text = 0;
+    const skip = new Set(["SCRIPT", "STYLE", "NOSCRIPT", "TEMPLATE"]);
+    if (document.body) {
+      const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT, {
+        acceptNode: (n) => (n.parentElement && skip.has(n.parentElement.tagName) ? 2 : 1),
+      });
+      while (text < enough && walker.nextNode()) text += walker.currentNode.nodeValue.trim().length;
+      if (text < enough) {
+        // Web-component apps keep their text in shadow roots (small DOMs here: this is the "little text" case).
+        const els = document.body.querySelectorAll("*");
+        for (let i = 0; i < els.length && i < 5000 && text < enough; i++) {
+          let root = null;
+          try {
+            root = chrome.dom.openOrClosedShadowRoot(els[i]);
+          } catch (e) {
+            root = els[i].shadowRoot;
+          }
+          if (root) text += root.textContent.trim().length;
+        }
+      }
+    }
+  }
   return {
     mutations: g.__trawlProbe.mutations,
     resources,
     ready: document.readyState,
     contentType: document.contentType,
+    text,
   };
 }
 
@@ -158,13 +185,19 @@ export async function waitForLoad(tabId, deadline, watch) {
 }
 
 // Polls the mutation counter every ~50 ms until the page has been quiet for quietMs, or the deadline.
-export async function settle(tabId, quietMs, deadline, watch) {
+// A quiet page with almost no text (an app shell still waiting for its data) gets up to emptyWaitMs more.
+const MIN_TEXT = 200;
+
+export async function settle(tabId, quietMs, deadline, watch, emptyWaitMs = 3000) {
+  const start = Date.now();
   let last = null;
-  let quietSince = Date.now();
+  let quietSince = start;
   let polls = 0;
   for (;;) {
     watch.check();
-    const p = await inject(tabId, probeSettle);
+    const now0 = Date.now();
+    const quietEnough = now0 - quietSince >= quietMs;
+    const p = await inject(tabId, probeSettle, [quietEnough]);
     polls += 1;
     if (p.contentType === "application/pdf") return { settled: true, pdf: true, polls };
     const sig = `${p.mutations}/${p.resources}`;
@@ -172,8 +205,11 @@ export async function settle(tabId, quietMs, deadline, watch) {
     if (sig !== last) {
       last = sig;
       quietSince = now;
+    } else if (p.ready === "complete" && now - quietSince >= quietMs) {
+      if (p.text < 0) continue; // quiet now: ask again, with the text length
+      const empty = p.text < MIN_TEXT;
+      if (!empty || now - start >= emptyWaitMs) return { settled: true, pdf: false, polls, empty };
     }
-    if (p.ready === "complete" && now - quietSince >= quietMs) return { settled: true, pdf: false, polls };
     if (now >= deadline) return { settled: false, pdf: false, polls };
     await sleep(50);
   }

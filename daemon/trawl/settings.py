@@ -91,10 +91,11 @@ class Settings:
     render_network_budget_s: float = 2.0  # requests pending longer than this stop holding the wait
     render_empty_wait_s: float = 3.0  # a quiet page with almost no text is given this long to fill in
     browser_user_agent: str = ""  # empty: Chromium's own user agent
+    browser_spare_page: bool = True  # keep one fresh context + page open for the next headless request
     # the extension link (the user's browser)
     extension_settle_quiet_ms: int = 150  # a new background tab is settled after this long without DOM change
     extension_settle_max_s: float = 5.0  # a page that never settles is captured after this long, with a warning
-    extension_capture_timeout_s: float = 20.0  # one capture through the browser, load included
+    extension_capture_timeout_s: float = 30.0  # one capture through the browser, load included
     extension_search_tabs: int = 12  # search_tabs reads at most this many open tabs
 
     @classmethod

@@ -274,3 +274,20 @@ async def test_pause_switch_in_the_popup_stops_all_reads(linked: Linked, site: L
         await asyncio.sleep(0.05)
     again = await linked.engine.fetch(url, "who reads this page", max_age_s=0)
     assert again.ok and again.source == "extension"
+
+
+LATE_CONTENT = """<!doctype html><html><head><title>App</title></head><body><div id=app>Loading…</div>
+<script>
+window.addEventListener('load', () => setTimeout(() => {
+  document.getElementById('app').innerHTML = '<h1>Tide report</h1><p>' +
+    'High water at the outer har' + 'bour is at 14:32 today, with a height of 4.1 metres. '.repeat(6) + '</p>';
+}, 1500));
+</script></body></html>"""
+
+
+async def test_app_shell_filled_after_load_is_awaited_in_a_background_tab(linked: Linked, site: LocalSite) -> None:
+    url = site.add("/app", LATE_CONTENT)
+    page = await linked.hub.capture(url=url)
+    assert "High water at the outer harbour" in (page.html or "")  # the script holds it only in two pieces
+    assert "Loading…" not in (page.html or "")
+    assert linked.hub.captures[0].via == "background_tab"
