@@ -145,7 +145,11 @@ async function inject(tabId, func, args = []) {
   } catch (e) {
     const gone = await chrome.tabs.get(tabId).then(() => false, () => true);
     if (gone) throw new CaptureError("tab_not_found", "the tab was closed during capture");
-    throw new CaptureError("capture_failed", `cannot read the tab: ${e.message || e}`);
+    const why = String(e.message || e);
+    if (/error page/i.test(why)) {
+      throw new CaptureError("network_error", "the tab shows the browser's error page: the site did not load");
+    }
+    throw new CaptureError("capture_failed", `cannot read the tab: ${why}`);
   }
   const first = results && results[0];
   if (!first) throw new CaptureError("capture_failed", "the tab returned nothing");

@@ -291,3 +291,13 @@ async def test_app_shell_filled_after_load_is_awaited_in_a_background_tab(linked
     assert "High water at the outer harbour" in (page.html or "")  # the script holds it only in two pieces
     assert "Loading…" not in (page.html or "")
     assert linked.hub.captures[0].via == "background_tab"
+
+
+async def test_tab_showing_an_error_page_is_a_network_error(linked: Linked) -> None:
+    page = await linked.context.new_page()
+    with pytest.raises(Exception):  # noqa: B017 - Playwright raises on the refused connection
+        await page.goto("http://127.0.0.1:9/unreachable")
+    await page.bring_to_front()
+    result = await linked.engine.fetch("tab:active", "anything")
+    assert result.error is not None and result.error.code == ErrorCode.NETWORK_ERROR
+    assert "did not load" in result.error.message
