@@ -8,8 +8,9 @@ free port, over English pages of qa-dev (local files), and prints:
 
 1. overhead: the same question on a cached page, in-process (``Engine.fetch``
    in this process) vs through the daemon (``POST /v1/fetch`` with keep-alive)
-   vs MCP streamable HTTP (``tools/call fetch_page`` at ``/mcp``): medians and
-   p95, and the daemon-minus-in-process median (goal <= 10 ms);
+   vs MCP streamable HTTP (``tools/call fetch_page`` at ``/mcp``) vs the stdio
+   bridge (``trawl-mcp`` forwarding to the daemon): medians and p95, and the
+   median paired difference to in-process (goal for the daemon path: <= 10 ms);
 2. load: one client sending ``--requests`` questions in sequence (its p95 is
    the baseline), then ``--clients`` clients at once sending ``--requests``
    each over the mix of pages: errors and lost responses (goal 0), p50 / p95,
@@ -81,9 +82,12 @@ async def wait_idle(c: httpx.AsyncClient, timeout: float = 120.0) -> None:
         await asyncio.sleep(0.2)
 
 
-async def overhead(base: str, token: str, settings: Settings, page: str, question: str, reps: int) -> None:
-    """Interleaved: each rep runs in-process, then HTTP, then MCP, so outside load hits all three alike."""
+async def overhead(base: str, token: str, settings: Settings, page: str, question: str, reps: int,
+                   bridge_env: dict[str, str]) -> None:
+    """Interleaved: each rep runs in-process, then HTTP, then MCP HTTP, then the stdio bridge, so outside load
+    hits all of them alike."""
     from mcp.client import Client
+    from mcp.client.stdio import StdioServerParameters
     from mcp.client.streamable_http import streamable_http_client
     from mcp.shared._httpx_utils import create_mcp_http_client
 
@@ -93,12 +97,15 @@ async def overhead(base: str, token: str, settings: Settings, page: str, questio
     inproc: list[float] = []
     daemon: list[float] = []
     mcp_ms: list[float] = []
+    stdio_ms: list[float] = []
+    bridge = StdioServerParameters(command=str(Path(sys.executable).parent / "trawl-mcp"), args=[], env=bridge_env)
     async with httpx.AsyncClient(base_url=base, headers=headers, timeout=60) as c, http, Client(
-            streamable_http_client(base + "/mcp", http_client=http)) as mc:
+            streamable_http_client(base + "/mcp", http_client=http)) as mc, Client(bridge) as sc:
         for _ in range(3):  # prepare and cache on both sides, and let background embedding finish
             await engine.fetch(page, question)
             await c.post("/v1/fetch", json={"url": page, "query": question})
             await mc.call_tool("fetch_page", {"url": page, "query": question})
+            await sc.call_tool("fetch_page", {"url": page, "query": question})
         await wait_idle(c)
         await asyncio.sleep(1.0)
         for _ in range(reps):
@@ -114,6 +121,10 @@ async def overhead(base: str, token: str, settings: Settings, page: str, questio
             res = await mc.call_tool("fetch_page", {"url": page, "query": question})
             mcp_ms.append((time.perf_counter() - t) * 1000)
             assert not res.is_error
+            t = time.perf_counter()
+            res = await sc.call_tool("fetch_page", {"url": page, "query": question})
+            stdio_ms.append((time.perf_counter() - t) * 1000)
+            assert not res.is_error and not any("in-process" in w for w in res.structured_content["warnings"])
     await engine.aclose()
 
     def line(name: str, xs: list[float]) -> str:
@@ -123,11 +134,14 @@ async def overhead(base: str, token: str, settings: Settings, page: str, questio
     print(line("in-process Engine.fetch", inproc))
     print(line("daemon POST /v1/fetch", daemon))
     print(line("daemon MCP /mcp fetch_page", mcp_ms))
+    print(line("trawl-mcp stdio -> daemon", stdio_ms))
     d = statistics.median([b - a for a, b in zip(inproc, daemon, strict=True)])
     m = statistics.median([b - a for a, b in zip(inproc, mcp_ms, strict=True)])
     print(f"  daemon-path overhead (median of paired differences): {d:.2f} ms "
           f"(goal <= 10 ms: {'PASS' if d <= 10 else 'FAIL'})")
+    b = statistics.median([y - x for x, y in zip(inproc, stdio_ms, strict=True)])
     print(f"  MCP-HTTP-path overhead (median of paired differences): {m:.2f} ms")
+    print(f"  stdio-bridge-path overhead (median of paired differences): {b:.2f} ms")
 
 
 async def client_run(base: str, token: str, work: list[tuple[str, str]]) -> tuple[list[float], int, int]:
@@ -210,7 +224,8 @@ def main() -> int:
               f"load average {os.getloadavg()[0]:.1f}")
         print(f"  RSS after start: {rss_mb(proc.pid):.0f} MB")
         page, question = qs[0]
-        asyncio.run(overhead(base, token, settings.with_(cache_dir=tmp / "cache-inproc"), page, question, args.reps))
+        asyncio.run(overhead(base, token, settings.with_(cache_dir=tmp / "cache-inproc"), page, question, args.reps,
+                             env))
         asyncio.run(load(base, token, qs, args.clients, args.requests))
         rss = rss_mb(proc.pid)
         print(f"3. daemon RSS after the run: {rss:.0f} MB (goal <= 600 MB: {'PASS' if rss <= 600 else 'FAIL'})")
