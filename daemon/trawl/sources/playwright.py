@@ -6,21 +6,10 @@ most ``settings.browser_pages`` pages at once. A browser that crashed or was
 killed is relaunched on the next request (a request it took down with it is
 retried once). Images, fonts and media are never loaded.
 
-Content-ready wait (``_settle``): the page counts as settled when the DOM has
-not changed for ``render_quiet_ms`` (a MutationObserver counter installed
-before page scripts, polled every 50 ms), the document has been parsed and no
-request younger than ``render_network_budget_s`` is in flight. A page that
-is quiet but nearly empty gets up to ``render_empty_wait_s`` to fill in. A
-page that never settles is captured at a ceiling that adapts per host from
-the settle times seen there (:class:`SettleStats`), with a warning.
-
-Capture (``_SERIALIZE``): ``getHTML`` with every shadow root the init script
-saw attached (open and closed) plus declarative ones, as
-``<template shadowrootmode>``, then flattened to ``<div data-trawl-shadow>``
-(extractors drop templates) exactly as the extension's source does;
-same-origin iframes are inlined after their ``<iframe>`` in a
-``<div data-trawl-iframe="src">``; ``<html>`` and the doctype are added — the
-same kind "html" page the extension captures.
+How a page is waited for and captured: see ``playwright_page.py``. The
+captured shadow-root templates are flattened to ``<div data-trawl-shadow>``
+(extractors drop templates) exactly as the extension's source does, so both
+give the same kind "html" page.
 """
 
 from __future__ import annotations
@@ -29,7 +18,6 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections import OrderedDict, deque
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -37,159 +25,28 @@ from ..chromium import INSTALL_HINT, LAUNCH_ARGS, require_chromium
 from ..settings import Settings
 from ..types import ErrorCode, Page, TrawlError
 from .base import FetchRequest
+from .playwright_page import (
+    CAPTURE_RESERVE_S,
+    INIT_SCRIPT,
+    SERIALIZE,
+    SettleStats,
+    Tab,
+    check_response,
+    internal_error,
+    ms_left,
+    nav_error,
+    route_filter,
+    settle,
+)
 
 if TYPE_CHECKING:  # playwright is imported on first use: it costs ~0.2-0.4 s
-    from playwright.async_api import Browser, BrowserContext, Playwright, Request, Route
+    from playwright.async_api import Browser, BrowserContext, Playwright
 
 log = logging.getLogger("trawl.sources.playwright")
-
-_BLOCKED_TYPES = frozenset({"image", "font", "media"})
-_UNTRACKED_TYPES = _BLOCKED_TYPES | {"websocket", "eventsource", "manifest", "ping", "texttrack", "beacon"}
-_POLL_S = 0.05
-_MIN_CEILING_S = 1.5
-_CAPTURE_RESERVE_S = 1.0  # time kept back from the budget for serializing the page
-_NEAR_EMPTY_CHARS = 200  # visible text below this: the page may still be filling in
-
-_INIT_SCRIPT = r"""
-(() => {
-  if (Object.prototype.hasOwnProperty.call(window, '__trawl')) return;
-  const st = { n: 0, last: performance.now(), roots: [] };
-  const opts = { subtree: true, childList: true, characterData: true };
-  const obs = new MutationObserver((records) => { st.n += records.length; st.last = performance.now(); });
-  obs.observe(document, opts);
-  const attach = Element.prototype.attachShadow;
-  Element.prototype.attachShadow = function (init) {
-    const root = attach.call(this, init);
-    st.roots.push(root);
-    obs.observe(root, opts);
-    st.n += 1; st.last = performance.now();
-    return root;
-  };
-  Object.defineProperty(window, '__trawl', { value: st, enumerable: false });
-})();
-"""
-
-_POLL = """() => {
-  const s = window.__trawl;
-  return [s ? s.n : -1, s ? performance.now() - s.last : 0, document.readyState, location.href];
-}"""
-
-_TEXT_SIZE = """() => {
-  let n = document.body ? document.body.innerText.length : 0;
-  const s = window.__trawl;
-  if (s) for (const r of s.roots) n += (r.textContent || '').length;
-  for (const f of document.querySelectorAll('iframe')) {
-    try { if (f.contentDocument && f.contentDocument.body) n += f.contentDocument.body.innerText.length; }
-    catch (e) { /* cross-origin */ }
-  }
-  return n;
-}"""
-
-_SERIALIZE = r"""() => {
-  const esc = (v) => String(v).replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;');
-  const rootsOf = (doc) => {
-    const win = doc.defaultView;
-    const roots = (win && win.__trawl) ? win.__trawl.roots.slice() : [];
-    const seen = new Set(roots);
-    const walk = (node) => {
-      for (const el of node.querySelectorAll('*')) {
-        const r = el.shadowRoot;
-        if (r && !seen.has(r)) { seen.add(r); roots.push(r); }
-      }
-    };
-    walk(doc);
-    for (let i = 0; i < roots.length; i++) walk(roots[i]);
-    return roots;
-  };
-  let counter = 0;
-  const ser = (el, doc, depth) => {
-    const marks = [];
-    if (depth < 4) {
-      for (const f of doc.querySelectorAll('iframe, frame')) {
-        let fd = null;
-        try { fd = f.contentDocument; } catch (e) { fd = null; }
-        if (!fd || !fd.body) continue;
-        const id = 'f' + (counter++);
-        f.setAttribute('data-trawl-frame', id);
-        marks.push([id, fd, f.getAttribute('src') || 'about:srcdoc']);
-      }
-    }
-    let html;
-    try { html = el.getHTML({ serializableShadowRoots: true, shadowRoots: rootsOf(doc) }); }
-    catch (e) { html = el.innerHTML; }
-    for (const [id, fd, src] of marks) {
-      const inner = ser(fd.body, fd, depth + 1);
-      const re = new RegExp('<(?:iframe|frame)\\b[^>]*\\bdata-trawl-frame="' + id + '"[^>]*>(?:</iframe>)?');
-      const box = '<div data-trawl-iframe="' + esc(src) + '">' + inner + '</div>';
-      html = html.replace(re, (m) => m.replace(' data-trawl-frame="' + id + '"', '') + box);
-    }
-    return html;
-  };
-  const root = document.documentElement;
-  if (!root) return ['', document.title || ''];
-  const attrs = Array.from(root.attributes).map((a) => ' ' + a.name + '="' + esc(a.value) + '"').join('');
-  return ['<!DOCTYPE html>\n<html' + attrs + '>' + ser(root, document, 0) + '</html>', document.title || ''];
-}"""
-
-_NET_ERRORS: tuple[tuple[str, ErrorCode, str], ...] = (
-    ("ERR_NAME_NOT_RESOLVED", ErrorCode.NETWORK_ERROR, "the host name does not resolve"),
-    ("ERR_CONNECTION_REFUSED", ErrorCode.NETWORK_ERROR, "the connection was refused"),
-    ("ERR_CONNECTION_RESET", ErrorCode.NETWORK_ERROR, "the connection was reset"),
-    ("ERR_CONNECTION_CLOSED", ErrorCode.NETWORK_ERROR, "the connection was closed"),
-    ("ERR_EMPTY_RESPONSE", ErrorCode.NETWORK_ERROR, "the server sent an empty response"),
-    ("ERR_ADDRESS_UNREACHABLE", ErrorCode.NETWORK_ERROR, "the address is unreachable"),
-    ("ERR_INTERNET_DISCONNECTED", ErrorCode.NETWORK_ERROR, "no network"),
-    ("ERR_CERT_", ErrorCode.NETWORK_ERROR, "the TLS certificate was rejected"),
-    ("ERR_SSL_", ErrorCode.NETWORK_ERROR, "the TLS handshake failed"),
-    ("ERR_TOO_MANY_REDIRECTS", ErrorCode.REDIRECT_LOOP, "too many redirects"),
-    ("ERR_TIMED_OUT", ErrorCode.TIMEOUT, "the connection timed out"),
-    ("ERR_INVALID_URL", ErrorCode.INVALID_REQUEST, "the URL is not valid"),
-    ("Download is starting", ErrorCode.UNSUPPORTED_CONTENT, "the URL is a download, not a page"),
-    ("ERR_ABORTED", ErrorCode.UNSUPPORTED_CONTENT, "the browser did not display the response (a download?)"),
-)
 
 
 class _BrowserGone(Exception):
     """The browser disconnected (crashed or killed) while serving a request."""
-
-
-class SettleStats:
-    """Settle times seen per host, in memory, giving each host its own wait ceiling."""
-
-    def __init__(self, samples: int = 20, hosts: int = 1000) -> None:
-        self._samples = samples
-        self._hosts = hosts
-        self._seen: OrderedDict[str, deque[float]] = OrderedDict()
-
-    def record(self, host: str, seconds: float) -> None:
-        seen = self._seen.get(host)
-        if seen is None:
-            seen = self._seen[host] = deque(maxlen=self._samples)
-            while len(self._seen) > self._hosts:
-                self._seen.popitem(last=False)
-        self._seen.move_to_end(host)
-        seen.append(seconds)
-
-    def ceiling(self, host: str, settings: Settings) -> float:
-        """Twice the host's 90th-percentile settle time plus a second; the default until 3 samples."""
-        top = max(_MIN_CEILING_S, settings.render_timeout_s - _CAPTURE_RESERVE_S)
-        seen = self._seen.get(host)
-        if seen is None or len(seen) < 3:
-            return min(settings.render_ceiling_s, top)
-        ordered = sorted(seen)
-        p90 = ordered[min(len(ordered) - 1, int(0.9 * len(ordered)))]
-        return max(_MIN_CEILING_S, min(top, 2.0 * p90 + 1.0))
-
-    def snapshot(self, settings: Settings) -> dict[str, dict[str, float]]:
-        out: dict[str, dict[str, float]] = {}
-        for host, seen in self._seen.items():
-            ordered = sorted(seen)
-            out[host] = {
-                "samples": float(len(ordered)),
-                "median_s": round(ordered[len(ordered) // 2], 3),
-                "ceiling_s": round(self.ceiling(host, settings), 3),
-            }
-        return out
 
 
 class PlaywrightSource:
@@ -208,6 +65,9 @@ class PlaywrightSource:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._lock: asyncio.Lock | None = None
         self._slots: asyncio.Semaphore | None = None
+        self._closing: set[asyncio.Task[None]] = set()
+        self._spare: asyncio.Task[Tab] | None = None  # the next request's tab, opened ahead of time
+        self.last_phases_ms: dict[str, float] = {}  # where the last render spent its time
 
     # ---------------------------------------------------------------- Source
     def accepts(self, req: FetchRequest) -> str | None:
@@ -252,6 +112,12 @@ class PlaywrightSource:
         self._browser = self._pw = None
         if self._loop is not None and self._loop is not _running_loop():
             return  # started on another (finished) event loop: nothing can be awaited there
+        spare, self._spare = self._spare, None
+        if spare is not None:
+            with contextlib.suppress(BaseException):
+                self._close_later((await spare).ctx)
+        if self._closing:
+            await asyncio.wait(list(self._closing), timeout=5)
         if browser is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(browser.close(), 10)
@@ -279,6 +145,8 @@ class PlaywrightSource:
             log.info("new event loop: the headless browser will be relaunched")
             self._kill_orphan()
             self._browser = self._pw = None
+            self._spare = None
+            self._closing = set()
         self._loop = loop
         self._lock = asyncio.Lock()
         self._slots = asyncio.Semaphore(max(1, self.settings.browser_pages))
@@ -338,9 +206,11 @@ class PlaywrightSource:
         self.browser_pid = None
 
     # ---------------------------------------------------------------- render
-    async def _render(self, browser: Browser, req: FetchRequest, settings: Settings, deadline: float) -> Page:
+    async def _open_tab(self, browser: Browser, settings: Settings) -> Tab:
+        """A fresh context with one page, the init script and the resource filter installed."""
         from playwright.async_api import Error as PlaywrightError
 
+        ctx = None
         try:
             ctx = await browser.new_context(
                 service_workers="block",
@@ -348,52 +218,86 @@ class PlaywrightSource:
                 user_agent=settings.browser_user_agent or None,
                 viewport={"width": 1280, "height": 900},
             )
+            await ctx.add_init_script(INIT_SCRIPT)
+            await ctx.route("**/*", route_filter)
+            tab = Tab(browser, ctx, await ctx.new_page())
         except PlaywrightError as exc:
-            raise _BrowserGone() if not browser.is_connected() else _internal(exc) from exc
-        try:
-            return await self._render_in(ctx, browser, req, settings, deadline)
-        finally:
+            if ctx is not None:
+                self._close_later(ctx)
+            raise _BrowserGone() if not browser.is_connected() else internal_error(exc) from exc
+        tab.page.on("request", tab.track)
+        tab.page.on("requestfinished", tab.untrack)
+        tab.page.on("requestfailed", tab.untrack)
+        return tab
+
+    async def _take_tab(self, browser: Browser, settings: Settings) -> Tab:
+        """The spare tab opened ahead of time when it is usable, else a new one; then open the next spare."""
+        spare, self._spare = self._spare, None
+        tab: Tab | None = None
+        if spare is not None:
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(ctx.close(), 5)
+                tab = await spare
+            if tab is not None and (tab.browser is not browser or tab.page.is_closed()):
+                self._close_later(tab.ctx)
+                tab = None
+        if tab is None:
+            tab = await self._open_tab(browser, settings)
+        if settings.browser_spare_page and self._spare is None and browser.is_connected():
+            self._spare = asyncio.create_task(self._open_tab(browser, settings))
+        return tab
+
+    def _close_later(self, ctx: BrowserContext) -> None:
+        """Closing takes tens of ms: do it after answering (``aclose`` waits for stragglers)."""
+        task = asyncio.create_task(_close_context(ctx))
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
+
+    async def _render(self, browser: Browser, req: FetchRequest, settings: Settings, deadline: float) -> Page:
+        t0 = time.perf_counter()
+        tab = await self._take_tab(browser, settings)
+        phases = self.last_phases_ms = {}
+        _phase(phases, "page", t0)
+        try:
+            return await self._render_in(tab, req, settings, deadline, phases)
+        finally:
+            self._close_later(tab.ctx)
 
     async def _render_in(
-        self, ctx: BrowserContext, browser: Browser, req: FetchRequest, settings: Settings, deadline: float
+        self, tab: Tab, req: FetchRequest, settings: Settings, deadline: float, phases: dict[str, float]
     ) -> Page:
         from playwright.async_api import Error as PlaywrightError
         from playwright.async_api import TimeoutError as PlaywrightTimeout
 
-        pending: dict[Request, float] = {}
+        page, browser = tab.page, tab.browser
         warnings: list[str] = []
+        t = time.perf_counter()
         try:
-            await ctx.add_init_script(_INIT_SCRIPT)
-            await ctx.route("**/*", _route)
-            page = await ctx.new_page()
-            page.on("request", lambda r: _track(pending, r))
-            page.on("requestfinished", lambda r: pending.pop(r, None))
-            page.on("requestfailed", lambda r: pending.pop(r, None))
             try:
-                resp = await page.goto(req.target, wait_until="commit", timeout=_ms_left(deadline))
+                resp = await page.goto(req.target, wait_until="commit", timeout=ms_left(deadline))
             except PlaywrightTimeout:
                 raise TrawlError(
                     ErrorCode.TIMEOUT, f"no response from {req.target} within {settings.render_timeout_s:g} s"
                 ) from None
             except PlaywrightError as exc:
-                raise _BrowserGone() if not browser.is_connected() else _nav_error(exc, req.target) from exc
+                raise _BrowserGone() if not browser.is_connected() else nav_error(exc, req.target) from exc
             status = resp.status if resp is not None else None
             ctype = (await resp.header_value("content-type") or "") if resp is not None else ""
-            _check_response(req.target, status, ctype, warnings)
+            check_response(req.target, status, ctype, warnings)
             host = urlsplit(page.url).hostname or ""
-            await self._settle(page, pending, host, settings, deadline, warnings)
-            left = max(0.5, deadline - time.monotonic() + _CAPTURE_RESERVE_S)
-            html, title = await asyncio.wait_for(page.evaluate(_SERIALIZE), timeout=left)
+            t = _phase(phases, "navigate", t)
+            await settle(page, tab.pending, host, self.stats, settings, deadline, warnings)
+            t = _phase(phases, "settle", t)
+            left = max(0.5, deadline - time.monotonic() + CAPTURE_RESERVE_S)
+            html, title = await asyncio.wait_for(page.evaluate(SERIALIZE), timeout=left)
             final_url = page.url
+            _phase(phases, "capture", t)
         except TimeoutError:
             raise TrawlError(
                 ErrorCode.TIMEOUT,
                 f"the page at {req.target} kept the browser busy past {settings.render_timeout_s:g} s",
             ) from None
         except PlaywrightError as exc:
-            raise _BrowserGone() if not browser.is_connected() else _internal(exc) from exc
+            raise _BrowserGone() if not browser.is_connected() else internal_error(exc) from exc
         if "shadowrootmode" in html:  # the extension's shape: shadow roots as <div data-trawl-shadow>
             from ..browser.dom import flatten_shadow_roots
 
@@ -412,103 +316,19 @@ class PlaywrightSource:
             warnings=tuple(warnings),
         )
 
-    async def _settle(
-        self, page: Any, pending: dict[Request, float], host: str, settings: Settings, deadline: float,
-        warnings: list[str],
-    ) -> None:
-        """Wait until the page is quiet, nearly-empty pages a little longer, never past the host's ceiling."""
-        t0 = time.monotonic()
-        ceiling = min(self.stats.ceiling(host, settings), max(0.0, deadline - t0 - _CAPTURE_RESERVE_S))
-        until = t0 + ceiling
-        quiet_s = settings.render_quiet_ms / 1000.0
-        state: list[Any] = [-1, 0.0, "loading", ""]
-        while True:
-            now = time.monotonic()
-            polled = await _evaluate(page, _POLL, until)
-            if polled is not None:
-                state = polled
-            mutations, since_change_ms, ready, href = state
-            busy = sum(1 for started in pending.values() if now - started < settings.render_network_budget_s)
-            parsed = ready != "loading" and mutations >= 0 and href != "about:blank"
-            if parsed and busy == 0 and since_change_ms / 1000.0 >= quiet_s:
-                size = await _evaluate(page, _TEXT_SIZE, until)
-                if size is not None and (
-                    size >= _NEAR_EMPTY_CHARS or now - t0 >= min(settings.render_empty_wait_s, ceiling)
-                ):
-                    self.stats.record(host, now - t0)
-                    return
-            now = time.monotonic()
-            if now >= until:
-                why = "still loading" if ready == "loading" else "still changing"
-                if polled is None:
-                    why = "not answering (busy scripts)"
-                warnings.append(
-                    f"partial content: the page was {why} after {now - t0:.1f} s (ceiling for {host or 'this host'})"
-                )
-                return
-            await asyncio.sleep(_POLL_S)
+def _phase(phases: dict[str, float], name: str, t0: float) -> float:
+    now = time.perf_counter()
+    phases[name] = (now - t0) * 1000.0
+    return now
 
 
-async def _evaluate(page: Any, script: str, until: float) -> Any | None:
-    """``page.evaluate`` bounded by ``until``; None when it failed (navigation) or the page did not answer."""
-    from playwright.async_api import Error as PlaywrightError
-
-    try:
-        return await asyncio.wait_for(page.evaluate(script), timeout=max(0.05, until - time.monotonic()))
-    except (TimeoutError, PlaywrightError):  # a navigation in progress destroys the context; busy scripts block
-        return None
+async def _close_context(ctx: BrowserContext) -> None:
+    with contextlib.suppress(Exception):
+        await asyncio.wait_for(ctx.close(), 5)
 
 
-# ------------------------------------------------------------------ helpers
 def _running_loop() -> asyncio.AbstractEventLoop:
     return asyncio.get_running_loop()
-
-
-async def _route(route: Route) -> None:
-    from playwright.async_api import Error as PlaywrightError
-
-    with contextlib.suppress(PlaywrightError):
-        if route.request.resource_type in _BLOCKED_TYPES:
-            await route.abort("blockedbyclient")
-        else:
-            await route.continue_()
-
-
-def _track(pending: dict[Request, float], request: Request) -> None:
-    if request.resource_type not in _UNTRACKED_TYPES:
-        pending[request] = time.monotonic()
-
-
-def _ms_left(deadline: float) -> float:
-    return max(1.0, (deadline - time.monotonic() - _CAPTURE_RESERVE_S) * 1000.0)
-
-
-def _check_response(url: str, status: int | None, ctype: str, warnings: list[str]) -> None:
-    if status in (404, 410):
-        raise TrawlError(ErrorCode.NOT_FOUND, f"{url} answered HTTP {status}")
-    if status is not None and status >= 400:
-        if status not in (401, 403, 429, 503):  # those may carry a login or challenge page: render and let walls say
-            raise TrawlError(ErrorCode.HTTP_ERROR, f"{url} answered HTTP {status}")
-        warnings.append(f"HTTP {status}")
-    if "pdf" in ctype.lower():
-        raise TrawlError(
-            ErrorCode.UNSUPPORTED_CONTENT, "the URL is a PDF, which the headless browser does not render",
-            "Fetch it without forcing source='playwright'; the PDF reader handles it.",
-        )
-
-
-def _nav_error(exc: Exception, url: str) -> TrawlError:
-    text = str(exc)
-    for marker, code, what in _NET_ERRORS:
-        if marker in text:
-            return TrawlError(code, f"{url}: {what}")
-    first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
-    return TrawlError(ErrorCode.NETWORK_ERROR, f"{url}: {first}")
-
-
-def _internal(exc: Exception) -> TrawlError:
-    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    return TrawlError(ErrorCode.INTERNAL, f"the headless browser failed: {first}")
 
 
 async def _browser_pid(browser: Browser) -> int | None:

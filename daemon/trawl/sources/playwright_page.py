@@ -1,0 +1,283 @@
+"""One page in the headless browser: the scripts it runs, when it is ready, how it is captured.
+
+Content-ready wait (:func:`settle`): the page counts as settled when the DOM
+has not changed for ``render_quiet_ms`` (a MutationObserver counter the init
+script installs before page scripts run, polled every 50 ms), the document
+has been parsed and no request younger than ``render_network_budget_s`` is in
+flight. A page that is quiet but nearly empty gets up to
+``render_empty_wait_s`` to fill in, and longer while any request is still
+pending. A page that never settles is captured at a ceiling that adapts per
+host from the settle times seen there (:class:`SettleStats`), with a warning.
+
+Capture (:data:`SERIALIZE`): ``getHTML`` with every shadow root the init
+script saw attached (open and closed) plus declarative ones, as
+``<template shadowrootmode>``; same-origin iframes are inlined after their
+``<iframe>`` in a ``<div data-trawl-iframe="src">``; ``<html>`` and the
+doctype are added. The source then flattens shadow-root templates exactly as
+the extension's source does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections import OrderedDict, deque
+from typing import TYPE_CHECKING, Any
+
+from ..settings import Settings
+from ..types import ErrorCode, TrawlError
+
+if TYPE_CHECKING:
+    from playwright.async_api import Browser, BrowserContext, Request, Route
+
+_BLOCKED_TYPES = frozenset({"image", "font", "media"})
+_UNTRACKED_TYPES = _BLOCKED_TYPES | {"websocket", "eventsource", "manifest", "ping", "texttrack", "beacon"}
+_POLL_S = 0.05
+_MIN_CEILING_S = 1.5
+CAPTURE_RESERVE_S = 1.0  # time kept back from the budget for serializing the page
+_NEAR_EMPTY_CHARS = 200  # visible text below this: the page may still be filling in
+
+INIT_SCRIPT = r"""
+(() => {
+  if (Object.prototype.hasOwnProperty.call(window, '__trawl')) return;
+  const st = { n: 0, last: performance.now(), roots: [] };
+  const opts = { subtree: true, childList: true, characterData: true };
+  const obs = new MutationObserver((records) => { st.n += records.length; st.last = performance.now(); });
+  obs.observe(document, opts);
+  const attach = Element.prototype.attachShadow;
+  Element.prototype.attachShadow = function (init) {
+    const root = attach.call(this, init);
+    st.roots.push(root);
+    obs.observe(root, opts);
+    st.n += 1; st.last = performance.now();
+    return root;
+  };
+  Object.defineProperty(window, '__trawl', { value: st, enumerable: false });
+})();
+"""
+
+_POLL = """() => {
+  const s = window.__trawl;
+  return [s ? s.n : -1, s ? performance.now() - s.last : 0, document.readyState, location.href];
+}"""
+
+_TEXT_SIZE = """() => {
+  let n = document.body ? document.body.innerText.length : 0;
+  const s = window.__trawl;
+  if (s) for (const r of s.roots) n += (r.textContent || '').length;
+  for (const f of document.querySelectorAll('iframe')) {
+    try { if (f.contentDocument && f.contentDocument.body) n += f.contentDocument.body.innerText.length; }
+    catch (e) { /* cross-origin */ }
+  }
+  return n;
+}"""
+
+SERIALIZE = r"""() => {
+  const esc = (v) => String(v).replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;');
+  const rootsOf = (doc) => {
+    const win = doc.defaultView;
+    const roots = (win && win.__trawl) ? win.__trawl.roots.slice() : [];
+    const seen = new Set(roots);
+    const walk = (node) => {
+      for (const el of node.querySelectorAll('*')) {
+        const r = el.shadowRoot;
+        if (r && !seen.has(r)) { seen.add(r); roots.push(r); }
+      }
+    };
+    walk(doc);
+    for (let i = 0; i < roots.length; i++) walk(roots[i]);
+    return roots;
+  };
+  let counter = 0;
+  const ser = (el, doc, depth) => {
+    const marks = [];
+    if (depth < 4) {
+      for (const f of doc.querySelectorAll('iframe, frame')) {
+        let fd = null;
+        try { fd = f.contentDocument; } catch (e) { fd = null; }
+        if (!fd || !fd.body) continue;
+        const id = 'f' + (counter++);
+        f.setAttribute('data-trawl-frame', id);
+        marks.push([id, fd, f.getAttribute('src') || 'about:srcdoc']);
+      }
+    }
+    let html;
+    try { html = el.getHTML({ serializableShadowRoots: true, shadowRoots: rootsOf(doc) }); }
+    catch (e) { html = el.innerHTML; }
+    for (const [id, fd, src] of marks) {
+      const inner = ser(fd.body, fd, depth + 1);
+      const re = new RegExp('<(?:iframe|frame)\\b[^>]*\\bdata-trawl-frame="' + id + '"[^>]*>(?:</iframe>)?');
+      const box = '<div data-trawl-iframe="' + esc(src) + '">' + inner + '</div>';
+      html = html.replace(re, (m) => m.replace(' data-trawl-frame="' + id + '"', '') + box);
+    }
+    return html;
+  };
+  const root = document.documentElement;
+  if (!root) return ['', document.title || ''];
+  const attrs = Array.from(root.attributes).map((a) => ' ' + a.name + '="' + esc(a.value) + '"').join('');
+  return ['<!DOCTYPE html>\n<html' + attrs + '>' + ser(root, document, 0) + '</html>', document.title || ''];
+}"""
+
+_NET_ERRORS: tuple[tuple[str, ErrorCode, str], ...] = (
+    ("ERR_NAME_NOT_RESOLVED", ErrorCode.NETWORK_ERROR, "the host name does not resolve"),
+    ("ERR_CONNECTION_REFUSED", ErrorCode.NETWORK_ERROR, "the connection was refused"),
+    ("ERR_CONNECTION_RESET", ErrorCode.NETWORK_ERROR, "the connection was reset"),
+    ("ERR_CONNECTION_CLOSED", ErrorCode.NETWORK_ERROR, "the connection was closed"),
+    ("ERR_EMPTY_RESPONSE", ErrorCode.NETWORK_ERROR, "the server sent an empty response"),
+    ("ERR_ADDRESS_UNREACHABLE", ErrorCode.NETWORK_ERROR, "the address is unreachable"),
+    ("ERR_INTERNET_DISCONNECTED", ErrorCode.NETWORK_ERROR, "no network"),
+    ("ERR_CERT_", ErrorCode.NETWORK_ERROR, "the TLS certificate was rejected"),
+    ("ERR_SSL_", ErrorCode.NETWORK_ERROR, "the TLS handshake failed"),
+    ("ERR_TOO_MANY_REDIRECTS", ErrorCode.REDIRECT_LOOP, "too many redirects"),
+    ("ERR_TIMED_OUT", ErrorCode.TIMEOUT, "the connection timed out"),
+    ("ERR_INVALID_URL", ErrorCode.INVALID_REQUEST, "the URL is not valid"),
+    ("Download is starting", ErrorCode.UNSUPPORTED_CONTENT, "the URL is a download, not a page"),
+    ("ERR_ABORTED", ErrorCode.UNSUPPORTED_CONTENT, "the browser did not display the response (a download?)"),
+)
+
+
+class Tab:
+    """One request's context and page, with the requests it has in flight (for the network-idle check)."""
+
+    def __init__(self, browser: Browser, ctx: BrowserContext, page: Any) -> None:
+        self.browser, self.ctx, self.page = browser, ctx, page
+        self.pending: dict[Request, float] = {}
+
+    def track(self, request: Request) -> None:
+        if request.resource_type not in _UNTRACKED_TYPES:
+            self.pending[request] = time.monotonic()
+
+    def untrack(self, request: Request) -> None:
+        self.pending.pop(request, None)
+
+
+class SettleStats:
+    """Settle times seen per host, in memory, giving each host its own wait ceiling."""
+
+    def __init__(self, samples: int = 20, hosts: int = 1000) -> None:
+        self._samples = samples
+        self._hosts = hosts
+        self._seen: OrderedDict[str, deque[float]] = OrderedDict()
+
+    def record(self, host: str, seconds: float) -> None:
+        seen = self._seen.get(host)
+        if seen is None:
+            seen = self._seen[host] = deque(maxlen=self._samples)
+            while len(self._seen) > self._hosts:
+                self._seen.popitem(last=False)
+        self._seen.move_to_end(host)
+        seen.append(seconds)
+
+    def ceiling(self, host: str, settings: Settings) -> float:
+        """Twice the host's 90th-percentile settle time plus a second; the default until 3 samples."""
+        top = max(_MIN_CEILING_S, settings.render_timeout_s - CAPTURE_RESERVE_S)
+        seen = self._seen.get(host)
+        if seen is None or len(seen) < 3:
+            return min(settings.render_ceiling_s, top)
+        ordered = sorted(seen)
+        p90 = ordered[min(len(ordered) - 1, int(0.9 * len(ordered)))]
+        return max(_MIN_CEILING_S, min(top, 2.0 * p90 + 1.0))
+
+    def snapshot(self, settings: Settings) -> dict[str, dict[str, float]]:
+        out: dict[str, dict[str, float]] = {}
+        for host, seen in self._seen.items():
+            ordered = sorted(seen)
+            out[host] = {
+                "samples": float(len(ordered)),
+                "median_s": round(ordered[len(ordered) // 2], 3),
+                "ceiling_s": round(self.ceiling(host, settings), 3),
+            }
+        return out
+
+
+async def settle(
+    page: Any, pending: dict[Request, float], host: str, stats: SettleStats, settings: Settings, deadline: float,
+    warnings: list[str],
+) -> None:
+    """Wait until the page is quiet, nearly-empty pages a little longer, never past the host's ceiling."""
+    t0 = time.monotonic()
+    ceiling = min(stats.ceiling(host, settings), max(0.0, deadline - t0 - CAPTURE_RESERVE_S))
+    until = t0 + ceiling
+    quiet_s = settings.render_quiet_ms / 1000.0
+    state: list[Any] = [-1, 0.0, "loading", ""]
+    while True:
+        now = time.monotonic()
+        polled = await evaluate(page, _POLL, until)
+        if polled is not None:
+            state = polled
+        mutations, since_change_ms, ready, href = state
+        busy = sum(1 for started in pending.values() if now - started < settings.render_network_budget_s)
+        parsed = ready != "loading" and mutations >= 0 and href != "about:blank"
+        if parsed and busy == 0 and since_change_ms / 1000.0 >= quiet_s:
+            size = await evaluate(page, _TEXT_SIZE, until)
+            # A nearly empty page still waiting on any request (even a slow one) is not done yet.
+            empty_done = not pending and now - t0 >= min(settings.render_empty_wait_s, ceiling)
+            if size is not None and (size >= _NEAR_EMPTY_CHARS or empty_done):
+                stats.record(host, now - t0)
+                return
+        now = time.monotonic()
+        if now >= until:
+            why = "still loading" if ready == "loading" else "still changing"
+            if polled is None:
+                why = "not answering (busy scripts)"
+            warnings.append(
+                f"partial content: the page was {why} after {now - t0:.1f} s (ceiling for {host or 'this host'})"
+            )
+            return
+        await asyncio.sleep(_POLL_S)
+
+
+async def evaluate(page: Any, script: str, until: float) -> Any | None:
+    """``page.evaluate`` bounded by ``until``; None when it failed (navigation) or the page did not answer."""
+    from playwright.async_api import Error as PlaywrightError
+
+    try:
+        return await asyncio.wait_for(page.evaluate(script), timeout=max(0.05, until - time.monotonic()))
+    except (TimeoutError, PlaywrightError):  # a navigation in progress destroys the context; busy scripts block
+        return None
+
+
+# ------------------------------------------------------------------ helpers
+async def route_filter(route: Route) -> None:
+    from playwright.async_api import Error as PlaywrightError
+
+    with contextlib.suppress(PlaywrightError):
+        if route.request.resource_type in _BLOCKED_TYPES:
+            await route.abort("blockedbyclient")
+        else:
+            await route.continue_()
+
+
+def ms_left(deadline: float) -> float:
+    return max(1.0, (deadline - time.monotonic() - CAPTURE_RESERVE_S) * 1000.0)
+
+
+def check_response(url: str, status: int | None, ctype: str, warnings: list[str]) -> None:
+    if status in (404, 410):
+        raise TrawlError(ErrorCode.NOT_FOUND, f"{url} answered HTTP {status}")
+    if status is not None and status >= 400:
+        if status not in (401, 403, 429, 503):  # those may carry a login or challenge page: render and let walls say
+            raise TrawlError(ErrorCode.HTTP_ERROR, f"{url} answered HTTP {status}")
+        warnings.append(f"HTTP {status}")
+    if "pdf" in ctype.lower():
+        raise TrawlError(
+            ErrorCode.UNSUPPORTED_CONTENT, "the URL is a PDF, which the headless browser does not render",
+            "Fetch it without forcing source='playwright'; the PDF reader handles it.",
+        )
+
+
+def nav_error(exc: Exception, url: str) -> TrawlError:
+    text = str(exc)
+    for marker, code, what in _NET_ERRORS:
+        if marker in text:
+            return TrawlError(code, f"{url}: {what}")
+    first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+    return TrawlError(ErrorCode.NETWORK_ERROR, f"{url}: {first}")
+
+
+def internal_error(exc: Exception) -> TrawlError:
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return TrawlError(ErrorCode.INTERNAL, f"the headless browser failed: {first}")
+
+
