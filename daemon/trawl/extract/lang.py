@@ -11,29 +11,29 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-SAMPLE_CHARS = 6000
+SAMPLE_CHARS = 3000
 _TAG = re.compile(r"^[A-Za-z]{2,3}(?=$|[-_])")
 _WORD = re.compile(r"[^\W\d_]+")
 
-# Script ranges → a script name. Checked per character on a sample.
-_SCRIPTS: tuple[tuple[int, int, str], ...] = (
-    (0x0041, 0x024F, "latin"),
-    (0x0370, 0x03FF, "greek"),
-    (0x0400, 0x04FF, "cyrillic"),
-    (0x0590, 0x05FF, "hebrew"),
-    (0x0600, 0x06FF, "arabic"),
-    (0x0900, 0x097F, "devanagari"),
-    (0x0980, 0x09FF, "bengali"),
-    (0x0E00, 0x0E7F, "thai"),
-    (0x10A0, 0x10FF, "georgian"),
-    (0x0530, 0x058F, "armenian"),
-    (0x3040, 0x30FF, "kana"),
-    (0x3400, 0x4DBF, "han"),
-    (0x4E00, 0x9FFF, "han"),
-    (0xF900, 0xFAFF, "han"),
-    (0xAC00, 0xD7AF, "hangul"),
-    (0x1100, 0x11FF, "hangul"),
-)
+# Character classes per script, counted on a sample with one regex each (C speed).
+_SCRIPTS: dict[str, re.Pattern[str]] = {
+    name: re.compile(f"[{ranges}]")
+    for name, ranges in (
+        ("latin", "A-Za-z\u00c0-\u024f"),
+        ("greek", "\u0370-\u03ff"),
+        ("cyrillic", "\u0400-\u04ff"),
+        ("hebrew", "\u0590-\u05ff"),
+        ("arabic", "\u0600-\u06ff"),
+        ("devanagari", "\u0900-\u097f"),
+        ("bengali", "\u0980-\u09ff"),
+        ("thai", "\u0e00-\u0e7f"),
+        ("georgian", "\u10a0-\u10ff"),
+        ("armenian", "\u0530-\u058f"),
+        ("kana", "\u3040-\u30ff"),
+        ("han", "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"),
+        ("hangul", "\uac00-\ud7af\u1100-\u11ff"),
+    )
+}
 _SCRIPT_LANG = {
     "greek": "el", "hebrew": "he", "devanagari": "hi", "bengali": "bn", "thai": "th",
     "georgian": "ka", "armenian": "hy", "hangul": "ko",
@@ -85,22 +85,19 @@ def primary_tag(tag: str | None) -> str:
 
 def script_counts(text: str) -> Counter[str]:
     counts: Counter[str] = Counter()
-    for ch in text:
-        o = ord(ch)
-        if o < 0x41 or not ch.isalpha():
-            continue
-        for lo, hi, name in _SCRIPTS:
-            if lo <= o <= hi:
-                counts[name] += 1
-                break
+    for name, pattern in _SCRIPTS.items():
+        n = len(pattern.findall(text))
+        if n:
+            counts[name] = n
     return counts
 
 
 def _latin_language(text: str) -> str:
-    words = [w.lower() for w in _WORD.findall(text)]
+    words = _WORD.findall(text.lower())
     if not words:
         return ""
-    hits = {lang: sum(1 for w in words if w in sw) for lang, sw in _STOPWORDS.items()}
+    counts = Counter(words)
+    hits = {lang: sum(counts[w] for w in sw) for lang, sw in _STOPWORDS.items()}
     lang, best = max(hits.items(), key=lambda kv: kv[1])
     return lang if best >= _MIN_STOPWORD_HITS else ""
 
@@ -170,10 +167,11 @@ def detect_language(text: str, declared: str = "") -> str:
 
 def _contradicting_latin(text: str, declared: str) -> str:
     """A Latin-script language the stopwords clearly prefer over ``declared``, else ""."""
-    words = [w.lower() for w in _WORD.findall(text[:SAMPLE_CHARS])]
+    words = _WORD.findall(text[:SAMPLE_CHARS].lower())
     if len(words) < 40:
         return ""
-    shares = {lang: sum(1 for w in words if w in sw) / len(words) for lang, sw in _STOPWORDS.items()}
+    counts = Counter(words)
+    shares = {lang: sum(counts[w] for w in sw) / len(words) for lang, sw in _STOPWORDS.items()}
     best = max(shares, key=lambda k: shares[k])
     if best != declared and shares[best] >= 0.12 and shares[declared] < 0.3 * shares[best]:
         return best

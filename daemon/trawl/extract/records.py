@@ -48,6 +48,7 @@ MIN_SHARE = 0.6  # the dominant kind must be this share of the children
 MIN_RECORD_CHARS = 25  # average text per record
 MIN_TEXT_NODES = 2  # average text-bearing elements per record
 MAX_LINK_SHARE = 0.85  # records that are nearly all link text are navigation
+SAMPLE_RECORDS = 8  # records inspected per group (enough to judge, bounded work)
 _SCAN_LIMIT = 300  # nodes inspected per record: keeps the check linear-ish on huge trees
 
 
@@ -100,6 +101,7 @@ def is_record_group(parent: etree._Element, children: list[etree._Element]) -> b
     members = [c for c in children if signature(c) == sig]
     if _tag(members[0]) in _NOT_RECORDS:
         return False
+    members = members[:SAMPLE_RECORDS]
     total = links = nodes = headings = 0
     for m in members:
         c, lc, n, h = record_stats(m)
