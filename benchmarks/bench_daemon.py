@@ -65,6 +65,12 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def cpu_s(pid: int) -> float:
+    """User + system CPU seconds used so far by process ``pid``."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def rss_mb(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -166,7 +172,7 @@ async def client_run(base: str, token: str, work: list[tuple[str, str]]) -> tupl
     return lat, errors, answered
 
 
-async def load(base: str, token: str, qs: list[tuple[str, str]], clients: int, per_client: int) -> None:
+async def load(base: str, token: str, qs: list[tuple[str, str]], clients: int, per_client: int, pid: int) -> None:
     rng = random.Random(7)
     # warm every page once (page + embeddings cached), as an agent's first question would
     await client_run(base, token, [(p, q) for p, q in dict(qs).items()])
@@ -176,8 +182,10 @@ async def load(base: str, token: str, qs: list[tuple[str, str]], clients: int, p
     single, s_err, _ = await client_run(base, token, single_work)
     works = [[rng.choice(qs) for _ in range(per_client)] for _ in range(clients)]
     t0 = time.perf_counter()
+    c0 = cpu_s(pid)
     results = await asyncio.gather(*(client_run(base, token, w) for w in works))
     wall = time.perf_counter() - t0
+    cpu_per_req = (cpu_s(pid) - c0) / (clients * per_client) * 1000
     lat = [x for r in results for x in r[0]]
     errors = sum(r[1] for r in results)
     answered = sum(r[2] for r in results)
@@ -191,6 +199,8 @@ async def load(base: str, token: str, qs: list[tuple[str, str]], clients: int, p
           f"(goal 0: {'PASS' if errors == 0 and answered == expected else 'FAIL'})")
     print(f"  p50 {pct(lat, 50):.1f} ms, p95 {pct(lat, 95):.1f} ms, max {max(lat):.1f} ms, "
           f"throughput {expected / wall:.1f} req/s")
+    print(f"  daemon CPU per request during the run: {cpu_per_req:.1f} ms "
+          f"(the daemon used {cpu_per_req * expected / wall / 10:.0f}% of one core)")
     print(f"  p95 / single-client p95 = {ratio:.2f}x (goal <= 3x: {'PASS' if ratio <= 3 else 'FAIL'})")
 
 
@@ -226,7 +236,7 @@ def main() -> int:
         page, question = qs[0]
         asyncio.run(overhead(base, token, settings.with_(cache_dir=tmp / "cache-inproc"), page, question, args.reps,
                              env))
-        asyncio.run(load(base, token, qs, args.clients, args.requests))
+        asyncio.run(load(base, token, qs, args.clients, args.requests, proc.pid))
         rss = rss_mb(proc.pid)
         print(f"3. daemon RSS after the run: {rss:.0f} MB (goal <= 600 MB: {'PASS' if rss <= 600 else 'FAIL'})")
         st = httpx.get(base + "/v1/status", headers={"Authorization": f"Bearer {token}"}).json()
