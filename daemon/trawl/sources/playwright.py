@@ -111,7 +111,9 @@ class PlaywrightSource:
         browser, pw = self._browser, self._pw
         self._browser = self._pw = None
         if self._loop is not None and self._loop is not _running_loop():
-            return  # started on another (finished) event loop: nothing can be awaited there
+            self._kill_orphan()  # started on another (finished) event loop: nothing can be awaited there
+            self._loop = None
+            return
         spare, self._spare = self._spare, None
         if spare is not None:
             with contextlib.suppress(BaseException):
