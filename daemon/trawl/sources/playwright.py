@@ -164,11 +164,11 @@ class PlaywrightSource:
             return await self._launch(settings)
 
     async def _launch(self, settings: Settings) -> Browser:
-        from playwright.async_api import async_playwright
-
         path = require_chromium(settings)
-        t0 = time.perf_counter()
+        t0 = time.perf_counter()  # cold start = importing playwright + its driver + Chromium
         try:
+            from playwright.async_api import async_playwright
+
             if self._pw is None:
                 self._pw = await async_playwright().start()
             browser = await self._pw.chromium.launch(
