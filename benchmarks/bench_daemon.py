@@ -183,9 +183,11 @@ async def load(base: str, token: str, qs: list[tuple[str, str]], clients: int, p
     works = [[rng.choice(qs) for _ in range(per_client)] for _ in range(clients)]
     t0 = time.perf_counter()
     c0 = cpu_s(pid)
+    g0 = time.process_time()
     results = await asyncio.gather(*(client_run(base, token, w) for w in works))
     wall = time.perf_counter() - t0
     cpu_per_req = (cpu_s(pid) - c0) / (clients * per_client) * 1000
+    gen_per_req = (time.process_time() - g0) / (clients * per_client) * 1000
     lat = [x for r in results for x in r[0]]
     errors = sum(r[1] for r in results)
     answered = sum(r[2] for r in results)
@@ -200,7 +202,8 @@ async def load(base: str, token: str, qs: list[tuple[str, str]], clients: int, p
     print(f"  p50 {pct(lat, 50):.1f} ms, p95 {pct(lat, 95):.1f} ms, max {max(lat):.1f} ms, "
           f"throughput {expected / wall:.1f} req/s")
     print(f"  daemon CPU per request during the run: {cpu_per_req:.1f} ms "
-          f"(the daemon used {cpu_per_req * expected / wall / 10:.0f}% of one core)")
+          f"(the daemon used {cpu_per_req * expected / wall / 10:.0f}% of one core); load generator "
+          f"{gen_per_req:.1f} ms per request; machine load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     print(f"  p95 / single-client p95 = {ratio:.2f}x (goal <= 3x: {'PASS' if ratio <= 3 else 'FAIL'})")
 
 
