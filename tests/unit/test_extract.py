@@ -105,6 +105,27 @@ def test_plain_lists_and_paragraphs_get_no_breaks():
     assert "---" not in to_markdown(root)
 
 
+def test_long_document_sections_are_not_records():
+    long_text = "This section explains one part of the configuration in detail, with examples and caveats. " * 20
+    sections = "".join(f"<section><h2>Part {i}</h2><p>{long_text}</p><p>{long_text}</p></section>" for i in range(4))
+    root = parse_html(f"<div class='body'>{sections}</div>")
+    assert root is not None
+    md = to_markdown(root)
+    assert "---" not in md
+    assert md.count("## Part") == 4
+
+
+def test_forum_posts_are_records():
+    posts = "".join(
+        f"<div class='post'><div class='author'>user{i}</div><div class='body'><p>Reply number {i}: I had the "
+        f"same problem with the driver and fixed it by updating the firmware.</p></div></div>"
+        for i in range(5)
+    )
+    root = parse_html(f"<div class='thread'>{posts}</div>")
+    assert root is not None
+    assert to_markdown(root).count("\n---\n") == 4
+
+
 @pytest.mark.parametrize(
     ("lang_attr", "body", "expected"),
     [

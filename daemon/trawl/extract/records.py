@@ -1,9 +1,9 @@
 """Repeated records: recognising runs of sibling cards, listing items, search results and posts.
 
-A record group is a parent whose element children are mostly the same kind of element (same tag and
-first class name), at least three of them, each carrying a few words of text spread over more than one
-text-bearing element (a title and a price, a heading and a snippet, an author and a post). Plain bullet
-lists, paragraphs and navigation menus (all links, few words) are not record groups.
+A record group is a parent whose element children are mostly the same kind of element (same tag and first
+class name), at least three of them, each carrying a few words of text (but not whole document sections)
+spread over more than one text-bearing element: a title and a price, a heading and a snippet, an author and
+a post. Plain bullet lists, paragraphs and navigation menus (all links, few words) are not record groups.
 """
 
 from __future__ import annotations
@@ -46,6 +46,7 @@ _SKIP = frozenset({"script", "style", "noscript", "template", "svg", "img", "but
 MIN_RECORDS = 3
 MIN_SHARE = 0.6  # the dominant kind must be this share of the children
 MIN_RECORD_CHARS = 25  # average text per record
+MAX_RECORD_CHARS = 1200  # longer siblings are document sections (their headings already divide them)
 MIN_TEXT_NODES = 2  # average text-bearing elements per record
 MAX_LINK_SHARE = 0.85  # records that are nearly all link text are navigation
 SAMPLE_RECORDS = 8  # records inspected per group (enough to judge, bounded work)
@@ -110,7 +111,7 @@ def is_record_group(parent: etree._Element, children: list[etree._Element]) -> b
         nodes += n
         headings += h
     k = len(members)
-    if total / k < MIN_RECORD_CHARS or nodes / k < MIN_TEXT_NODES:
+    if total / k < MIN_RECORD_CHARS or total / k > MAX_RECORD_CHARS or nodes / k < MIN_TEXT_NODES:
         return False
     if links > MAX_LINK_SHARE * total:
         return False
