@@ -60,6 +60,10 @@ def _record_dict(r: Any) -> dict[str, Any]:
     return d
 
 
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
 def _fmt_uptime(s: float) -> str:
     s = int(s)
     h, rem = divmod(s, 3600)
@@ -111,7 +115,7 @@ def render_text(st: dict[str, Any]) -> str:
         f"trawl {st['version']} daemon · pid {st['pid']} · {st['url']} · up {_fmt_uptime(st['uptime_s'])}",
         f"model:    {_fmt_model(st['model'])}",
         f"cache:    {_fmt_cache(st['cache'])}",
-        f"requests: {st['requests']['requests']} served, {st['requests']['errors']} errors, "
+        f"requests: {st['requests']['requests']} served, {_plural(st['requests']['errors'], 'error')}, "
         f"{st['requests']['in_flight']} in flight (limit {st['requests']['queue_limit']})",
         f"browser:  {st['browser']['summary']}",
         f"log:      {st['log_file'] or '(stderr only)'}",
@@ -131,7 +135,7 @@ def render_text(st: dict[str, Any]) -> str:
 _CSS = """body{font:15px/1.45 system-ui,sans-serif;max-width:70em;margin:2em auto;padding:0 1em;color:#222}
 table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #ddd;padding:.3em .5em;text-align:left;
 vertical-align:top}th{background:#f4f4f4}dt{font-weight:600;float:left;width:9em}dd{margin:0 0 .4em 10em}
-.bad{color:#a00}.ok{color:#070}code{background:#f4f4f4;padding:0 .2em}"""
+.bad{color:#a00}.num{white-space:nowrap}.ok{color:#070}code{background:#f4f4f4;padding:0 .2em}"""
 
 
 def render_html(st: dict[str, Any]) -> str:
@@ -143,7 +147,7 @@ def render_html(st: dict[str, Any]) -> str:
         timings = ", ".join(f"{k} {v:.0f}" for k, v in r["timings_ms"].items())
         rows.append(
             f"<tr><td>{when}</td><td>{e(r['op'])}</td><td>{e(r['target'])}</td><td>{e(r['source'] or '-')}</td>"
-            f"<td class={cls}>{e(r['outcome'])}</td><td>{r['ms']:.1f} ms</td><td>{e(timings)}</td>"
+            f"<td class={cls}>{e(r['outcome'])}</td><td class=num>{r['ms']:.1f} ms</td><td>{e(timings)}</td>"
             f"<td>{e(', '.join(r['cached']) or '-')}</td></tr>"
         )
     table = (
@@ -161,7 +165,7 @@ def render_html(st: dict[str, Any]) -> str:
 <dt>Uptime</dt><dd>{_fmt_uptime(st['uptime_s'])}</dd>
 <dt>Model</dt><dd>{e(_fmt_model(st['model']))}</dd>
 <dt>Cache</dt><dd>{e(_fmt_cache(st['cache']))}</dd>
-<dt>Requests</dt><dd>{req['requests']} served, {req['errors']} errors, {req['in_flight']} in flight
+<dt>Requests</dt><dd>{req['requests']} served, {_plural(req['errors'], 'error')}, {req['in_flight']} in flight
 (limit {req['queue_limit']})</dd>
 <dt>Browser</dt><dd>{e(st['browser']['summary'])}</dd>
 <dt>Log file</dt><dd><code>{e(st['log_file'] or '(stderr only)')}</code></dd>
