@@ -30,6 +30,7 @@ against the 1,497 WCXB dev pages (``benchmarks/bench_walls.py``).
 
 from __future__ import annotations
 
+import html
 import re
 from dataclasses import dataclass
 from functools import cached_property
@@ -203,7 +204,8 @@ class _Signals:
 
     @cached_property
     def visible_text(self) -> str:
-        return re.sub(r"\s+", " ", _TAG_RE.sub(" ", self.stripped[0][:VISIBLE_SCAN_CHARS])).strip()
+        text = html.unescape(_TAG_RE.sub(" ", self.stripped[0][:VISIBLE_SCAN_CHARS]))
+        return re.sub(r"\s+", " ", text).strip()
 
     @cached_property
     def visible_words(self) -> int:
