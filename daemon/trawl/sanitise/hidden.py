@@ -42,6 +42,11 @@ _COLOR = re.compile(r"(?:^|;)color:([^;!]+)")
 _BACKGROUND = re.compile(r"(?:^|;)background(?:-color)?:([^;!]+)")
 _SIMPLE_SELECTOR = re.compile(r"^([a-z][a-z0-9-]*)?((?:[.#][\w-]+){0,3})$", re.I)
 _WS = re.compile(r"\s+")
+# Fallback for trees libxml2 refuses to build in full (nesting deeper than it allows): tags with their
+# attributes and the text right after them, read straight from the HTML.
+_RAW_TAG = re.compile(r"<([a-zA-Z][a-zA-Z0-9]*)(\s[^<>]{0,2000})>([^<]{1,5000})")
+_RAW_STYLE = re.compile(r"""\bstyle\s*=\s*(?:"([^"]*)"|'([^']*)')""", re.I)
+_RAW_FLAG = re.compile(r"""(?:^|\s)(?:hidden(?:\s|=|$)|aria-hidden\s*=\s*["']?true)""", re.I)
 _INLINE_CANDIDATES = "//*[@hidden or @aria-hidden or @style]"
 _RULE_CANDIDATES = "//*[@hidden or @aria-hidden or @style or @class or @id]"
 _SKIP_TAGS = frozenset({"html", "body", "head", "script", "style", "noscript", "title", "meta", "link", "main"})
@@ -178,6 +183,23 @@ def _inside(el: etree._Element, hidden: set[etree._Element]) -> bool:
     return False
 
 
+def _raw_hidden_texts(page_html: str) -> list[str]:
+    """Direct text of tags hidden by attribute or inline style, found without building a tree."""
+    out: list[str] = []
+    for m in _RAW_TAG.finditer(page_html):
+        if m.group(1).lower() in _SKIP_TAGS:
+            continue
+        attrs = m.group(2)
+        style = _RAW_STYLE.search(attrs)
+        if _RAW_FLAG.search(attrs) or (style and style_hides(style.group(1) or style.group(2) or "")):
+            text = _WS.sub(" ", m.group(3)).strip()
+            if text:
+                out.append(text)
+                if len(out) >= MAX_HIDDEN:
+                    break
+    return out
+
+
 def _text(el: etree._Element) -> str:
     return _WS.sub(" ", "".join(el.itertext())).strip()
 
@@ -194,6 +216,8 @@ def hidden_texts(page_html: str) -> list[str]:
         return []
     if root is None:
         return []
+    if any(e.type_name == "ERR_RESOURCE_LIMIT" for e in parser.error_log):
+        return _raw_hidden_texts(page_html[:MAX_HTML_CHARS])
     sels = _hiding_selectors(root)
     etree.strip_elements(root, "script", "style", "noscript", with_tail=False)
     found = root.xpath(_RULE_CANDIDATES if sels else _INLINE_CANDIDATES)
