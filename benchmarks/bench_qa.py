@@ -66,9 +66,12 @@ class Row:
     modes: dict[str, int] = field(default_factory=lambda: defaultdict(int))
 
 
-def load_questions(root: Path, limit: int | None) -> dict[str, list[dict]]:
+def load_questions(root: Path, limit: int | None, pairs: str = "") -> dict[str, list[dict]]:
     """Questions grouped by page; with ``limit``, spread evenly over the language pairs."""
     qs = [json.loads(line) for line in (root / "questions.jsonl").open(encoding="utf-8")]
+    if pairs:
+        keep = set(pairs.split(","))
+        qs = [q for q in qs if f"{q['question_lang']}>{q['lang']}" in keep]
     if limit:
         by_pair: dict[str, list[dict]] = defaultdict(list)
         for q in qs:
@@ -104,7 +107,7 @@ def run_set(name: str, root: Path, args: argparse.Namespace) -> dict[str, Row]:
     t = time.perf_counter()
     load_s = hybrid.warm()
     print(f"[{name}] model load {load_s:.2f} s ({(time.perf_counter() - t):.2f} s with warm-up)", file=sys.stderr)
-    pages = load_questions(root, args.limit)
+    pages = load_questions(root, args.limit, args.pairs)
     rows: dict[str, Row] = defaultdict(Row)
     total = sum(len(v) for v in pages.values())
     done = 0
@@ -208,6 +211,7 @@ def main() -> None:
     ap.add_argument("--data", default=str(here.parent.parent / "shared" / "bench"))
     ap.add_argument("--cache-dir", default="/tmp/trawl-bench-cache", help="embedding cache kept between runs")
     ap.add_argument("--cold", action="store_true", help="no embedding ahead: each question pays its own budget")
+    ap.add_argument("--pairs", default="", help="only these pairs, comma-separated (e.g. en>de,en>ru)")
     args = ap.parse_args()
     sets = ["qa-dev", "qa-dev-long"] if args.set == "both" else [args.set]
     for name in sets:

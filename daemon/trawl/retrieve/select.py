@@ -66,14 +66,19 @@ def blind_order(
             out.append(i)
 
     positive = [int(i) for i in np.argsort(-bm25, kind="stable") if bm25[i] > 0]
-    for i in positive[: max(2, limit // 4)]:
+    for i in positive[:3]:
         add(i)
     by_section: dict[tuple[str, ...], list[int]] = {}
     for i, c in enumerate(chunks):
         by_section.setdefault(c.heading_path, []).append(i)
+    # The best sections by meaning, interleaved with the next BM25 hits (names and numbers).
+    more = iter(positive[3:])
     for path in section_rank[:3]:
         for i in by_section.get(path, []):
             add(i)
+            add(next(more, -1))
+    for i in more:
+        add(i)
     # Even spread over the page for whatever budget is left.
     if len(out) < limit and n:
         step = max(1, n // max(1, limit - len(out)))
