@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from .code import restore_code
 from .dom import extract_dom, parse_html
 from .markdown import to_markdown
 
@@ -76,7 +77,7 @@ def run_rs(html: str, url: str) -> Candidate | None:
     if content_html.strip():
         root = parse_html(content_html)
         if root is not None:
-            markdown = to_markdown(root)
+            markdown = restore_code(to_markdown(root), html)
     if not markdown.strip() and text.strip():
         markdown = text.strip()
     return Candidate(

@@ -30,11 +30,15 @@ BLOCK_TAGS = frozenset(
         "p", "div", "section", "article", "main", "aside", "header", "footer", "nav", "figure",
         "figcaption", "address", "details", "summary", "fieldset", "form", "body", "html", "center",
         "dl", "dt", "dd", "caption", "hgroup", "search",
+        # reached only inside layout tables (data tables become pipe tables whole)
+        "table", "thead", "tbody", "tfoot", "tr", "td", "th",
     }
 )  # fmt: skip
 HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
 _WS = re.compile(r"[ \t\r\n\f\v\u00a0\u200b]+")
 _MAX_TABLE_CELL = 400
+_LAYOUT_CELL_CHARS = 400  # a cell holding more text than this means the table lays out a page
+_LAYOUT_MARKERS = ".//table|.//h1|.//h2|.//h3|.//article|.//pre"
 
 
 @dataclass
@@ -96,6 +100,16 @@ def element_text(el: etree._Element) -> str:
     return _WS.sub(" ", " ".join(parts)).strip()
 
 
+def is_layout_table(table: etree._Element) -> bool:
+    """A table used to lay out a page (nested tables, headings, long cells), not to hold data."""
+    if table.xpath(_LAYOUT_MARKERS):
+        return True
+    for cell in table.iter("td", "th"):
+        if len(etree.tostring(cell, method="text", encoding="unicode", with_tail=False)) > _LAYOUT_CELL_CHARS:
+            return True
+    return False
+
+
 def _table_markdown(table: etree._Element) -> str:
     rows: list[list[str]] = []
     for tr in table.iter("tr"):
@@ -152,7 +166,7 @@ def to_markdown(root: etree._Element, *, records: bool = True) -> str:
             continue
         if el.tail and el is not root:
             stack.append(("tail", el.tail))
-        if tag == "table":
+        if tag == "table" and not is_layout_table(el):
             st.add_block(_table_markdown(el))
             continue
         if tag == "pre":

@@ -21,7 +21,7 @@ _RULE = re.compile(r"^\s*([-*_])(\s*\1){2,}\s*$", re.M)
 _TABLE_SEP = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$", re.M)
 _BULLET = re.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+", re.M)
 _QUOTE = re.compile(r"^\s*>\s?", re.M)
-_EMPH = re.compile(r"(\*{1,3}|_{2,3}|`+)")
+_EMPH = re.compile(r"(\*{1,3}|`+)")  # underscores are word characters: left alone
 
 
 def strip_markdown(md: str) -> str:
