@@ -99,6 +99,23 @@ SLOW_PAGE = _html("<div id=s>waiting</div><script>fetch('/slow-data').then((r) =
                   ".then((d) => { document.getElementById('s').textContent = d.text; });</script>")
 
 
+HEAVY_HITS: dict[str, int] = {}
+MEDIA_PAGE = _html(
+    "<style>@font-face { font-family: F; src: url('/font.woff2'); } p { font-family: F; }</style>"
+    "<h1>Gallery</h1><p>The gallery shows the harbour at dawn, with a map and a short film.</p>"
+    "<img src='/pixel.png' alt='harbour'><video src='/clip.mp4' autoplay muted></video>"
+    "<script src='/app.js'></script>",
+    "Gallery",
+)
+
+
+async def _heavy(request: web.Request) -> web.Response:
+    HEAVY_HITS[request.path] = HEAVY_HITS.get(request.path, 0) + 1
+    if request.path == "/app.js":
+        return web.Response(text="document.title = 'Gallery (scripted)';", content_type="application/javascript")
+    return web.Response(body=b"\0" * 64, content_type="application/octet-stream")
+
+
 def _numbered(i: int) -> str:
     return _html(
         f"<div id=n></div><script>document.getElementById('n').innerHTML = '<h1>Page {i}</h1><p>' +"
@@ -129,6 +146,7 @@ async def site_url() -> AsyncIterator[str]:
         "/article-login": (WALLS / "ok-article-mentions-login.html").read_text(),
         "/busy": _html("<p>Before the loop.</p><script>while (true) {}</script>"),
         "/slow": SLOW_PAGE,
+        "/media": MEDIA_PAGE,
         **{f"/n/{i}": _numbered(i) for i in range(8)},
     }
     for path, html in static.items():
@@ -137,6 +155,8 @@ async def site_url() -> AsyncIterator[str]:
     app.router.add_get("/never", _never_finishes)
     app.router.add_get("/challenge", _challenge)
     app.router.add_get("/slow-data", _slow_data)
+    for heavy in ("/pixel.png", "/clip.mp4", "/font.woff2", "/app.js"):
+        app.router.add_get(heavy, _heavy)
     runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
     await runner.setup()
     tcp = web.TCPSite(runner, "127.0.0.1", 0)
@@ -302,3 +322,12 @@ async def test_eight_concurrent_requests(engine: Engine, settings: Settings, sit
         assert f"warehouse shelf {i} and its inventory" in (page.html or "")
     assert elapsed < 30
     assert source.status()["running"]
+
+
+async def test_images_fonts_and_media_are_not_loaded(engine: Engine, settings: Settings, site_url: str) -> None:
+    HEAVY_HITS.clear()
+    page = await _headless(engine).fetch(FetchRequest(f"{site_url}/media"), settings)
+    assert page.title == "Gallery (scripted)"  # scripts still run
+    assert HEAVY_HITS.get("/app.js") == 1
+    for path in ("/pixel.png", "/clip.mp4", "/font.woff2"):
+        assert path not in HEAVY_HITS, f"{path} was fetched"
