@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 _BLOCKED_TYPES = frozenset({"image", "font", "media"})
 _UNTRACKED_TYPES = _BLOCKED_TYPES | {"websocket", "eventsource", "manifest", "ping", "texttrack", "beacon"}
 _POLL_S = 0.05
-_MIN_CEILING_S = 1.5
+_MIN_CEILING_S = 3.0  # even a host that always settles fast gets this long before a page is cut
 CAPTURE_RESERVE_S = 1.0  # time kept back from the budget for serializing the page
 _NEAR_EMPTY_CHARS = 200  # visible text below this: the page may still be filling in
 
@@ -170,14 +170,14 @@ class SettleStats:
         seen.append(seconds)
 
     def ceiling(self, host: str, settings: Settings) -> float:
-        """Twice the host's 90th-percentile settle time plus a second; the default until 3 samples."""
+        """3x the host's 90th-percentile settle time plus a second (at least 3 s); the default until 3 samples."""
         top = max(_MIN_CEILING_S, settings.render_timeout_s - CAPTURE_RESERVE_S)
         seen = self._seen.get(host)
         if seen is None or len(seen) < 3:
             return min(settings.render_ceiling_s, top)
         ordered = sorted(seen)
         p90 = ordered[min(len(ordered) - 1, int(0.9 * len(ordered)))]
-        return max(_MIN_CEILING_S, min(top, 2.0 * p90 + 1.0))
+        return max(_MIN_CEILING_S, min(top, 3.0 * p90 + 1.0))
 
     def snapshot(self, settings: Settings) -> dict[str, dict[str, float]]:
         out: dict[str, dict[str, float]] = {}
