@@ -168,6 +168,23 @@ async function capture(msg, policy) {
   } else {
     throw new CaptureError("invalid_request", "capture needs a url or a tab");
   }
+  if (tab && String(tab.url || "").startsWith("chrome-error:")) {
+    throw new CaptureError("network_error", "the tab shows the browser's error page: the site did not load");
+  }
+  if (tab && !tab.url && !tab.pendingUrl) {
+    // No host access shows no URL: the browser's error page, or a chrome://, file:// or extension page.
+    const probe = await chrome.scripting
+      .executeScript({ target: { tabId: tab.id }, func: () => 0 })
+      .then(() => "", (e) => String(e.message || e));
+    if (/error page/i.test(probe)) {
+      throw new CaptureError("network_error", "the tab shows the browser's error page: the site did not load");
+    }
+    const detail = probe ? ` (${probe})` : "";
+    throw new CaptureError(
+      "blocked_by_policy",
+      `the tab shows a browser page, not a web page; trawl reads only http(s) pages${detail}`,
+    );
+  }
   if (tab) refuseByPolicy(policy, tab.url || tab.pendingUrl || "");
   timings.find = Date.now() - t0;
 

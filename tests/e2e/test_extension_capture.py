@@ -185,9 +185,13 @@ async def test_denied_site_is_refused_with_a_typed_error(linked: Linked, site: L
     listing = await linked.hub.list_tabs()
     assert all(t["url"] != url for t in listing["tabs"]) and listing["hidden"] >= 1
 
+    for other in linked.context.pages:  # the denied page is the only tab, so it is the active one
+        if other is not tab:
+            await other.close()
     await tab.bring_to_front()
     active = await linked.engine.fetch("tab:active", "vault code")
     assert active.error is not None and active.error.code == ErrorCode.BLOCKED_BY_POLICY
+    assert "deny list" in active.error.message
 
     # Without forcing, trawl falls back to the public fetch (no user session) and says where it came from.
     public = await linked.engine.fetch(url, "vault code")
@@ -295,9 +299,12 @@ async def test_app_shell_filled_after_load_is_awaited_in_a_background_tab(linked
 
 async def test_tab_showing_an_error_page_is_a_network_error(linked: Linked) -> None:
     page = await linked.context.new_page()
+    for other in linked.context.pages:  # leave the error page as the only tab
+        if other is not page:
+            await other.close()
     with pytest.raises(Exception):  # noqa: B017 - Playwright raises on the refused connection
         await page.goto("http://127.0.0.1:9/unreachable")
     await page.bring_to_front()
     result = await linked.engine.fetch("tab:active", "anything")
-    assert result.error is not None and result.error.code == ErrorCode.NETWORK_ERROR
+    assert result.error is not None and result.error.code == ErrorCode.NETWORK_ERROR, result.error.message
     assert "did not load" in result.error.message
