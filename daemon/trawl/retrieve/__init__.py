@@ -35,7 +35,7 @@ from .bm25 import BM25Index
 from .cache import EmbeddingCache
 from .embed import CALIBRATION_TEXT, Embedder, EmbedError, embed_text, make_embedder
 from .rerank import Reranker, RerankError, apply_scores
-from .tokenize import guess_lang, same_language, stopwords, tokens
+from .tokenize import guess_lang, same_language, script_of, stopwords, tokens
 
 log = logging.getLogger("trawl.retrieve")
 
@@ -174,7 +174,8 @@ class Retriever:
 
         if dense is not None and have_vec:
             weight = w_bm25 if bm.max() > 0 else 0.0
-            fused = fuse.combine(bm, dense, have_vec, weight)
+            cjk_page = script_of(plang) in ("cjk", "hangul")
+            fused = fuse.combine(bm, dense, have_vec, weight, fuse.BM25_SHARE_CJK if cjk_page else fuse.BM25_SHARE)
             mode: Mode = "hybrid" if weight > 0 else "dense-only"
         else:
             weight = 1.0
