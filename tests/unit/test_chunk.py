@@ -298,3 +298,8 @@ def test_lone_tiny_record_joins_its_neighbour() -> None:
     assert body in joined.text and joined.kind == "record"
     assert joined.heading_path == ("News", "Story")
     assert all(len(c.text) > 20 for c in cs)
+
+
+def test_lone_surrogates_and_control_characters_do_not_break_ids() -> None:
+    cs = chunks_of("# T\n\nbad \ud800 text\x00 here.")
+    assert len(cs) == 1 and len(cs[0].id) == 12

@@ -260,6 +260,7 @@ def make_chunks(pieces: list[_Piece]) -> list[Chunk]:
         key = "\x1e".join(p.path) + "\x1f" + p.text
         occ = seen.get(key, 0)
         seen[key] = occ + 1
-        cid = hashlib.sha1(f"{key}\x1f{occ}".encode(), usedforsecurity=False).hexdigest()[:12]
+        data = f"{key}\x1f{occ}".encode("utf-8", "surrogatepass")  # lone surrogates from bad JSON escapes
+        cid = hashlib.sha1(data, usedforsecurity=False).hexdigest()[:12]
         chunks.append(Chunk(id=cid, index=i, heading_path=p.path, text=p.text, kind=p.kind))
     return chunks

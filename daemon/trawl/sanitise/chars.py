@@ -6,6 +6,7 @@ Stripped everywhere:
   - bidi controls U+202A–202E, U+2066–2069, U+200E, U+200F, U+061C,
   - zero-width and invisible format characters U+200B, U+2060–2064, U+FEFF, U+180E, U+00AD (soft hyphen),
     U+FFF9–FFFB (interlinear annotation), U+034F (combining grapheme joiner),
+  - C0 control characters other than tab and line breaks, DEL, U+FFFE/FFFF,
   - runs of two or more variation selectors (one selector after a character is normal emoji/CJK use;
     a run is a way to hide bytes).
 Kept where they do a job, stripped elsewhere:
@@ -22,6 +23,7 @@ _ALWAYS = (
     "\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c"  # bidi controls
     "\u200b\u2060-\u2064\ufeff\u180e\u00ad\ufff9-\ufffb\u034f"  # zero-width / invisible format
     "\U000e0000-\U000e007f"  # tag characters
+    "\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufffe\uffff"  # control characters and non-characters
 )
 _ALWAYS_RE = re.compile(f"[{_ALWAYS}]+")
 _VS = "\ufe00-\ufe0f\U000e0100-\U000e01ef"

@@ -42,6 +42,7 @@ _COLOR = re.compile(r"(?:^|;)color:([^;!]+)")
 _BACKGROUND = re.compile(r"(?:^|;)background(?:-color)?:([^;!]+)")
 _SIMPLE_SELECTOR = re.compile(r"^([a-z][a-z0-9-]*)?((?:[.#][\w-]+){0,3})$", re.I)
 _WS = re.compile(r"\s+")
+_UNPARSABLE_CHARS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 # Fallback for trees libxml2 refuses to build in full (nesting deeper than it allows): tags with their
 # attributes and the text right after them, read straight from the HTML.
 _RAW_TAG = re.compile(r"<([a-zA-Z][a-zA-Z0-9]*)(\s[^<>]{0,2000})>([^<]{1,5000})")
@@ -208,16 +209,19 @@ def hidden_texts(page_html: str) -> list[str]:
     """The texts of the page's hidden elements (outermost only), whitespace collapsed, in document order."""
     if not page_html or not page_html.strip():
         return []
+    src = page_html[:MAX_HTML_CHARS]
+    if _UNPARSABLE_CHARS.search(src):  # libxml2 silently stops a text node at these
+        src = _UNPARSABLE_CHARS.sub(" ", src)
+    parser = etree.HTMLParser(recover=True, no_network=True, remove_comments=True, remove_pis=True)
     try:
-        parser = etree.HTMLParser(recover=True, no_network=True, remove_comments=True, remove_pis=True)
-        root = etree.fromstring(page_html[:MAX_HTML_CHARS], parser)
+        root = etree.fromstring(src, parser)
     except (etree.ParserError, etree.XMLSyntaxError, ValueError) as exc:
         log.debug("hidden text: unparsable html: %s", exc)
         return []
     if root is None:
         return []
     if any(e.type_name == "ERR_RESOURCE_LIMIT" for e in parser.error_log):
-        return _raw_hidden_texts(page_html[:MAX_HTML_CHARS])
+        return _raw_hidden_texts(src)
     sels = _hiding_selectors(root)
     etree.strip_elements(root, "script", "style", "noscript", with_tail=False)
     found = root.xpath(_RULE_CANDIDATES if sels else _INLINE_CANDIDATES)
