@@ -145,47 +145,49 @@ async function readPdf(url, msg, deadline, timings, t0) {
   return got;
 }
 
-async function capture(msg, policy) {
-  const t0 = Date.now();
-  const deadline = t0 + msg.timeout_ms;
-  const timings = {};
-  const warnings = [];
-  let tab = null;
-  let via = "open_tab";
-  if (msg.tab) {
-    if (msg.tab === "active") tab = await activeTab();
-    else {
-      const id = Number(msg.tab);
-      if (!Number.isInteger(id)) throw new CaptureError("invalid_request", `bad tab id ${msg.tab}`);
-      tab = await chrome.tabs.get(id).catch(() => null);
-      if (!tab) throw new CaptureError("tab_not_found", `no open tab with id ${msg.tab}`);
-    }
-  } else if (msg.url) {
-    refuseByPolicy(policy, msg.url);
-    const tabs = await chrome.tabs.query({});
-    tab = tabs.find((t) => sameUrl(t.url, msg.url) && t.status === "complete") || tabs.find((t) => sameUrl(t.url, msg.url)) || null;
-    if (!tab) via = "background_tab";
-  } else {
-    throw new CaptureError("invalid_request", "capture needs a url or a tab");
-  }
-  if (tab && String(tab.url || "").startsWith("chrome-error:")) {
-    throw new CaptureError("network_error", "the tab shows the browser's error page: the site did not load");
-  }
-  if (tab && !tab.url && !tab.pendingUrl) {
+// Throws when a tab cannot or may not be read. Call after the tab has loaded (its URL is final then).
+async function checkReadable(tab, policy) {
+  const url = String(tab.url || tab.pendingUrl || "");
+  const errorPage = "the tab shows the browser's error page: the site did not load";
+  if (url.startsWith("chrome-error:")) throw new CaptureError("network_error", errorPage);
+  if (!url) {
     // No host access shows no URL: the browser's error page, or a chrome://, file:// or extension page.
     const probe = await chrome.scripting
       .executeScript({ target: { tabId: tab.id }, func: () => 0 })
       .then(() => "", (e) => String(e.message || e));
-    if (/error page/i.test(probe)) {
-      throw new CaptureError("network_error", "the tab shows the browser's error page: the site did not load");
-    }
+    if (/error page/i.test(probe)) throw new CaptureError("network_error", errorPage);
     const detail = probe ? ` (${probe})` : "";
     throw new CaptureError(
       "blocked_by_policy",
       `the tab shows a browser page, not a web page; trawl reads only http(s) pages${detail}`,
     );
   }
-  if (tab) refuseByPolicy(policy, tab.url || tab.pendingUrl || "");
+  refuseByPolicy(policy, url);
+}
+
+async function findTab(msg, policy) {
+  if (msg.tab) {
+    if (msg.tab === "active") return activeTab();
+    const id = Number(msg.tab);
+    if (!Number.isInteger(id)) throw new CaptureError("invalid_request", `bad tab id ${msg.tab}`);
+    const tab = await chrome.tabs.get(id).catch(() => null);
+    if (!tab) throw new CaptureError("tab_not_found", `no open tab with id ${msg.tab}`);
+    return tab;
+  }
+  if (!msg.url) throw new CaptureError("invalid_request", "capture needs a url or a tab");
+  refuseByPolicy(policy, msg.url); // a denied site is never even opened
+  const tabs = await chrome.tabs.query({});
+  const same = tabs.filter((t) => sameUrl(t.url, msg.url));
+  return same.find((t) => t.status === "complete") || same[0] || null;
+}
+
+async function capture(msg, policy) {
+  const t0 = Date.now();
+  const deadline = t0 + msg.timeout_ms;
+  const timings = {};
+  const warnings = [];
+  let tab = await findTab(msg, policy);
+  const via = tab ? "open_tab" : "background_tab";
   timings.find = Date.now() - t0;
 
   // A PDF link with no open tab: fetch it with the user's session, no tab needed.
@@ -201,27 +203,29 @@ async function capture(msg, policy) {
   }
   const watch = watchRemoval(tab.id);
   try {
-    if (created || tab.status !== "complete") {
-      const load = await waitForLoad(tab.id, deadline, watch);
+    const loading = created || tab.status !== "complete";
+    if (loading) {
+      const load = await waitForLoad(tab.id, deadline, watch, created && tab.status !== "loading");
       timings.load = Date.now() - t0;
       if (!load.loaded) warnings.push(`the page did not finish loading within ${msg.timeout_ms} ms; captured it as it was`);
       tab = load.tab;
-      refuseByPolicy(policy, tab.url || "");
+    }
+    await checkReadable(tab, policy);
+    let pdf = false;
+    if (loading) {
       const settleEnd = Math.min(deadline, Date.now() + msg.settle_max_ms);
       const s = await settle(tab.id, msg.settle_quiet_ms, settleEnd, watch);
       timings.settle = Date.now() - t0;
       timings.settle_polls = s.polls;
       if (!s.settled) warnings.push(`the page kept changing for ${msg.settle_max_ms} ms; captured it as it was`);
-      if (s.pdf) {
-        const got = await readPdf(tab.url, msg, deadline, timings, t0);
-        return pageReply(msg, tab.id, msg.url || tab.url, got.finalUrl, tab.title, got, via, warnings, timings, t0);
-      }
+      pdf = s.pdf;
     } else {
-      const pdf = await isPdfTab(tab.id);
-      if (pdf !== false && (pdf === true || /\.pdf($|[?#])/i.test(tab.url))) {
-        const got = await readPdf(tab.url, msg, deadline, timings, t0);
-        return pageReply(msg, tab.id, msg.url || tab.url, got.finalUrl, tab.title, got, via, warnings, timings, t0);
-      }
+      const isPdf = await isPdfTab(tab.id);
+      pdf = isPdf === true || (isPdf === null && /\.pdf($|[?#])/i.test(tab.url));
+    }
+    if (pdf) {
+      const got = await readPdf(tab.url, msg, deadline, timings, t0);
+      return pageReply(msg, tab.id, msg.url || tab.url, got.finalUrl, tab.title, got, via, warnings, timings, t0);
     }
     const out = await serializeTab(tab.id, msg.max_bytes, watch);
     timings.serialize = Date.now() - t0;

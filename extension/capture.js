@@ -173,7 +173,10 @@ export function watchRemoval(tabId) {
   };
 }
 
-export async function waitForLoad(tabId, deadline, watch) {
+// Waits for the tab to finish loading. A tab we just created starts as about:blank, which can already be
+// "complete": for those (`fresh`) the load counts only after a "loading" state or a real URL was seen.
+export async function waitForLoad(tabId, deadline, watch, fresh = false) {
+  let sawLoading = !fresh;
   for (;;) {
     watch.check();
     let tab;
@@ -182,7 +185,9 @@ export async function waitForLoad(tabId, deadline, watch) {
     } catch (e) {
       throw new CaptureError("tab_not_found", "the tab was closed during capture");
     }
-    if (tab.status === "complete" && tab.url && tab.url !== "about:blank") return { loaded: true, tab };
+    if (tab.status === "loading") sawLoading = true;
+    const real = Boolean(tab.url) && tab.url !== "about:blank";
+    if (tab.status === "complete" && (sawLoading || real)) return { loaded: true, tab };
     if (Date.now() >= deadline) return { loaded: false, tab };
     await sleep(25);
   }

@@ -308,3 +308,11 @@ async def test_tab_showing_an_error_page_is_a_network_error(linked: Linked) -> N
     result = await linked.engine.fetch("tab:active", "anything")
     assert result.error is not None and result.error.code == ErrorCode.NETWORK_ERROR, result.error.message
     assert "did not load" in result.error.message
+
+
+async def test_unreachable_url_through_a_background_tab_is_a_network_error(linked: Linked) -> None:
+    with pytest.raises(TrawlError) as err:
+        await linked.hub.capture(url="http://127.0.0.1:9/unreachable")
+    assert err.value.code == ErrorCode.NETWORK_ERROR
+    listing = await linked.hub.list_tabs()
+    assert all("127.0.0.1:9" not in t["url"] for t in listing["tabs"]), "the background tab must be closed"
