@@ -184,7 +184,9 @@ def test_heading_titles_take_part_in_detection() -> None:
     ["display:none", "display: none !important", "visibility:hidden", "opacity:0", "opacity: 0.0;",
      "font-size:0", "font-size: 0px", "position:absolute;left:-9999px", "text-indent:-10000px",
      "clip: rect(0 0 0 0); position:absolute", "clip-path: inset(50%)", "color:#fff;background-color:#fff",
-     "color: transparent", "height:0;overflow:hidden", "transform: translateX(-10000px)"],
+     "color: transparent", "height:0;overflow:hidden", "transform: translateX(-10000px)",
+     "color:#FFF; background:#ffffff", "color:white;background-color:rgb(255, 255, 255)",
+     "color:#fff;background:#fff no-repeat"],
 )
 def test_hiding_styles(style: str) -> None:
     assert style_hides(style)
@@ -192,6 +194,7 @@ def test_hiding_styles(style: str) -> None:
 
 @pytest.mark.parametrize(
     "style", ["display:block", "opacity:0.5", "font-size:12px", "left:-10px", "color:#000;background:#fff",
+              "color:#fff;background:#000", "color:white;background:url(dark.jpg)",
               "margin-top:-20px", "height:0", ""],
 )
 def test_visible_styles(style: str) -> None:

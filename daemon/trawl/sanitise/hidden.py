@@ -79,9 +79,29 @@ def style_hides(style: str) -> bool:
             return True
         background = _BACKGROUND.search(s)
         if color and background:
-            c, b = color.group(1), background.group(1)
-            return c == b or (b.startswith(c) and not b[len(c) : len(c) + 1].isalnum())
+            bg = background.group(1)
+            if "url(" in bg or "gradient(" in bg:  # an image behind the text: cannot tell
+                return False
+            c, b = _norm_color(color.group(1)), _norm_color(bg.split()[0] if bg.split() else "")
+            return bool(c) and c == b
     return False
+
+
+_NAMED = {"white": "#ffffff", "black": "#000000", "red": "#ff0000", "transparent": "transparent"}
+_RGB = re.compile(r"rgba?\((\d{1,3}),(\d{1,3}),(\d{1,3})(?:,(?:1|1\.0+|100%))?\)$")
+
+
+def _norm_color(value: str) -> str:
+    """'#FFF', 'white', 'rgb(255,255,255)' -> '#ffffff'; anything else as written."""
+    v = value.strip().removesuffix("!important")
+    if v in _NAMED:
+        return _NAMED[v]
+    if len(v) == 4 and v.startswith("#"):
+        return "#" + "".join(ch * 2 for ch in v[1:])
+    m = _RGB.match(v)
+    if m:
+        return "#" + "".join(f"{min(255, int(x)):02x}" for x in m.groups())
+    return v
 
 
 @dataclass(slots=True)
