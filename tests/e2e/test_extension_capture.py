@@ -162,6 +162,9 @@ async def test_logged_in_page_comes_back_through_the_extension_only(linked: Link
     # The plain HTTP source has no session: it gets the login wall, and trawl says so instead of returning it.
     plain = await linked.engine.fetch(site.url("/private"), "what is the quarterly balance", source="http")
     assert plain.error is not None and plain.error.code == ErrorCode.LOGIN_REQUIRED, plain
+    # So does the headless browser source: a fresh profile without the user's cookies.
+    headless = await linked.engine.fetch(site.url("/private"), "what is the quarterly balance", source="playwright")
+    assert headless.error is not None and headless.error.code == ErrorCode.LOGIN_REQUIRED, headless
 
 
 async def _set_policy(linked: Linked, deny: str) -> None:
