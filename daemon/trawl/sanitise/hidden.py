@@ -38,8 +38,8 @@ _OFFSCREEN = re.compile(r"(?:^|;)(?:left|top|right|text-indent|margin-left|margi
 _TRANSLATE_AWAY = re.compile(r"translate[xy3d]*\(-\d{4,}")
 _CLIP = re.compile(r"clip:rect\(0(?:px)?,?0(?:px)?,?0(?:px)?,?0(?:px)?\)|clip:rect\(1px,?1px,?1px,?1px\)")
 _ZERO_BOX = re.compile(r"(?:^|;)(?:width|height|max-height|max-width):0(?:px)?(?:;|!|$)")
-_COLOR = re.compile(r"(?:^|;)color:([^;!]+)")
-_BACKGROUND = re.compile(r"(?:^|;)background(?:-color)?:([^;!]+)")
+_COLOR = re.compile(r"(?:^|;)\s*color\s*:\s*([^;!]+)")
+_BACKGROUND = re.compile(r"(?:^|;)\s*background(?:-color)?\s*:\s*([^;!]+)")
 _SIMPLE_SELECTOR = re.compile(r"^([a-z][a-z0-9-]*)?((?:[.#][\w-]+){0,3})$", re.I)
 _WS = re.compile(r"\s+")
 _UNPARSABLE_CHARS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
@@ -74,26 +74,31 @@ def style_hides(style: str) -> bool:
     if "overflow:hidden" in s and _ZERO_BOX.search(s):
         return True
     if "color:" in s:
-        color = _COLOR.search(s)
-        if color and color.group(1) == "transparent":
+        low = style.lower()
+        color = _COLOR.search(low)
+        if color and color.group(1).strip() == "transparent":
             return True
-        background = _BACKGROUND.search(s)
+        background = _BACKGROUND.search(low)
         if color and background:
             bg = background.group(1)
             if "url(" in bg or "gradient(" in bg:  # an image behind the text: cannot tell
                 return False
-            c, b = _norm_color(color.group(1)), _norm_color(bg.split()[0] if bg.split() else "")
+            first = _FIRST_COLOR.match(bg)
+            c, b = _norm_color(color.group(1)), _norm_color(first.group(1) if first else "")
             return bool(c) and c == b
     return False
 
 
 _NAMED = {"white": "#ffffff", "black": "#000000", "red": "#ff0000", "transparent": "transparent"}
+_FIRST_COLOR = re.compile(r"\s*(rgba?\([^)]*\)|#[0-9a-f]{3,8}\b|[a-z]+)")
 _RGB = re.compile(r"rgba?\((\d{1,3}),(\d{1,3}),(\d{1,3})(?:,(?:1|1\.0+|100%))?\)$")
 
 
 def _norm_color(value: str) -> str:
     """'#FFF', 'white', 'rgb(255,255,255)' -> '#ffffff'; anything else as written."""
-    v = value.strip().removesuffix("!important")
+    v = value.strip()
+    if v.startswith("rgb"):
+        v = "".join(v.split())
     if v in _NAMED:
         return _NAMED[v]
     if len(v) == 4 and v.startswith("#"):
