@@ -19,6 +19,7 @@ Numbered rules (the names are the knobs):
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..text import cjk_ratio
@@ -48,8 +49,7 @@ class _Piece:
     path: tuple[str, ...]
     text: str
     kind: ChunkKind
-    record: int = -1  # record number, -1 outside record pages
-    whole_record: bool = False
+    whole_record: bool = False  # the only piece of its record
 
 
 @dataclass(slots=True)
@@ -119,8 +119,7 @@ class Assembler:
 
     def _emit(self, text: str, kind: ChunkKind) -> None:
         if text.strip():
-            rec = self._record if self.records else -1
-            self.pieces.append(_Piece(self._path, text.strip(), kind, rec))
+            self.pieces.append(_Piece(self._path, text.strip(), kind))
 
     def _end_record(self) -> None:
         mine = self.pieces[self._record_start :]
@@ -129,7 +128,7 @@ class Assembler:
         self._record += 1
         self._record_start = len(self.pieces)
 
-    def _atomic(self, text: str, kind: ChunkKind, splitter: object) -> None:
+    def _atomic(self, text: str, kind: ChunkKind, splitter: Callable[[int], list[str]]) -> None:
         lead = ""
         if self._run:
             run_text = _join(self._run)
@@ -141,8 +140,7 @@ class Assembler:
         if len(lead) + len(text) + 2 <= WHOLE_MAX * target:
             self._emit(f"{lead}\n\n{text}" if lead else text, kind)
             return
-        assert callable(splitter)
-        parts: list[str] = splitter(int(PART * target))
+        parts = splitter(int(PART * target))
         for j, part in enumerate(parts):
             for piece in hard_split(part, int(PART * target)) if len(part) > 2 * WHOLE_MAX * target else [part]:
                 self._emit(f"{lead}\n\n{piece}" if lead and j == 0 else piece, kind)
