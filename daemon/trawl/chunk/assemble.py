@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 
 from ..text import cjk_ratio
 from ..types import Chunk, ChunkKind
@@ -81,9 +82,9 @@ class Assembler:
                 for j, item in enumerate(b.items):
                     self._run.append(_Unit(item, "\n" if j else "\n\n", is_list=True))
             elif b.kind == "table":
-                self._atomic(b.text, "table", lambda limit, b=b: split_table(b.header, b.items, limit))
+                self._atomic(b.text, "table", partial(split_table, b.header, b.items))
             elif b.kind == "code":
-                self._atomic(b.text, "code", lambda limit, b=b: split_code(b.text, limit))
+                self._atomic(b.text, "code", partial(split_code, b.text))
         self._flush_run()
         self._end_record()
         return _attach_lone_tiny_records(_group_tiny_records(self.pieces, self.target), self.target)
