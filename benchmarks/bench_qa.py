@@ -5,9 +5,9 @@
 Runs the real stages on each page (extract -> clean -> chunk, once per page as
 the daemon would), then ranks every question on it with the hybrid retriever
 and, in the same run, with BM25 alone. Prints per pair: n, ceiling (answer in
-the extracted text), recall@1 and recall@returned (the adaptive-k set) for
-hybrid and for BM25, mean tokens returned against the whole page, and the
-median retrieval time.
+the extracted text), recall@1/@3/@5 and recall@returned (the adaptive-k set)
+for hybrid, recall@1 and @returned for BM25, mean tokens returned against the
+whole page (ratio), and the retrieval time per question (p50, p95).
 
 By default each page is embedded ahead before its questions (the steady state
 of a daemon that embeds open tabs and the rest of a page after the first
