@@ -7,7 +7,6 @@ import { decide, loadPolicy } from "./policy.js";
 import {
   CaptureError,
   fetchWithSession,
-  isPdfTab,
   serializeTab,
   settle,
   waitForLoad,
@@ -219,15 +218,21 @@ async function capture(msg, policy) {
       timings.settle_polls = s.polls;
       if (!s.settled) warnings.push(`the page kept changing for ${msg.settle_max_ms} ms; captured it as it was`);
       pdf = s.pdf;
-    } else {
-      const isPdf = await isPdfTab(tab.id);
-      pdf = isPdf === true || (isPdf === null && /\.pdf($|[?#])/i.test(tab.url));
+    }
+    let out = null;
+    if (!pdf) {
+      try {
+        out = await serializeTab(tab.id, msg.max_bytes, watch);
+      } catch (e) {
+        // Chrome's PDF viewer refuses scripts: a .pdf tab that cannot be read is fetched instead.
+        if (!(e instanceof CaptureError && e.code === "capture_failed" && /\.pdf($|[?#])/i.test(tab.url))) throw e;
+      }
+      pdf = out === null || Boolean(out.pdf);
     }
     if (pdf) {
       const got = await readPdf(tab.url, msg, deadline, timings, t0);
       return pageReply(msg, tab.id, msg.url || tab.url, got.finalUrl, tab.title, got, via, warnings, timings, t0);
     }
-    const out = await serializeTab(tab.id, msg.max_bytes, watch);
     timings.serialize = Date.now() - t0;
     const got = { kind: "html", contentType: out.contentType || "text/html", html: out.html, finalUrl: out.url };
     return pageReply(msg, tab.id, msg.url || tab.url, out.url, out.title, got, via, warnings, timings, t0);

@@ -68,6 +68,7 @@ function probeSettle(withText) {
 
 // Serialises the document with open and closed shadow roots and same-origin iframes.
 function serializePage(maxBytes) {
+  if (document.contentType === "application/pdf") return { pdf: true, url: location.href };
   const shadowOf = (el) => {
     try {
       return chrome.dom.openOrClosedShadowRoot(el) || null;
@@ -228,23 +229,11 @@ export async function serializeTab(tabId, maxBytes, watch) {
   watch.check();
   const out = await inject(tabId, serializePage, [maxBytes]);
   watch.check();
+  if (out.pdf) return out;
   if (out.tooLarge) {
     throw new CaptureError("too_large", `the page is ${out.size} characters, over the ${maxBytes} limit`);
   }
   return out;
-}
-
-export async function isPdfTab(tabId) {
-  try {
-    const p = await chrome.scripting.executeScript({
-      target: { tabId },
-      func: () => document.contentType,
-      world: "ISOLATED",
-    });
-    return p && p[0] && p[0].result === "application/pdf";
-  } catch (e) {
-    return null; // unknown: the PDF viewer and other special pages refuse scripts
-  }
 }
 
 function toBase64(bytes) {

@@ -222,6 +222,15 @@ async def test_pdf_tab_bytes_come_with_the_session(linked: Linked, site: LocalSi
     await page.wait_for_url(site.url("/private"))
     captured = await linked.hub.capture(url=url)
     assert captured.kind == "pdf" and captured.data == data
+    assert linked.hub.captures[0].via == "fetch"
+
+    # A tab showing a PDF (Chrome's viewer; no .pdf in the URL) is read as the PDF's bytes.
+    viewer_url = site.add("/report", pdf)
+    viewer = await linked.context.new_page()
+    await viewer.goto(viewer_url)
+    await viewer.bring_to_front()
+    in_tab = await linked.hub.capture(tab="active")
+    assert in_tab.kind == "pdf" and in_tab.data == data and in_tab.content_type == "application/pdf"
     result = await linked.engine.fetch(url, "which berth is closed")
     if result.error is not None and result.error.message == "cannot extract pdf":
         pytest.xfail("the extract stage does not route PDFs yet (placeholder)")
