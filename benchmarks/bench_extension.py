@@ -91,6 +91,13 @@ async def run(args: argparse.Namespace) -> None:
         await tab.bring_to_front()
         hub = stack.hub
 
+        ping_ms = []
+        for _ in range(args.n):
+            t0 = time.perf_counter()
+            await hub.request("ping", 5.0)
+            ping_ms.append((time.perf_counter() - t0) * 1000)
+        print(line("0. link round trip (ping, same-run baseline)", ping_ms))
+
         for _ in range(3):
             await hub.capture(url=url)
         open_ms = []
@@ -100,6 +107,8 @@ async def run(args: argparse.Namespace) -> None:
             open_ms.append((time.perf_counter() - t0) * 1000)
         assert got.html and len(got.html) > len(html) * 0.8
         print(line("1. open tab capture", open_ms, 50))
+        inside = [c.timings.get("total", 0.0) for c in list(hub.captures)[: args.n]]
+        print(f"   in the extension: total        median {statistics.median(inside):7.1f} ms")
 
         bg_ms = []
         for i in range(args.n_bg):

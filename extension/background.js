@@ -81,9 +81,8 @@ function showBadge() {
   }
 }
 
+// Not awaited by the request path: the reply goes out first, the log and badge follow.
 async function logCapture(entry) {
-  recent = [entry, ...recent].slice(0, LOG_SIZE);
-  await chrome.storage.session.set({ recent });
   chrome.action.setBadgeBackgroundColor({ color: entry.ok ? "#1a7f37" : "#b42318" });
   chrome.action.setBadgeText({ text: entry.ok ? "read" : "no" });
   clearTimeout(badgeTimer);
@@ -91,6 +90,12 @@ async function logCapture(entry) {
     badgeTimer = null;
     showBadge();
   }, 3000);
+  if (!recent.length) {
+    const { recent: saved } = await chrome.storage.session.get("recent"); // survives a worker restart
+    if (Array.isArray(saved)) recent = saved;
+  }
+  recent = [entry, ...recent].slice(0, LOG_SIZE);
+  await chrome.storage.session.set({ recent });
 }
 
 // ---------------------------------------------------------------- requests
@@ -273,14 +278,17 @@ async function handle(msg) {
     if (msg.type === "list_tabs") return await listTabs(msg, policy);
     if (msg.type === "capture") {
       const reply = await capture(msg, policy);
-      await logCapture({ t: Date.now(), what: reply.final_url || label, ok: true, ms: Date.now() - t0, via: reply.via });
+      const entry = { t: Date.now(), what: reply.final_url || label, ok: true, ms: Date.now() - t0, via: reply.via };
+      logCapture(entry).catch(() => {});
       return reply;
     }
     throw new CaptureError("invalid_request", `the extension does not handle ${msg.type}`);
   } catch (e) {
     const code = e instanceof CaptureError ? e.code : "capture_failed";
     const message = e instanceof CaptureError ? e.message : `capture failed: ${e.message || e}`;
-    if (msg.type === "capture") await logCapture({ t: Date.now(), what: label, ok: false, ms: Date.now() - t0, code });
+    if (msg.type === "capture") {
+      logCapture({ t: Date.now(), what: label, ok: false, ms: Date.now() - t0, code }).catch(() => {});
+    }
     return { type: "error", id: msg.id, code, message };
   }
 }

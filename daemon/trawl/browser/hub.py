@@ -172,7 +172,8 @@ class ExtensionHub:
         origin = request.headers.get("Origin", "")
         if origin not in self.origins:
             return self._refuse_http(request, "only the trawl extension may open the browser link")
-        ws = web.WebSocketResponse(max_msg_size=max_message_bytes(self.settings), heartbeat=30.0)
+        # No permessage-deflate: on loopback, compressing whole pages only costs time on both ends.
+        ws = web.WebSocketResponse(max_msg_size=max_message_bytes(self.settings), heartbeat=30.0, compress=False)
         await ws.prepare(request)
         self._sockets.add(ws)
         try:
