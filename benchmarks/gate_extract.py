@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
         floor = FLOORS.get(name)
         mark = "" if floor is None else (" ok" if f1 >= floor else " BELOW FLOOR")
         failed |= floor is not None and f1 < floor
-        print(f"{name:<14} F1 {f1:.4f}" + (f"  floor {floor:.2f}{mark}" if floor is not None else ""))
+        print(f"{name:<14} F1 {f1:.4f}" + (f"  floor {floor:.3f}{mark}" if floor is not None else ""))
     return 1 if failed else 0
 
 

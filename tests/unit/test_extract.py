@@ -105,6 +105,24 @@ def test_plain_lists_and_paragraphs_get_no_breaks():
     assert "---" not in to_markdown(root)
 
 
+def test_code_whitespace_is_restored_from_the_page():
+    from trawl.extract.code import restore_code
+
+    page = '<pre><code><span>from</span> <span>flask</span> <span>import</span> Flask\n\napp = Flask()</code></pre>'
+    damaged = "Intro\n\n```\nfromflaskimport Flask\n\napp = Flask()\n```"
+    assert restore_code(damaged, page) == "Intro\n\n```\nfrom flask import Flask\n\napp = Flask()\n```"
+    assert restore_code("```\nother code\n```", page) == "```\nother code\n```"
+
+
+def test_layout_tables_flow_as_text_and_data_tables_stay_tables():
+    story = "A long paragraph of the story that fills the layout cell with plenty of words to read. " * 8
+    layout = f"<table><tr><td><h2>Story</h2><p>{story}</p></td><td>side</td></tr></table>"
+    root = parse_html(f"<div>{layout}</div>")
+    assert root is not None
+    md = to_markdown(root)
+    assert "## Story" in md and "|" not in md
+
+
 def test_long_document_sections_are_not_records():
     long_text = "This section explains one part of the configuration in detail, with examples and caveats. " * 20
     sections = "".join(f"<section><h2>Part {i}</h2><p>{long_text}</p><p>{long_text}</p></section>" for i in range(4))

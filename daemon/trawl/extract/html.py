@@ -109,6 +109,10 @@ def extract_html(page: Page, settings: Settings) -> Document:
 
 
 def _title(page: Page, html: str, primary: Candidate | None, chosen: Candidate | None) -> str:
+    """The page's own title (og:title, <title>), else the extractor's guess, else the first heading."""
+    title = html_title(html)
+    if title:
+        return title
     if primary is not None and primary.title:
         return primary.title
-    return html_title(html) or (chosen.title if chosen is not None else "") or page.title
+    return (chosen.title if chosen is not None else "") or page.title
