@@ -4,8 +4,10 @@
 
 WCXB_DIR defaults to ../shared/bench/wcxb-dev (html/NNNN.html.gz + ground-truth/NNNN.json). Prints, for
 trawl and every baseline: mean F1 / precision / recall and pages per second (extraction time only), then
-a per-page-type F1 table. Scoring (trawl.extract.score): markdown syntax stripped, lowercase, \\w+ tokens,
-multiset overlap, mean over pages; an empty reference scores 1 only for an empty output.
+a per-page-type F1 table. Speed is given per wall second and per CPU second of this process (the
+second is the steadier figure when other work shares the machine). Scoring (trawl.extract.score):
+markdown syntax stripped, lowercase, \\w+ tokens, multiset overlap, mean over pages; an empty reference
+scores 1 only for an empty output.
 """
 
 from __future__ import annotations
@@ -100,15 +102,24 @@ def extractors(settings: Settings) -> dict[str, Extractor]:
     return out
 
 
-def score_pages(pages: list[WcxbPage], run: Extractor, label: str = "") -> tuple[list[PRF], list[float]]:
-    """Scores and per-page extraction seconds for one extractor; a progress line on stderr."""
+def score_pages(
+    pages: list[WcxbPage], run: Extractor, label: str = "", cpu_times: list[float] | None = None
+) -> tuple[list[PRF], list[float]]:
+    """Scores and per-page extraction seconds (wall) for one extractor; a progress line on stderr.
+
+    ``cpu_times``, when given, receives the per-page CPU seconds of this process (a steadier figure than
+    wall time on a machine shared with other work).
+    """
     scores: list[PRF] = []
     times: list[float] = []
     for i, p in enumerate(pages):
         html = p.html()
         t = time.perf_counter()
+        c = time.process_time()
         out = run(html, p.url)
         times.append(time.perf_counter() - t)
+        if cpu_times is not None:
+            cpu_times.append(time.process_time() - c)
         scores.append(score_markdown(out, p.reference))
         if label and (i % 50 == 0 or i == len(pages) - 1):
             f1 = statistics.fmean(s.f1 for s in scores)
@@ -135,15 +146,18 @@ def main(argv: list[str] | None = None) -> int:
         runs = {k: v for k, v in runs.items() if k in wanted}
     results: dict[str, list[PRF]] = {}
     speed: dict[str, float] = {}
+    cpu_speed: dict[str, float] = {}
     for name, run in runs.items():
-        scores, times = score_pages(pages, run, name)
+        cpu: list[float] = []
+        scores, times = score_pages(pages, run, name, cpu)
         results[name] = scores
         speed[name] = len(times) / max(sum(times), 1e-9)
+        cpu_speed[name] = len(cpu) / max(sum(cpu), 1e-9)
     print(f"WCXB {args.wcxb_dir} — {len(pages)} pages")
-    print(f"{'extractor':<16} {'F1':>7} {'P':>7} {'R':>7} {'pages/s':>8}")
+    print(f"{'extractor':<16} {'F1':>7} {'P':>7} {'R':>7} {'pages/s':>8} {'pages/cpu-s':>11}")
     for name, scores in results.items():
         m = mean_prf(scores)
-        print(f"{name:<16} {m.f1:7.4f} {m.precision:7.4f} {m.recall:7.4f} {speed[name]:8.1f}")
+        print(f"{name:<16} {m.f1:7.4f} {m.precision:7.4f} {m.recall:7.4f} {speed[name]:8.1f} {cpu_speed[name]:11.1f}")
     types = sorted({p.page_type for p in pages})
     names = list(results)
     print()
