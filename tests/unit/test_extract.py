@@ -240,3 +240,12 @@ def test_markdown_and_text_pages(settings):
     assert doc.lang == "de"
     empty = Page(url="file:///e.txt", final_url="file:///e.txt", kind="text", source="file", text="")
     assert extract(empty, settings).markdown == ""
+
+
+@pytest.mark.parametrize("junk", ["<title>", "<h1>", "<meta ", "<html ", "<script>", "<pre>"])
+def test_hostile_repeated_tags_stay_fast(settings, junk):
+    html = junk * 200_000
+    t = time.perf_counter()
+    doc = extract(html_page(html), settings)
+    assert isinstance(doc, Document)
+    assert time.perf_counter() - t < 30
