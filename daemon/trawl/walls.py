@@ -154,7 +154,7 @@ def _strip_blocks(html: str, tags: tuple[str, ...]) -> tuple[str, dict[str, int]
 
     Hand-rolled: one ``<(a|b)>.*?</\\1>`` regex turns quadratic on pages full of unclosed tags.
     """
-    opener = re.compile(r"(?i)<!--|<(" + "|".join(tags) + r")\b")
+    opener = re.compile(r"(?i)<!--|<(" + "|".join(tags) + r")(?=[\s/>])")
     parts: list[str] = []
     removed: dict[str, int] = {}
     pos = 0
@@ -249,6 +249,7 @@ class _Signals:
 # ----------------------------------------------------------------- rules
 _HIDDEN_RE = re.compile(
     r"""display\s*:\s*none|visibility\s*:\s*hidden|\shidden(?:\s|=|>|/)|aria-hidden\s*=\s*["']?true"""
+    r"""|class\s*=\s*["'][^"'<>]{0,200}\b(?:hidden|d-none|is-hidden|visually-hidden|sr-only)\b"""
 )
 
 
