@@ -21,6 +21,8 @@ from trawl.settings import Settings
 from trawl.sources.base import FetchRequest
 from trawl.sources.playwright import PlaywrightSource
 
+from .conftest import PRIVATE_TEXT, LocalSite
+
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio(loop_scope="module"), pytest.mark.timeout(90)]
 
 WALLS = Path(__file__).resolve().parents[1] / "fixtures" / "walls"
@@ -331,3 +333,17 @@ async def test_images_fonts_and_media_are_not_loaded(engine: Engine, settings: S
     assert HEAVY_HITS.get("/app.js") == 1
     for path in ("/pixel.png", "/clip.mp4", "/font.woff2"):
         assert path not in HEAVY_HITS, f"{path} was fetched"
+
+
+async def test_logged_in_page_gets_the_login_wall_headless(engine: Engine) -> None:
+    """The shared login site: a fresh headless context has no session, so trawl says login_required."""
+    site = await LocalSite().start()
+    try:
+        result = await engine.fetch(site.url("/private"), "what is the quarterly balance?", max_age_s=0)
+        assert result.error is not None and result.error.code == ErrorCode.LOGIN_REQUIRED
+        assert result.error.hint and "extension" in result.error.hint
+        forced = await engine.fetch(site.url("/private"), "quarterly balance", source="playwright", max_age_s=0)
+        assert forced.error is not None and forced.error.code == ErrorCode.LOGIN_REQUIRED
+        assert PRIVATE_TEXT not in str(forced.to_dict())
+    finally:
+        await site.stop()
