@@ -160,7 +160,14 @@ async def test_a_second_browser_is_refused_while_the_first_is_alive(bare: Any) -
     # A dead first link (it stops answering) is replaced by the new one.
     _, reply, second = await client.attempt(hello(secret=secret))
     assert reply is not None and reply["type"] == "welcome"
-    await second.close()
+    # Pairing another browser (a fresh code) detaches the live one instead of refusing the newcomer.
+    _, reply, third = await client.attempt(hello(pair_code=new_pair_code(daemon.settings.state_dir)))
+    assert reply is not None and reply["type"] == "welcome" and reply["secret"] != secret
+    closed = await second.receive(timeout=5)
+    assert closed.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED, aiohttp.WSMsgType.CLOSING)
+    _, reply, _ = await client.attempt(hello(secret=secret))  # the old secret is void now
+    assert reply is not None and reply["code"] == "bad_secret"
+    await third.close()
 
 
 async def test_protocol_mismatch_and_garbage_are_refused(bare: Any) -> None:

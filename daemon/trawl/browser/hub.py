@@ -88,6 +88,7 @@ class ExtensionHub:
         self._ids = itertools.count(1)
         self._changed = asyncio.Condition()
         self._sockets: set[web.WebSocketResponse] = set()
+        self._closing: set[asyncio.Task[Any]] = set()
 
     # ------------------------------------------------------------ state
     @property
@@ -213,12 +214,15 @@ class ExtensionHub:
         if not verdict.ok:
             await self._refuse_ws(ws, origin, verdict.code, verdict.message)
             return None
-        if self.attached and await self._alive(self._conn):
+        # A fresh pairing (the user just pasted a code) detaches the earlier browser, whose secret is now void.
+        if not verdict.new_secret and self.attached and await self._alive(self._conn):
             await self._refuse_ws(ws, origin, "already_attached",
                                   "another browser is already attached to this daemon; close it or pause trawl there")
             return None
-        if self._conn is not None:
-            await self._conn.ws.close(code=4002, message=b"replaced by a new link")
+        if self._conn is not None:  # closed in the background: the old peer may be slow to answer the close
+            task = asyncio.create_task(self._conn.ws.close(code=4002, message=b"replaced by a new link"))
+            self._closing.add(task)
+            task.add_done_callback(self._closing.discard)
         welcome: dict[str, Any] = {"type": "welcome", "protocol": protocol.version(), "daemon_version": __version__}
         if verdict.new_secret:
             welcome["secret"] = verdict.new_secret
