@@ -15,7 +15,14 @@ import logging
 from dataclasses import replace
 
 from ..types import Chunk, Document, Page
-from .chars import decode_tags, decode_variation_runs, has_invisible, strip_invisible
+from .chars import (
+    decode_tags,
+    decode_variation_runs,
+    disguised_snippets,
+    has_invisible,
+    may_split_words,
+    strip_invisible,
+)
 from .detect import find_instructions, is_instruction
 from .hidden import hidden_texts
 
@@ -59,6 +66,18 @@ def clean_document(doc: Document, page: Page) -> Document:
             warnings.append(f"{HIDDEN_INSTRUCTION}: invisible characters spell an instruction: \"{_gist(s)}\"")
         else:
             warnings.append(f"invisible characters on the page spell text: \"{_gist(s)}\"")
+
+    # Words split by zero-width characters read as whole words to people; extractors may turn the
+    # characters into spaces and hide the phrase from the flagger, so test the raw text as people see it.
+    if raw and may_split_words(raw[:MAX_RAW_SCAN_CHARS]):
+        for snippet in disguised_snippets(raw[:MAX_RAW_SCAN_CHARS]):
+            hits = find_instructions(snippet)
+            if hits and len(hidden) < MAX_HIDDEN_KEPT:
+                gist = hits[0].snippet
+                hidden.append(gist)
+                warnings.append(f"{HIDDEN_INSTRUCTION}: words split by invisible characters spell an instruction: "
+                                f"\"{_gist(gist)}\"")
+                break
 
     if page.kind == "html" and page.html:
         try:

@@ -16,6 +16,7 @@ Kept where they do a job, stripped elsewhere:
 
 from __future__ import annotations
 
+import html
 import re
 
 _TAG_RUN = re.compile(r"[\U000E0000-\U000E007F]+")
@@ -65,6 +66,41 @@ def decode_variation_runs(text: str) -> list[str]:
         decoded = data.decode("utf-8", "replace").strip()
         if len(decoded) >= TAG_MIN_CHARS:
             out.append(decoded)
+    return out
+
+
+_SPLIT_WORD = re.compile(
+    r"\w(?:[\u200b-\u200d\u2060\u00ad\u034f\u180e\ufeff]|&(?:#(?:8203|8204|8205|8288|173|x200[bcd]|x2060|xad)|"
+    r"shy|zwj|zwnj);)+\w",
+    re.IGNORECASE,
+)
+_TAGS = re.compile(r"<[^<>]{0,2000}>")
+DISGUISE_WINDOW = 300  # characters kept on each side of a word split by invisible characters
+MAX_DISGUISED = 50  # windows read per text
+
+
+_INVISIBLE_ENTITIES = ("&#8203", "&#8204", "&#8205", "&#8288", "&#173;", "&#x200", "&#X200", "&#x2060", "&#xad;",
+                       "&#xAD;", "&shy;", "&zwj;", "&zwnj;")
+
+
+def may_split_words(text: str) -> bool:
+    """Cheap test: could ``text`` hold words split by invisible characters (literal or as HTML entities)?"""
+    return has_invisible(text) or ("&" in text and any(e in text for e in _INVISIBLE_ENTITIES))
+
+
+def disguised_snippets(text: str) -> list[str]:
+    """Text around words split by zero-width characters ("Dis\u200bregard"), with the invisible
+    characters and any markup removed, so the instruction test can read what people would read."""
+    out: list[str] = []
+    end = -1
+    for m in _SPLIT_WORD.finditer(text):
+        if m.start() < end:
+            continue
+        lo, end = max(0, m.start() - DISGUISE_WINDOW), m.end() + DISGUISE_WINDOW
+        window = html.unescape(_TAGS.sub(" ", text[lo:end]))
+        out.append(" ".join(strip_invisible(window).split()))
+        if len(out) >= MAX_DISGUISED:
+            break
     return out
 
 
