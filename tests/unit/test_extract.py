@@ -249,3 +249,16 @@ def test_hostile_repeated_tags_stay_fast(settings, junk):
     doc = extract(html_page(html), settings)
     assert isinstance(doc, Document)
     assert time.perf_counter() - t < 30
+
+
+def test_markdown_blocks_the_text_does_not_support_are_dropped():
+    from trawl.extract.align import align_markdown, blocks
+
+    md = "# Title\n\nThe main story text.\n\nBuy now limited offer widget\n\n```\ncode line\n\nmore code\n```"
+    assert blocks(md)[-1] == "```\ncode line\n\nmore code\n```"
+    text = "Title\n\nThe main story text.\n\ncode line more code"
+    assert align_markdown(md, text) == "# Title\n\nThe main story text.\n\n```\ncode line\n\nmore code\n```"
+    # markdown that misses most of the text gives way to the text
+    assert align_markdown("# Title", "Title\n\nalpha beta gamma\n\ndelta epsilon") == (
+        "Title\n\nalpha beta gamma\n\ndelta epsilon"
+    )

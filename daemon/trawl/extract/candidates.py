@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from .align import align_markdown
 from .code import restore_code
 from .dom import extract_dom, parse_html
 from .markdown import to_markdown
@@ -77,7 +78,7 @@ def run_rs(html: str, url: str) -> Candidate | None:
     if content_html.strip():
         root = parse_html(content_html)
         if root is not None:
-            markdown = restore_code(to_markdown(root), html)
+            markdown = align_markdown(restore_code(to_markdown(root), html), text)
     if not markdown.strip() and text.strip():
         markdown = text.strip()
     return Candidate(
