@@ -23,7 +23,7 @@ from trawl.sources.playwright import PlaywrightSource
 
 from .conftest import PRIVATE_TEXT, LocalSite
 
-pytestmark = [pytest.mark.e2e, pytest.mark.asyncio(loop_scope="module"), pytest.mark.timeout(90)]
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.asyncio(loop_scope="module"), pytest.mark.timeout(90)]
 
 WALLS = Path(__file__).resolve().parents[1] / "fixtures" / "walls"
 ARTICLE = " ".join(
