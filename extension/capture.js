@@ -11,55 +11,58 @@ export class CaptureError extends Error {
 
 // ---- functions injected into the page (ISOLATED world; each must be self-contained) ----
 
-// Installs a MutationObserver counter once, returns the current counts.
-function probeSettle(withText) {
+// Installs a MutationObserver once; returns how long the page has been quiet by its own clock: the time since
+// the last mutation seen, the last network response and the load event, whichever came last.
+function probeSettle() {
   const g = globalThis;
+  const now = performance.now();
   if (!g.__trawlProbe) {
-    const state = { mutations: 0 };
+    const state = { mutations: 0, last: 0 };
     try {
       new MutationObserver((records) => {
         state.mutations += records.length;
+        state.last = performance.now();
       }).observe(document, { subtree: true, childList: true, characterData: true, attributes: true });
     } catch (e) {
-      state.mutations = -1;
+      state.last = now;
     }
     g.__trawlProbe = state;
   }
-  let resources = 0;
+  let last = g.__trawlProbe.last;
   try {
-    resources = performance.getEntriesByType("resource").length;
+    const nav = performance.getEntriesByType("navigation")[0];
+    if (nav) last = Math.max(last, nav.domContentLoadedEventEnd || 0, nav.loadEventEnd || 0);
+    const res = performance.getEntriesByType("resource");
+    for (let i = Math.max(0, res.length - 50); i < res.length; i++) last = Math.max(last, res[i].responseEnd || 0);
   } catch (e) {
-    resources = 0;
+    last = now;
   }
   // Visible-ish text, counted up to `enough` characters only (stops early on real pages).
-  let text = -1;
-  if (withText) {
-    const enough = 200;
-    text = 0;
-    const skip = new Set(["SCRIPT", "STYLE", "NOSCRIPT", "TEMPLATE"]);
-    if (document.body) {
-      const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT, {
-        acceptNode: (n) => (n.parentElement && skip.has(n.parentElement.tagName) ? 2 : 1),
-      });
-      while (text < enough && walker.nextNode()) text += walker.currentNode.nodeValue.trim().length;
-      if (text < enough) {
-        // Web-component apps keep their text in shadow roots (small DOMs here: this is the "little text" case).
-        const els = document.body.querySelectorAll("*");
-        for (let i = 0; i < els.length && i < 5000 && text < enough; i++) {
-          let root = null;
-          try {
-            root = chrome.dom.openOrClosedShadowRoot(els[i]);
-          } catch (e) {
-            root = els[i].shadowRoot;
-          }
-          if (root) text += root.textContent.trim().length;
+  const enough = 200;
+  let text = 0;
+  const skip = new Set(["SCRIPT", "STYLE", "NOSCRIPT", "TEMPLATE"]);
+  if (document.body) {
+    const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT, {
+      acceptNode: (n) => (n.parentElement && skip.has(n.parentElement.tagName) ? 2 : 1),
+    });
+    while (text < enough && walker.nextNode()) text += walker.currentNode.nodeValue.trim().length;
+    if (text < enough) {
+      // Web-component apps keep their text in shadow roots (small DOMs here: this is the "little text" case).
+      const els = document.body.querySelectorAll("*");
+      for (let i = 0; i < els.length && i < 5000 && text < enough; i++) {
+        let root = null;
+        try {
+          root = chrome.dom.openOrClosedShadowRoot(els[i]);
+        } catch (e) {
+          root = els[i].shadowRoot;
         }
+        if (root) text += root.textContent.trim().length;
       }
     }
   }
   return {
+    quietFor: now - last,
     mutations: g.__trawlProbe.mutations,
-    resources,
     ready: document.readyState,
     contentType: document.contentType,
     text,
@@ -194,29 +197,21 @@ export async function waitForLoad(tabId, deadline, watch, fresh = false) {
   }
 }
 
-// Polls the mutation counter every ~50 ms until the page has been quiet for quietMs, or the deadline.
+// Polls the page every ~50 ms until it has been quiet for quietMs (by the page's clock), or the deadline.
+// The first probe only installs the observer: a page that keeps changing shows it by the second.
 // A quiet page with almost no text (an app shell still waiting for its data) gets up to emptyWaitMs more.
 const MIN_TEXT = 200;
 
 export async function settle(tabId, quietMs, deadline, watch, emptyWaitMs = 3000) {
   const start = Date.now();
-  let last = null;
-  let quietSince = start;
   let polls = 0;
   for (;;) {
     watch.check();
-    const now0 = Date.now();
-    const quietEnough = now0 - quietSince >= quietMs;
-    const p = await inject(tabId, probeSettle, [quietEnough]);
+    const p = await inject(tabId, probeSettle);
     polls += 1;
     if (p.contentType === "application/pdf") return { settled: true, pdf: true, polls };
-    const sig = `${p.mutations}/${p.resources}`;
     const now = Date.now();
-    if (sig !== last) {
-      last = sig;
-      quietSince = now;
-    } else if (p.ready === "complete" && now - quietSince >= quietMs) {
-      if (p.text < 0) continue; // quiet now: ask again, with the text length
+    if (polls >= 2 && p.ready === "complete" && p.quietFor >= quietMs) {
       const empty = p.text < MIN_TEXT;
       if (!empty || now - start >= emptyWaitMs) return { settled: true, pdf: false, polls, empty };
     }
