@@ -69,6 +69,12 @@ def test_links_keep_anchor_text_but_no_urls_and_images_go(settings):
     assert "crumb.jpg" not in md and "crumb shot" not in md
 
 
+def test_block_quotes_keep_their_marker():
+    root = parse_html("<div><p>Before.</p><blockquote><p>Quoted words.</p></blockquote><p>After.</p></div>")
+    assert root is not None
+    assert to_markdown(root) == "Before.\n\n> Quoted words.\n\nAfter."
+
+
 def test_converter_drops_link_targets_and_images():
     root = parse_html('<div><p>See <a href="https://x.example/a">the docs</a> <img src="i.png" alt="logo"></p></div>')
     assert root is not None

@@ -11,7 +11,6 @@ The walk uses an explicit stack, so a tree of any depth converts in linear time.
 from __future__ import annotations
 
 import re
-from collections import Counter
 from dataclasses import dataclass, field
 
 from lxml import etree
@@ -47,6 +46,7 @@ class _State:
     inline: list[str] = field(default_factory=list)
     prefix: str = ""  # prefix of the paragraph being collected ("## ", "- ", "> ")
     lists: list[list[int | str]] = field(default_factory=list)  # [kind, counter] per open list
+    quote: int = 0  # block-quote depth
 
     def flush(self) -> None:
         if not self.inline:
@@ -57,7 +57,7 @@ class _State:
         prefix, self.prefix = self.prefix, ""
         if not text:
             return
-        self.blocks.append(prefix + text)
+        self.blocks.append("> " * self.quote + prefix + text)
 
     def add_block(self, text: str) -> None:
         self.flush()
@@ -209,7 +209,10 @@ def _open(st: _State, el: etree._Element, tag: str) -> None:
             st.prefix = "   " * depth + f"{n}. "
         else:
             st.prefix = "  " * depth + "- "
-    elif tag == "blockquote" or tag in BLOCK_TAGS:
+    elif tag == "blockquote":
+        st.flush()
+        st.quote += 1
+    elif tag in BLOCK_TAGS:
         st.flush()
 
 
@@ -222,6 +225,7 @@ def _close(st: _State, el: etree._Element, tag: str) -> None:
             st.lists.pop()
     elif tag == "blockquote":
         st.flush()
+        st.quote = max(st.quote - 1, 0)
     elif tag in ("td", "th"):
         st.inline.append(" ")
 
@@ -236,9 +240,7 @@ def _tidy(blocks: list[str]) -> str:
         out.pop()
     # Blocks that are bare repeats of the previous one (sticky headers, duplicated labels) are noise.
     dedup: list[str] = []
-    seen: Counter[str] = Counter()
     for b in out:
-        seen[b] += 1
         if dedup and b == dedup[-1] and b != "---":
             continue
         dedup.append(b)
