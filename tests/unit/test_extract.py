@@ -182,6 +182,17 @@ def test_empty_and_whitespace_html_give_empty_documents(settings):
         assert doc.markdown == ""
 
 
+def test_javascript_shell_gives_an_empty_document_but_tiny_pages_keep_their_text(settings):
+    shell = (
+        "<html><head><title>My App</title><script src='app.js'></script></head><body><div id='root'></div>"
+        "<noscript>You need to enable JavaScript to run this app.</noscript></body></html>"
+    )
+    doc = extract(html_page(shell), settings)
+    assert doc.markdown == "" and doc.title == "My App"
+    tiny = "<html><head><title>Short</title></head><body><p>Hello world, this is a tiny page.</p></body></html>"
+    assert extract(html_page(tiny), settings).markdown == "Hello world, this is a tiny page."
+
+
 def test_deeply_nested_html_finishes_fast_and_keeps_text(settings):
     html = "<html><body>" + "<div>" * 10_000 + "<p>deep treasure text</p>" + "</div>" * 10_000 + "</body></html>"
     t = time.perf_counter()
