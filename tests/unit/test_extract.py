@@ -114,7 +114,7 @@ def test_plain_lists_and_paragraphs_get_no_breaks():
 def test_code_whitespace_is_restored_from_the_page():
     from trawl.extract.code import restore_code
 
-    page = '<pre><code><span>from</span> <span>flask</span> <span>import</span> Flask\n\napp = Flask()</code></pre>'
+    page = "<pre><code><span>from</span> <span>flask</span> <span>import</span> Flask\n\napp = Flask()</code></pre>"
     damaged = "Intro\n\n```\nfromflaskimport Flask\n\napp = Flask()\n```"
     assert restore_code(damaged, page) == "Intro\n\n```\nfrom flask import Flask\n\napp = Flask()\n```"
     assert restore_code("```\nother code\n```", page) == "```\nother code\n```"

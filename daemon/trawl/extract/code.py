@@ -52,4 +52,3 @@ def restore_code(markdown: str, html: str) -> str:
         return f"{fence}\n{orig}\n{fence}"
 
     return _FENCE_BLOCK.sub(fix, markdown)
-
