@@ -16,11 +16,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import subprocess
 import sys
 import time
-from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +26,7 @@ import httpx
 from trawl.server.discovery import DaemonInfo, find_running, start_lock
 from trawl.server.ops import failure_body
 from trawl.server.token import ensure_state_dir, read_token
-from trawl.settings import Settings
+from trawl.settings import Settings, child_environment
 from trawl.types import ErrorCode
 
 from .backend import LocalBackend
@@ -36,24 +34,6 @@ from .backend import LocalBackend
 log = logging.getLogger("trawl.mcp.client")
 
 RETRY_START_AFTER_S = 30.0
-
-
-def settings_env(settings: Settings) -> dict[str, str]:
-    """``TRAWL_*`` variables that reproduce ``settings`` in a child that inherits this environment."""
-    env: dict[str, str] = {}
-    inherited = Settings.from_env()
-    for f in fields(settings):
-        v = getattr(settings, f.name)
-        if v == getattr(inherited, f.name):
-            continue
-        if isinstance(v, bool):
-            text = "1" if v else "0"
-        elif isinstance(v, tuple):
-            text = ",".join(str(x) for x in v)
-        else:
-            text = str(v)
-        env[f"TRAWL_{f.name.upper()}"] = text
-    return env
 
 
 def spawn_daemon(settings: Settings) -> subprocess.Popen[bytes]:
@@ -64,7 +44,7 @@ def spawn_daemon(settings: Settings) -> subprocess.Popen[bytes]:
         return subprocess.Popen(
             [sys.executable, "-m", "trawl.server", "--background"],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
-            start_new_session=True, cwd=str(settings.state_dir), env={**os.environ, **settings_env(settings)},
+            start_new_session=True, cwd=str(settings.state_dir), env=child_environment(settings),
         )
 
 

@@ -99,7 +99,8 @@ class Engine:
         return self._result(FetchRequest(prep.page.url), prep, chunks, "whole-page", (), {}, ())
 
     async def aclose(self) -> None:
-        """Release what sources hold (HTTP clients, browsers)."""
+        """Release what sources hold (HTTP clients, browsers) and stop background embedding."""
+        self.retriever.close()
         for source in self.router.sources:
             close = getattr(source, "aclose", None)
             if close is not None:

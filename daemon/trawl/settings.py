@@ -132,6 +132,34 @@ def _coerce(name: str, raw: str, typ: Any) -> Any:
     return raw
 
 
+def child_environment(settings: Settings) -> dict[str, str]:
+    """This process's environment plus the ``TRAWL_*`` variables that reproduce ``settings`` in a child."""
+    env = dict(os.environ)
+    inherited = Settings.from_env()
+    for f in fields(settings):
+        v = getattr(settings, f.name)
+        if v == getattr(inherited, f.name):
+            continue
+        if isinstance(v, bool):
+            text = "1" if v else "0"
+        elif isinstance(v, tuple):
+            text = ",".join(str(x) for x in v)
+        else:
+            text = str(v)
+        env[f"TRAWL_{f.name.upper()}"] = text
+    return env
+
+
+def prefer_passive_openmp() -> None:
+    """Make OpenMP worker threads sleep rather than spin while waiting.
+
+    The embedding engine's threads spin by default, which makes it ~10x slower whenever another
+    process holds a core; passive waiting costs nothing on an idle machine. Must run before the
+    engine starts its threads.
+    """
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+
 def env_value(name: str, default: str = "") -> str:
     """Read one environment variable for code outside this module (e.g. CI flags)."""
     return os.environ.get(name, default)

@@ -1,6 +1,6 @@
 """Pairing: the one user step that lets a browser's trawl extension attach.
 
-    trawl pair            (or: python -m trawl.browser.pair)
+    trawl pair
 
 prints a one-time code such as ``trawl-7KQM-X2RD-HP4N`` (60 random bits, valid
 10 minutes, 5 wrong tries void it). The user pastes it into the extension's

