@@ -35,6 +35,7 @@ WHOLE_MAX = 3.0
 PART = 2.0
 LEAD_IN = 0.34
 TINY_RECORD = 0.17
+PREPACK_PIECES = 200  # sentence pieces in one paragraph above which they are pre-joined
 CJK_FULL_RATIO = 0.5  # cjk_ratio at or above which the CJK target applies in full
 
 
@@ -166,7 +167,10 @@ class Assembler:
             if len(u.text) <= target:
                 small.append(u)
                 continue
-            for j, (s, sep) in enumerate(split_text(u.text, target, int(HARD_SENTENCE * target))):
+            pieces = split_text(u.text, target, int(HARD_SENTENCE * target))
+            if len(pieces) > PREPACK_PIECES:  # a huge blob: fewer, larger units keep packing fast
+                pieces = _pack_pieces(pieces, target)
+            for j, (s, sep) in enumerate(pieces):
                 small.append(_Unit(s, u.sep if j == 0 else sep, u.is_list))
         groups = _pack_units(small, target)
         texts = [_join(g) for g in groups]
@@ -185,6 +189,29 @@ def _join(units: list[_Unit]) -> str:
             out.append(u.sep)
         out.append(u.text)
     return "".join(out)
+
+
+def _pack_pieces(pieces: list[tuple[str, str]], target: int) -> list[tuple[str, str]]:
+    """Join consecutive (text, separator-before) sentence pieces up to ``target``; fewer, larger units."""
+    out: list[tuple[str, str]] = []
+    buf: list[str] = []
+    first_sep = ""
+    size = 0
+    for text, sep in pieces:
+        if buf and size + len(sep) + len(text) > target:
+            out.append(("".join(buf), first_sep))
+            buf, size = [], 0
+        if not buf:
+            first_sep = sep
+            buf.append(text)
+            size = len(text)
+        else:
+            buf.append(sep)
+            buf.append(text)
+            size += len(sep) + len(text)
+    if buf:
+        out.append(("".join(buf), first_sep))
+    return out
 
 
 def _pack_units(units: list[_Unit], target: int) -> list[list[_Unit]]:
