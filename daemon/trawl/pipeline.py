@@ -136,7 +136,7 @@ class Engine:
                 # 3. extract (CPU-bound: off the event loop)
                 t = time.perf_counter()
                 doc = await self._run(extract_stage.extract, page, self.settings)
-                doc = sanitise_stage.clean_document(doc, page)
+                doc = await self._run(sanitise_stage.clean_document, doc, page)
                 timings["extract"] = _ms(t)
                 wall = walls.detect(page, doc)
                 if wall is not None:
