@@ -121,7 +121,7 @@ def render(p: PageOut, *, neighbours: bool = False) -> str:
     return "\n\n".join(parts)
 
 
-def _result(body: dict[str, Any], *, neighbours: bool = False) -> CallToolResult:
+def tool_result(body: dict[str, Any], *, neighbours: bool = False) -> CallToolResult:
     p = page_out(body)
     return CallToolResult(content=[TextContent(type="text", text=render(p, neighbours=neighbours))],
                           structured_content=p.model_dump(mode="json"), is_error=not p.ok)
@@ -159,7 +159,7 @@ def register_core_tools(server: MCPServer, backend: Backend) -> None:
             payload["k"] = k
         if max_age_s is not None:
             payload["max_age"] = float(max_age_s)
-        return _result(await backend.call("fetch", payload))
+        return tool_result(await backend.call("fetch", payload))
 
     async def read_more(
         page: Annotated[str, Field(min_length=1, max_length=200, description="`page` from a fetch_page result")],
@@ -168,7 +168,7 @@ def register_core_tools(server: MCPServer, backend: Backend) -> None:
         after: Annotated[int, Field(ge=0, le=20, description="passages after it")] = 1,
     ) -> Annotated[CallToolResult, PageOut]:
         body = await backend.call("read_more", {"page": page, "chunk_id": chunk_id, "before": before, "after": after})
-        return _result(body, neighbours=True)
+        return tool_result(body, neighbours=True)
 
     server.add_tool(fetch_page, name="fetch_page", title="Fetch relevant passages of a page",
                     description=FETCH_DESCRIPTION, annotations=READ_ONLY)

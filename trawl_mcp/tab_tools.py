@@ -18,7 +18,7 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 
 from .backend import Backend
-from .server import ErrorOut, PageOut, _result
+from .server import ErrorOut, PageOut, tool_result
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=True)
 
@@ -172,7 +172,7 @@ def register_tools(server: MCPServer, backend: Backend) -> None:
             err = _error(body)
             assert err is not None
             body = {"ok": False, "url": f"tab:{tab}", "error": err.model_dump()}
-        return _result(body)
+        return tool_result(body)
 
     async def search_tabs(query: SearchQuery, k: K = None) -> Annotated[CallToolResult, SearchOut]:
         payload: dict[str, Any] = {"query": query}
