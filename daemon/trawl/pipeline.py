@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -118,48 +119,54 @@ class Engine:
         if prep is not None:
             return prep, ("page",)
 
-        last_err: TrawlError | None = None
+        # 2-4 from each planned source in turn, falling back when one cannot give content.
+        failures: list[tuple[str, TrawlError]] = []
         for i, (source, reason) in enumerate(plan):
-            more = i + 1 < len(plan)
             try:
-                # 2. fetch (page cache first)
-                t = time.perf_counter()
-                cached: tuple[str, ...] = ()
-                page = self.page_cache.get(req.target, source.name, req.max_age_s) if _reusable(req) else None
-                if page is not None:
-                    cached = ("page",)
-                else:
-                    self._status(f"fetching {req.target} via {source.name}")
-                    page = await source.fetch(req, self.settings)
-                timings["fetch"] = _ms(t)
-
-                # 3. extract (CPU-bound: off the event loop)
-                t = time.perf_counter()
-                doc = await self._run(extract_stage.extract, page, self.settings)
-                doc = await self._run(sanitise_stage.clean_document, doc, page)
-                timings["extract"] = _ms(t)
-                wall = walls.detect(page, doc)
-                if wall is not None:
-                    raise wall
-                if not cached:
-                    self.page_cache.put(req.target, page)
-
-                # 4. chunk
-                t = time.perf_counter()
-                chunks = await self._run(chunk_stage.chunk_document, doc, self.settings)
-                timings["chunk"] = _ms(t)
-                if not chunks:
-                    raise TrawlError(ErrorCode.EMPTY_CONTENT, "the page has no readable text")
-                prep = Prepared(page, doc, tuple(chunks), _page_key(page, doc), reason)
-                self._remember(req.target, prep)
-                return prep, cached
+                if failures:
+                    reason += " (after " + ", ".join(f"{name}: {e.code}" for name, e in failures) + ")"
+                return await self._prepare_from(source, reason, req, timings)
             except TrawlError as err:
-                last_err = err
-                if not (more and err.code in _FALLBACK_CODES):
-                    raise
+                failures.append((source.name, err))
+                if i + 1 == len(plan) or err.code not in _FALLBACK_CODES:
+                    raise _most_telling(failures) from None
                 self._status(f"{source.name}: {err.code}; trying {plan[i + 1][0].name}")
-        assert last_err is not None
-        raise last_err
+        raise AssertionError("unreachable: the router never returns an empty plan")
+
+    async def _prepare_from(
+        self, source: Source, reason: str, req: FetchRequest, timings: dict[str, float]
+    ) -> tuple[Prepared, tuple[str, ...]]:
+        # 2. fetch (page cache first)
+        t = time.perf_counter()
+        cached: tuple[str, ...] = ()
+        page = self.page_cache.get(req.target, source.name, req.max_age_s) if _reusable(req) else None
+        if page is not None:
+            cached = ("page",)
+        else:
+            self._status(f"fetching {req.target} via {source.name}")
+            page = await source.fetch(req, self.settings)
+        timings["fetch"] = _ms(t)
+
+        # 3. extract (CPU-bound: off the event loop), strip invisible characters, refuse walls
+        t = time.perf_counter()
+        doc = await self._run(extract_stage.extract, page, self.settings)
+        doc = await self._run(sanitise_stage.clean_document, doc, page)
+        wall = await self._run(walls.detect, page, doc)
+        timings["extract"] = _ms(t)
+        if wall is not None:
+            raise wall
+        if not cached:
+            self.page_cache.put(req.target, page)
+
+        # 4. chunk
+        t = time.perf_counter()
+        chunks = await self._run(chunk_stage.chunk_document, doc, self.settings)
+        timings["chunk"] = _ms(t)
+        if not chunks:
+            raise TrawlError(ErrorCode.EMPTY_CONTENT, "the page has no readable text")
+        prep = Prepared(page, doc, tuple(chunks), _page_key(page, doc), reason)
+        self._remember(req.target, prep)
+        return prep, cached
 
     async def _answer(
         self, req: FetchRequest, prep: Prepared, cached: tuple[str, ...], timings: dict[str, float]
@@ -267,6 +274,21 @@ _FALLBACK_CODES = frozenset(
 )
 
 
+# A fallback source that is simply not there says less than what the first source found.
+_UNAVAILABLE = frozenset({ErrorCode.BROWSER_UNAVAILABLE, ErrorCode.EXTENSION_UNAVAILABLE})
+
+
+def _most_telling(failures: list[tuple[str, TrawlError]]) -> TrawlError:
+    """The error to report after every planned source failed: the last one that says something about the page."""
+    last_name, last = failures[-1]
+    if last.code not in _UNAVAILABLE:
+        return last
+    for _name, err in reversed(failures[:-1]):
+        if err.code not in _UNAVAILABLE:
+            return TrawlError(err.code, f"{err.message} ({last_name} fallback unavailable: {last.message})", err.hint)
+    return last
+
+
 def _reusable(req: FetchRequest) -> bool:
     """Tabs are live views (the active tab changes), and max_age 0 asks for a fresh copy."""
     return req.max_age_s != 0 and not req.target.startswith("tab:")
@@ -313,5 +335,23 @@ def fetch_relevant(
     source: str | None = None,
     engine: Engine | None = None,
 ) -> FetchResult:
-    """Blocking twin of :func:`afetch_relevant`."""
-    return asyncio.run(afetch_relevant(target, query, k=k, max_age_s=max_age_s, source=source, engine=engine))
+    """Blocking twin of :func:`afetch_relevant`.
+
+    Runs on one long-lived background event loop, so the engine's HTTP client and browser survive
+    between calls instead of being rebuilt by a fresh ``asyncio.run`` each time.
+    """
+    coro = afetch_relevant(target, query, k=k, max_age_s=max_age_s, source=source, engine=engine)
+    return asyncio.run_coroutine_threadsafe(coro, _sync_loop()).result()
+
+
+_loop: asyncio.AbstractEventLoop | None = None
+_loop_lock = threading.Lock()
+
+
+def _sync_loop() -> asyncio.AbstractEventLoop:
+    global _loop
+    with _loop_lock:
+        if _loop is None:
+            _loop = asyncio.new_event_loop()
+            threading.Thread(target=_loop.run_forever, name="trawl-sync-loop", daemon=True).start()
+        return _loop

@@ -1,0 +1,34 @@
+"""Routing through the pipeline: fallback order, and which error is reported when every source fails."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from aiohttp import web
+from aiohttp.test_utils import TestServer
+from trawl import Engine, ErrorCode, Settings
+
+SHELL = (Path(__file__).parent.parent / "fixtures" / "walls" / "shell-react.html").read_text()
+
+
+async def test_empty_shell_without_a_browser_reports_the_shell_not_the_missing_browser(tmp_path: Path) -> None:
+    async def shell(_request: web.Request) -> web.Response:
+        return web.Response(text=SHELL, content_type="text/html")
+
+    app = web.Application()
+    app.router.add_get("/app", shell)
+    async with TestServer(app, host="127.0.0.1") as server:
+        settings = Settings(cache_dir=tmp_path / "c", state_dir=tmp_path / "s", chromium_path=str(tmp_path / "none"))
+        engine = Engine(settings)
+        result = await engine.fetch(str(server.make_url("/app")), "what is on the dashboard?")
+        await engine.aclose()
+    assert result.error is not None
+    assert result.error.code == ErrorCode.EMPTY_RENDER
+    assert "playwright fallback unavailable" in result.error.message
+    assert result.chunks == ()
+
+
+async def test_forcing_a_source_that_does_not_exist_names_the_ones_that_do(settings: Settings) -> None:
+    result = await Engine(settings).fetch("https://example.org/", "anything", source="carrier-pigeon")
+    assert result.error is not None and result.error.code == ErrorCode.INVALID_REQUEST
+    assert "http" in result.error.message and "playwright" in result.error.message
