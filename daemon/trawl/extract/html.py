@@ -4,8 +4,9 @@
     1. primary    rs-trafilatura (or trafilatura when rs-trafilatura is missing or fails)
     2. escalate   when the primary's output is short (< ESCALATE_TOKENS) or its own quality estimate is
                   low (< ESCALATE_QUALITY), run the lxml ``dom`` fallback too
-    3. compare    the fallback wins when it found DOM_GAIN_RATIO times more text: the primary then kept
-                  one card or one block of a page made of many (listings, collections, product grids)
+    3. compare    the fallback wins when it found DOM_GAIN_RATIO times more text (or DOM_SUPERSET_RATIO
+                  times more, containing the primary's): the primary then kept one card or one block of a
+                  page made of many (listings, collections, product grids)
     4. shell      when both found (next to) nothing, the page is an empty JavaScript shell: return an
                   empty document and let the pipeline report it, rather than a title as "content"
 
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections import Counter
 
 from ..settings import Settings
 from ..types import Document, Page
@@ -27,9 +29,11 @@ from .meta import declared_language, html_title
 
 log = logging.getLogger("trawl.extract")
 
-ESCALATE_TOKENS = 400  # primary output shorter than this (in \w+ tokens) gets a second opinion
+ESCALATE_TOKENS = 1000  # primary output shorter than this (in \w+ tokens) gets a second opinion
 ESCALATE_QUALITY = 0.7  # ... as does output rs-trafilatura itself rates below this
-DOM_GAIN_RATIO = 3.0  # the fallback must find this many times more text to replace the primary
+DOM_GAIN_RATIO = 3.0  # the fallback must find this many times more text to replace the primary ...
+DOM_SUPERSET_RATIO = 2.5  # ... or this many times more when it also contains nearly all the primary's text
+DOM_SUPERSET_SHARE = 0.9
 SHELL_TOKENS = 40  # both candidates below this (fallback: nothing at all) → an empty shell
 _WORD = re.compile(r"\w+")
 
@@ -67,7 +71,18 @@ def choose(primary: Candidate | None, html: str) -> tuple[Candidate | None, bool
         return None, True
     if n_fallback >= DOM_GAIN_RATIO * max(n_primary, 1):
         return fallback, True
+    if n_fallback >= DOM_SUPERSET_RATIO * max(n_primary, 1) and _contained(primary.text, fallback.text):
+        return fallback, True
     return primary, True
+
+
+def _contained(inner: str, outer: str) -> bool:
+    """Whether nearly all of ``inner``'s words (as a multiset) occur in ``outer``."""
+    a = Counter(_WORD.findall(inner.lower()))
+    if not a:
+        return True
+    b = Counter(_WORD.findall(outer.lower()))
+    return sum((a & b).values()) >= DOM_SUPERSET_SHARE * sum(a.values())
 
 
 def extract_html(page: Page, settings: Settings) -> Document:
