@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import logging
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from . import chunk as chunk_stage
@@ -30,6 +31,7 @@ from .sources.router import Router, default_sources
 from .text import approx_tokens
 from .types import Chunk, Coverage, Document, ErrorCode, FetchResult, Page, TrawlError
 
+log = logging.getLogger("trawl.pipeline")
 T = TypeVar("T")
 StatusFn = Callable[[str], None]
 
@@ -79,6 +81,11 @@ class Engine:
             prep, cached = await self._prepare(req, timings)
             return await self._answer(req, prep, cached, timings)
         except TrawlError as err:
+            return FetchResult.failure(req.target, err, query=req.query, timings_ms=timings)
+        except Exception as exc:  # a bug in one stage must not take the caller (or the daemon) down
+            log.exception("internal error while reading %s", req.target)
+            err = TrawlError(ErrorCode.INTERNAL, f"internal error: {type(exc).__name__}: {exc}",
+                             "This is a bug in trawl; the log holds the traceback.")
             return FetchResult.failure(req.target, err, query=req.query, timings_ms=timings)
 
     async def read_more(self, page_key: str, chunk_id: str, before: int = 1, after: int = 1) -> FetchResult:
@@ -164,7 +171,9 @@ class Engine:
         timings["chunk"] = _ms(t)
         if not chunks:
             raise TrawlError(ErrorCode.EMPTY_CONTENT, "the page has no readable text")
-        prep = Prepared(page, doc, tuple(chunks), _page_key(page, doc), reason)
+        # Keep the page's metadata, not its body: the chunks are what later questions need.
+        bodiless = replace(page, html=None, text=None, data=None)
+        prep = Prepared(bodiless, doc, tuple(chunks), _page_key(page, doc), reason)
         self._remember(req.target, prep)
         return prep, cached
 

@@ -32,3 +32,23 @@ async def test_forcing_a_source_that_does_not_exist_names_the_ones_that_do(setti
     result = await Engine(settings).fetch("https://example.org/", "anything", source="carrier-pigeon")
     assert result.error is not None and result.error.code == ErrorCode.INVALID_REQUEST
     assert "http" in result.error.message and "playwright" in result.error.message
+
+
+class _BrokenSource:
+    """A source with a bug: it raises something that is not a TrawlError."""
+
+    name = "broken"
+    priority = 0
+
+    def accepts(self, req: object) -> str | None:
+        return "always"
+
+    async def fetch(self, req: object, settings: Settings) -> object:
+        raise RuntimeError("boom")
+
+
+async def test_a_bug_in_a_stage_becomes_a_typed_internal_error(settings: Settings) -> None:
+    engine = Engine(settings, sources=[_BrokenSource()])
+    result = await engine.fetch("anything", "question")
+    assert result.error is not None and result.error.code == ErrorCode.INTERNAL
+    assert "RuntimeError: boom" in result.error.message
