@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from trawl import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
