@@ -7,31 +7,24 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import sys
-from pathlib import Path
 
 from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
-
-
-def state_dir() -> Path:
-    if os.environ.get("TRAWL_STATE_DIR"):
-        return Path(os.environ["TRAWL_STATE_DIR"])
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "trawl"
+from trawl.settings import Settings, child_environment
 
 
 async def main(transport: str, url: str, query: str) -> None:
+    settings = Settings.from_env()  # the same state directory and port the daemon uses
     if transport == "stdio":
-        target = Client(StdioServerParameters(command="trawl-mcp", args=[], env=dict(os.environ)))
+        target = Client(StdioServerParameters(command="trawl-mcp", args=[], env=child_environment(settings)))
         async with target as client:
             result = await client.call_tool("fetch_page", {"url": url, "query": query})
     else:
-        port = os.environ.get("TRAWL_PORT", "8765")
-        token = (state_dir() / "token").read_text().strip()
+        port = settings.port
+        token = (settings.state_dir / "token").read_text().strip()
         http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
         async with http, Client(streamable_http_client(f"http://127.0.0.1:{port}/mcp", http_client=http)) as client:
             result = await client.call_tool("fetch_page", {"url": url, "query": query})
