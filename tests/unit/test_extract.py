@@ -279,3 +279,15 @@ def test_markdown_blocks_the_text_does_not_support_are_dropped():
     assert align_markdown("# Title", "Title\n\nalpha beta gamma\n\ndelta epsilon") == (
         "Title\n\nalpha beta gamma\n\ndelta epsilon"
     )
+
+
+def test_declarative_shadow_roots_are_content_whatever_the_source() -> None:
+    body = "".join(f"<p>Paragraph {i} of the article that the page body holds in plain sight.</p>" for i in range(6))
+    html = (
+        "<html><head><title>Shadow</title></head><body><article><h1>Shadow</h1>" + body +
+        '<x-card><template shadowrootmode="closed"><p>The warranty lasts five years from the date of '
+        "purchase, parts and labour included.</p></template></x-card></article></body></html>"
+    )
+    page = Page(url="file:///s.html", final_url="file:///s.html", kind="html", source="file", html=html)
+    doc = extract(page, Settings())
+    assert "warranty lasts five years" in doc.markdown

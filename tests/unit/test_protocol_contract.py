@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 from trawl.browser import PINNED_EXTENSION_ID
 from trawl.browser import protocol as proto
-from trawl.browser.dom import flatten_shadow_roots
 from trawl.browser.identity import extension_id_from_key
+from trawl.extract.shadow import flatten_shadow_roots
 from trawl.types import ErrorCode
 
 ROOT = Path(__file__).resolve().parents[2]

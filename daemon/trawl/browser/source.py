@@ -9,12 +9,9 @@ Pages from this source may be private: the page cache keeps them in memory only.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from ..settings import Settings
 from ..sources.base import FetchRequest
 from ..types import ErrorCode, Page, TrawlError
-from .dom import flatten_shadow_roots
 from .hub import ExtensionHub
 
 
@@ -50,6 +47,4 @@ class ExtensionSource:
             page = await self.hub.capture(url=req.target)
         else:
             raise TrawlError(ErrorCode.UNSUPPORTED_SCHEME, "the browser reads http(s) pages and tabs only")
-        if page.html is not None and "shadowrootmode" in page.html:
-            page = replace(page, html=flatten_shadow_roots(page.html))
         return page

@@ -26,6 +26,7 @@ from .candidates import Candidate
 from .guard import flatten_nesting, looks_binary, strip_heavy, too_deep, trim_html
 from .lang import detect_language
 from .meta import declared_language, html_title
+from .shadow import flatten_shadow_roots
 
 log = logging.getLogger("trawl.extract")
 
@@ -93,6 +94,7 @@ def extract_html(page: Page, settings: Settings) -> Document:
         return Document(markdown="", title=page.title, extractor="none", warnings=tuple(warnings))
     if "\x00" in raw:
         raw = raw.replace("\x00", "")
+    raw = flatten_shadow_roots(raw)  # captured shadow DOM (extension, headless, saved pages) is content
     html, trimmed = trim_html(strip_heavy(raw), settings.extract_max_html_chars)
     if trimmed:
         warnings.append(f"page HTML trimmed to {settings.extract_max_html_chars} characters before extraction")

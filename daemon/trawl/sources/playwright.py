@@ -6,10 +6,9 @@ most ``settings.browser_pages`` pages at once. A browser that crashed or was
 killed is relaunched on the next request (a request it took down with it is
 retried once). Images, fonts and media are never loaded.
 
-How a page is waited for and captured: see ``playwright_page.py``. The
-captured shadow-root templates are flattened to ``<div data-trawl-shadow>``
-(extractors drop templates) exactly as the extension's source does, so both
-give the same kind "html" page.
+How a page is waited for and captured: see ``playwright_page.py``. Shadow
+roots arrive as ``<template shadowrootmode>``, the same shape as the
+extension's captures; the extract stage turns them into content.
 """
 
 from __future__ import annotations
@@ -300,10 +299,6 @@ class PlaywrightSource:
             ) from None
         except PlaywrightError as exc:
             raise _BrowserGone() if not browser.is_connected() else internal_error(exc) from exc
-        if "shadowrootmode" in html:  # the extension's shape: shadow roots as <div data-trawl-shadow>
-            from ..browser.dom import flatten_shadow_roots
-
-            html = flatten_shadow_roots(html)
         if len(html) > settings.max_html_bytes:
             raise TrawlError(ErrorCode.TOO_LARGE, f"the rendered page is {len(html):,} characters")
         return Page(
