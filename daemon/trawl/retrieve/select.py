@@ -18,17 +18,26 @@ from ..types import Chunk
 from .tokenize import tokens
 
 
+class _Picked:
+    """Chunk ids in the order they were picked: each once, valid ids only, at most ``limit``."""
+
+    def __init__(self, n: int, limit: int) -> None:
+        self.n, self.limit = n, limit
+        self.ids: list[int] = []
+        self._seen: set[int] = set()
+
+    def add(self, i: int) -> None:
+        if 0 <= i < self.n and i not in self._seen and len(self.ids) < self.limit:
+            self._seen.add(i)
+            self.ids.append(i)
+
+
 def sighted_order(
     bm25: np.ndarray, chunks: Sequence[Chunk], query_terms: Sequence[str], limit: int
 ) -> list[int]:
     n = len(chunks)
-    out: list[int] = []
-    seen: set[int] = set()
-
-    def add(i: int) -> None:
-        if 0 <= i < n and i not in seen and len(out) < limit:
-            seen.add(i)
-            out.append(i)
+    picked = _Picked(n, limit)
+    out, add = picked.ids, picked.add
 
     ranked = [int(i) for i in np.argsort(-bm25, kind="stable") if bm25[i] > 0]
     head = ranked[: max(1, limit * 2 // 3)]
@@ -57,13 +66,8 @@ def blind_order(
 ) -> list[int]:
     """``section_rank``: heading paths best first (may be empty)."""
     n = len(chunks)
-    out: list[int] = []
-    seen: set[int] = set()
-
-    def add(i: int) -> None:
-        if 0 <= i < n and i not in seen and len(out) < limit:
-            seen.add(i)
-            out.append(i)
+    picked = _Picked(n, limit)
+    out, add = picked.ids, picked.add
 
     positive = [int(i) for i in np.argsort(-bm25, kind="stable") if bm25[i] > 0]
     for i in positive[:3]:
