@@ -84,9 +84,9 @@ class Engine:
             return FetchResult.failure(req.target, err, query=req.query, timings_ms=timings)
         except Exception as exc:  # a bug in one stage must not take the caller (or the daemon) down
             log.exception("internal error while reading %s", req.target)
-            err = TrawlError(ErrorCode.INTERNAL, f"internal error: {type(exc).__name__}: {exc}",
+            bug = TrawlError(ErrorCode.INTERNAL, f"internal error: {type(exc).__name__}: {exc}",
                              "This is a bug in trawl; the log holds the traceback.")
-            return FetchResult.failure(req.target, err, query=req.query, timings_ms=timings)
+            return FetchResult.failure(req.target, bug, query=req.query, timings_ms=timings)
 
     async def read_more(self, page_key: str, chunk_id: str, before: int = 1, after: int = 1) -> FetchResult:
         """The chunks around ``chunk_id`` of a page fetched earlier, in document order."""

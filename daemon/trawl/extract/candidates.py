@@ -23,6 +23,8 @@ from .markdown import to_markdown
 
 log = logging.getLogger("trawl.extract")
 
+_rs: Any
+_traf: Any
 try:
     import rs_trafilatura as _rs
 
