@@ -97,6 +97,7 @@ class Settings:
     extension_settle_max_s: float = 5.0  # a page that never settles is captured after this long, with a warning
     extension_capture_timeout_s: float = 30.0  # one capture through the browser, load included
     extension_search_tabs: int = 12  # search_tabs reads at most this many open tabs
+    extension_max_background_tabs: int = 3  # background captures at once in the browser; the rest queue
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None, **overrides: Any) -> Settings:

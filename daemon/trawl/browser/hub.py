@@ -319,6 +319,7 @@ class ExtensionHub:
             "settle_max_ms": int(s.extension_settle_max_s * 1000),
             "timeout_ms": int(timeout_s * 1000),
             "max_bytes": int(s.max_html_bytes),
+            "max_background_tabs": max(1, int(s.extension_max_background_tabs)),
         }
         if url is not None:
             fields["url"] = url
