@@ -23,6 +23,8 @@ from . import extract as extract_stage
 from . import sanitise as sanitise_stage
 from . import walls
 from .cache import PageCache
+from .netguard import NetGuard
+from .policy import check_url
 from .retrieve import Retriever
 from .settings import Settings
 from .sources.base import FetchRequest, Source
@@ -106,6 +108,10 @@ class Engine:
         chunks = sanitise_stage.flag(list(prep.chunks[lo:hi]), prep.doc.hidden_text)
         return self._result(FetchRequest(prep.page.url), prep, chunks, "whole-page", (), {}, ())
 
+        try:
+            await self._guard_page(prep.page)  # the site policy may have changed since the page was read
+        except TrawlError as err:
+            return FetchResult.failure(prep.page.url, err)
     async def aclose(self) -> None:
         """Release what sources hold (HTTP clients, browsers) and stop background embedding."""
         self.retriever.close()
@@ -123,11 +129,14 @@ class Engine:
 
         # A page prepared earlier (same target, fresh enough) skips stages 2-4.
         prep = self._recall(req)
+        # The user's site policy and the private-network rule, before any source runs; refusals are final.
+        await self._guard(req.target)
         if prep is not None:
             return prep, ("page",)
 
         # 2-4 from each planned source in turn, falling back when one cannot give content.
         failures: list[tuple[str, TrawlError]] = []
+            await self._guard_page(prep.page)  # the policy may have changed since
         for i, (source, reason) in enumerate(plan):
             try:
                 if failures:
@@ -138,6 +147,8 @@ class Engine:
                 if i + 1 == len(plan) or err.code not in _FALLBACK_CODES:
                     raise _most_telling(failures) from None
                 self._status(f"{source.name}: {err.code}; trying {plan[i + 1][0].name}")
+                if err.code in _FINAL_CODES:  # a refusal is final: no other source may try to read it
+                    raise _final(err, source.name, failures) from None
         raise AssertionError("unreachable: the router never returns an empty plan")
 
     async def _prepare_from(
@@ -156,6 +167,9 @@ class Engine:
 
         # 3. extract (CPU-bound: off the event loop), strip invisible characters, refuse walls
         t = time.perf_counter()
+        # What came back, not only what was asked for: the final URL after redirects, and the URL of the
+        # document a browser actually captured (a tab that navigated meanwhile is refused, not read).
+        await self._guard_page(page)
         doc = await self._run(extract_stage.extract, page, self.settings)
         doc = await self._run(sanitise_stage.clean_document, doc, page)
         wall = await self._run(walls.detect, page, doc)
@@ -246,6 +260,25 @@ class Engine:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._executor, fn, *args)
 
+    async def _guard(self, url: str) -> None:
+        """Raise BLOCKED_BY_POLICY when the site policy or the private-network rule refuses an http(s) URL."""
+        if not url.lower().startswith(("http://", "https://")):
+            return
+        check_url(url, self.settings)
+        try:
+            await NetGuard(self.settings).check_url(url)
+        except TrawlError as err:
+            if err.code in _FINAL_CODES:
+                raise
+            # A name this machine cannot resolve: each source reports (or the browser resolves) it itself.
+
+    async def _guard_page(self, page: Page) -> None:
+        seen: set[str] = set()
+        for url in (page.url, page.final_url):
+            if url and url not in seen:
+                seen.add(url)
+                await self._guard(url)
+
     def _recall(self, req: FetchRequest) -> Prepared | None:
         key = self._by_target.get(req.target)
         prep = self._prepared.get(key) if key else None
@@ -278,13 +311,22 @@ _FALLBACK_CODES = frozenset(
         ErrorCode.BLOCKED,
         ErrorCode.EXTENSION_UNAVAILABLE,
         ErrorCode.BROWSER_UNAVAILABLE,
-        ErrorCode.BLOCKED_BY_POLICY,
     }
 )
 
 
 # A fallback source that is simply not there says less than what the first source found.
 _UNAVAILABLE = frozenset({ErrorCode.BROWSER_UNAVAILABLE, ErrorCode.EXTENSION_UNAVAILABLE})
+
+# Refusals: no other source is tried after one of these.
+_FINAL_CODES = frozenset({ErrorCode.BLOCKED_BY_POLICY})
+
+
+def _final(err: TrawlError, source: str, failures: list[tuple[str, TrawlError]]) -> TrawlError:
+    before = "".join(f"{name}: {e.code}, " for name, e in failures)
+    note = f" [{before}{source}: refused; no other source was tried]"
+    return TrawlError(err.code, err.message + note, err.hint)
+
 
 
 def _most_telling(failures: list[tuple[str, TrawlError]]) -> TrawlError:

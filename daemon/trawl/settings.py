@@ -33,7 +33,12 @@ class Settings:
     max_pdf_bytes: int = 50_000_000
     max_passthrough_bytes: int = 10_000_000  # JSON / XML / RSS
     user_agent: str = "Mozilla/5.0 (X11; Linux x86_64) trawl/0.1 (+local agent reader)"
-    allow_private_hosts: bool = True  # local sites are a normal use of a local tool
+    # --- private networks and site policy (netguard.py, policy.py) --------
+    # "loopback" (default: localhost dev servers yes, LAN/VPN/CGNAT no), 1/"all" (also private networks),
+    # 0/"none" (neither). Link-local and cloud-metadata addresses are refused whatever this says.
+    allow_private_hosts: bool | str = "loopback"
+    allow_hosts: tuple[str, ...] = ()  # host or host:port readable even when private, e.g. localhost:3000
+    site_policy_file: str = ""  # the user's site policy; empty: <state_dir>/site-policy.json
     pdf_max_pages: int = 2000  # longer PDFs: the first pages are read, with a warning
 
     # --- extraction -----------------------------------------------------

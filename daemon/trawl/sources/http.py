@@ -4,6 +4,11 @@ One ``httpx.AsyncClient`` per source (one source per engine), reused across requ
 Redirects are followed by hand so cycles and limits give REDIRECT_LOOP; the whole request
 (every hop and the body) runs under one deadline, ``settings.http_timeout_s``; bodies are
 streamed with a per-kind size cap. Pass ``transport=httpx.MockTransport(...)`` in tests.
+
+Every hop is checked against the user's site policy (``policy.py``) before it is requested, and every TCP
+connection goes through :class:`~trawl.netguard.PinnedTransport`: the host is resolved once, every answer
+is checked against the private-network rule, and the connection goes to the checked address (Host and SNI
+stay the name). An injected transport cannot be pinned, so each hop's host is then checked up front.
 """
 
 from __future__ import annotations
@@ -14,11 +19,12 @@ from urllib.parse import urljoin, urlsplit
 
 import httpx
 
+from ..netguard import NetGuard, PinnedTransport, Resolver, default_port, parse_ip
+from ..policy import check_url
 from ..settings import Settings
 from ..types import ErrorCode, Page, PageKind, TrawlError
 from .base import FetchRequest
 from .body import build_page, cap_for
-from .hosts import check_host_allowed
 from .sniff import EXTENSION_KINDS, binary_reason, is_generic_binary_type, kind_from_content_type, sniff_kind
 from .urls import classify, unsupported_scheme, validate_http_url
 
@@ -34,11 +40,15 @@ class HttpSource:
     name = "http"
     priority = 20
 
-    def __init__(self, settings: Settings | None = None, *, transport: httpx.AsyncBaseTransport | None = None) -> None:
+    def __init__(self, settings: Settings | None = None, *, transport: httpx.AsyncBaseTransport | None = None,
+                 resolver: Resolver | None = None) -> None:
         self.settings = settings or Settings()
         self._transport = transport
+        self._resolver = resolver  # None: the system resolver (tests pass a rebinding one)
         self._client: httpx.AsyncClient | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._guard_key: tuple[object, ...] = ()
+        self.pinned: PinnedTransport | None = None
 
     def accepts(self, req: FetchRequest) -> str | None:
         return "http(s) URL" if classify(req.target).kind == "http" else None
@@ -69,12 +79,23 @@ class HttpSource:
             await client.aclose()
 
     # ------------------------------------------------------------------ internals
-    def _get_client(self) -> httpx.AsyncClient:
+    def _get_client(self, settings: Settings) -> httpx.AsyncClient:
         loop = asyncio.get_running_loop()
-        if self._client is None or self._loop is not loop:
-            # A client is bound to the loop it first ran on (asyncio.run makes a new loop per call).
+        key = (settings.allow_private_hosts, settings.allow_hosts)
+        if self._client is None or self._loop is not loop or key != self._guard_key:
+            # A client is bound to the loop it first ran on (asyncio.run makes a new loop per call), and its
+            # transport to the private-network settings it checks.
+            if self._client is not None and self._loop is loop:
+                old = self._client
+                asyncio.get_running_loop().create_task(old.aclose())
+            transport = self._transport
+            if transport is None:
+                transport = self.pinned = PinnedTransport(NetGuard(settings, self._resolver),
+                                                          limits=httpx.Limits(max_connections=32,
+                                                                              max_keepalive_connections=8))
+            self._guard_key = key
             self._client = httpx.AsyncClient(
-                transport=self._transport,
+                transport=transport,
                 follow_redirects=False,
                 headers={"User-Agent": self.settings.user_agent, "Accept": _ACCEPT,
                          "Accept-Language": "en;q=0.9, *;q=0.5"},
@@ -84,12 +105,14 @@ class HttpSource:
         return self._client
 
     async def _fetch(self, target: str, url: str, settings: Settings) -> Page:
-        client = self._get_client()
+        client = self._get_client(settings)
+        guard = NetGuard(settings, self._resolver) if self._transport is not None else None
         timeout = httpx.Timeout(settings.http_timeout_s, connect=settings.connect_timeout_s)
         chain = [url]
         for _ in range(settings.max_redirects + 1):
-            if not settings.allow_private_hosts:
-                await check_host_allowed(url)
+            check_url(url, settings)  # the site policy, on the first URL and on every redirect hop
+            if guard is not None:  # an injected transport cannot be pinned: check the host up front
+                await _precheck(guard, url)
             try:
                 request = client.build_request("GET", url, headers={"User-Agent": settings.user_agent},
                                                timeout=timeout)
@@ -148,6 +171,14 @@ class HttpSource:
         if kind != "pdf" and len(data) > cap_for(kind, settings):
             raise _too_large(url, len(data), cap_for(kind, settings), declared=False)
         return build_page(target, url, kind, data, content_type, source=self.name, status=status)
+
+
+async def _precheck(guard: NetGuard, url: str) -> None:
+    """For an injected (test) transport, which connects nowhere: check address literals and localhost names."""
+    host, port = default_port(url)
+    bare = host.strip("[]").lower().rstrip(".")
+    if parse_ip(bare) is not None or bare == "localhost" or bare.endswith(".localhost"):
+        await guard.check_host(host, port)
 
 
 def _final_kind(kind: PageKind | None, data: bytes, url: str) -> PageKind:

@@ -1,0 +1,326 @@
+"""Which network addresses trawl may connect to on an agent's behalf: one decision for every source.
+
+    classify(ip)        -> the address's category ("loopback", "private", "cloud-metadata"...), None if public
+    is_private(ip)      -> True for every non-public category
+    NetGuard(settings)  -> .check_host(host, port) resolves a name, checks every answer, returns the addresses
+                           to connect to (the caller connects to exactly those: the check and the connection
+                           use one resolution, so a DNS answer that changes in between changes nothing)
+    PinnedTransport     -> an httpx transport whose every TCP connection goes through ``check_host`` and then
+                           connects to the checked address, while Host and TLS SNI stay the name
+
+What is refused (``settings.allow_private_hosts``):
+
+====================  ===========  ==========  ==========  ==============================================
+category              "none"/0     "loopback"  "all"/1     examples
+====================  ===========  ==========  ==========  ==============================================
+loopback/unspecified  refused      allowed     allowed     127.0.0.0/8, ::1, 0.0.0.0/8, ::, localhost
+private               refused      refused     allowed     10/8, 172.16/12, 192.168/16, fc00::/7, fec0::/10
+cgnat                 refused      refused     allowed     100.64.0.0/10 (carrier NAT, Tailscale)
+link-local            refused      refused     refused     169.254/16, fe80::/10
+cloud-metadata        refused      refused     refused     169.254.169.254, fd00:ec2::254, 100.100.100.200
+multicast/reserved    refused      refused     refused     224/4, 240/4, ff00::/8, documentation ranges
+====================  ===========  ==========  ==========  ==============================================
+
+``settings.allow_hosts`` (``TRAWL_ALLOW_HOSTS=localhost:3000,nas.lan``) opens single hosts (any port when
+none is given) in any category except cloud metadata, which is never reachable. IPv6 addresses that embed
+an IPv4 one (IPv4-mapped ``::ffff:a.b.c.d``, IPv4-compatible ``::a.b.c.d``, NAT64 ``64:ff9b::/96``, 6to4
+``2002::/16``, Teredo) are judged by the embedded address. Odd spellings of an IPv4 address
+(``2130706433``, ``0x7f.1``, ``0``, ``017700000001``) are read the way the C resolver reads them (it is
+what the connection uses), so they can never slip past as names.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import socket
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpcore
+import httpx
+
+from .settings import Settings
+from .types import ErrorCode, TrawlError
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+Resolver = Callable[[str, int], Awaitable[list[str]]]
+
+CLOUD_METADATA = frozenset(
+    ipaddress.ip_address(a)
+    for a in (
+        "169.254.169.254",  # AWS, GCP, Azure, OpenStack, DigitalOcean, Oracle...
+        "169.254.170.2",  # AWS ECS task metadata
+        "169.254.169.253",  # AWS VPC DNS
+        "169.254.169.123",  # AWS time sync
+        "fd00:ec2::254",  # AWS IMDS over IPv6
+        "fd00:ec2::23",  # AWS VPC DNS over IPv6
+        "100.100.100.200",  # Alibaba Cloud
+        "192.0.0.192",  # Oracle Cloud (classic)
+    )
+)
+
+_NETS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("unspecified", ("0.0.0.0/8", "::/128")),
+    ("loopback", ("127.0.0.0/8", "::1/128")),
+    ("link-local", ("169.254.0.0/16", "fe80::/10")),
+    ("private", ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "fc00::/7", "fec0::/10")),
+    ("cgnat", ("100.64.0.0/10",)),
+    ("multicast", ("224.0.0.0/4", "ff00::/8")),
+    ("reserved", ("240.0.0.0/4", "192.0.0.0/24", "192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24",
+                  "198.18.0.0/15", "2001:db8::/32", "100::/64", "2001:2::/48", "2001:10::/28", "2001:20::/28")),
+)
+_NETWORKS = tuple((name, ipaddress.ip_network(n)) for name, nets in _NETS for n in nets)
+
+# Categories each setting lets through; allow_hosts entries pass anything but cloud metadata.
+_ALLOWED: dict[str, frozenset[str]] = {
+    "none": frozenset(),
+    "loopback": frozenset({"loopback", "unspecified"}),
+    "all": frozenset({"loopback", "unspecified", "private", "cgnat"}),
+}
+_WORDS = {"0": "none", "false": "none", "no": "none", "off": "none", "none": "none",
+          "1": "all", "true": "all", "yes": "all", "on": "all", "all": "all", "loopback": "loopback"}
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")
+_COMPAT = ipaddress.ip_network("::/96")
+
+
+def _embedded_v4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    if ip.ipv4_mapped is not None:
+        return ip.ipv4_mapped
+    if ip in _NAT64 or (ip in _COMPAT and int(ip) > 1):
+        return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+    if ip.sixtofour is not None:
+        return ip.sixtofour
+    if ip.teredo is not None:
+        return ip.teredo[1]
+    return None
+
+
+def parse_ip(value: str | IPAddress) -> IPAddress | None:
+    """An address from a literal (brackets and zone ids allowed); None for a name."""
+    if isinstance(value, ipaddress.IPv4Address | ipaddress.IPv6Address):
+        return value
+    text = value.strip().strip("[]").split("%", 1)[0]
+    try:
+        return ipaddress.ip_address(text)
+    except ValueError:
+        return None
+
+
+def classify(value: str | IPAddress) -> str | None:
+    """The category of a non-public address ("loopback", "private", "cloud-metadata"...); None when public.
+
+    Raises ValueError for something that is not an IP address.
+    """
+    ip = parse_ip(value)
+    if ip is None:
+        raise ValueError(f"{value!r} is not an IP address")
+    if ip in CLOUD_METADATA:
+        return "cloud-metadata"
+    if isinstance(ip, ipaddress.IPv6Address):
+        inner = _embedded_v4(ip)
+        if inner is not None:
+            return classify(inner)
+    for name, net in _NETWORKS:
+        if ip.version == net.version and ip in net:
+            return name
+    if ip.is_private or ip.is_reserved or ip.is_multicast or ip.is_link_local or not ip.is_global:
+        return "reserved"
+    return None
+
+
+def is_private(value: str | IPAddress) -> bool:
+    """True for every address that is not on the public internet (see :func:`classify`)."""
+    return classify(value) is not None
+
+
+def private_mode(settings: Settings) -> str:
+    """``settings.allow_private_hosts`` as "none" | "loopback" | "all"."""
+    raw = settings.allow_private_hosts
+    if isinstance(raw, bool):
+        return "all" if raw else "none"
+    mode = _WORDS.get(str(raw).strip().lower())
+    if mode is None:
+        raise TrawlError(ErrorCode.INVALID_REQUEST, f"TRAWL_ALLOW_PRIVATE_HOSTS={raw!r} is not 0, 1 or loopback")
+    return mode
+
+
+@dataclass(frozen=True, slots=True)
+class HostRule:
+    host: str  # lower-case name or canonical address text
+    port: int | None
+
+    @classmethod
+    def parse(cls, text: str) -> HostRule:
+        raw = text.strip().lower()
+        if "://" in raw:
+            raw = raw.split("://", 1)[1]
+        raw = raw.split("/", 1)[0]
+        port: int | None = None
+        if raw.startswith("["):
+            host, _, rest = raw[1:].partition("]")
+            if rest.startswith(":") and rest[1:].isdigit():
+                port = int(rest[1:])
+        elif raw.count(":") == 1:
+            host, _, p = raw.partition(":")
+            if not p.isdigit():
+                raise ValueError(f"bad port in allowed host {text!r}")
+            port = int(p)
+        else:
+            host = raw
+        ip = parse_ip(host)
+        return cls(str(ip) if ip is not None else host.rstrip("."), port)
+
+    def matches(self, names: Iterable[str], port: int) -> bool:
+        return (self.port is None or self.port == port) and self.host in names
+
+
+def _names(host: str) -> set[str]:
+    h = host.strip().strip("[]").lower().rstrip(".")
+    ip = parse_ip(h)
+    return {h, str(ip)} if ip is not None else {h}
+
+
+def default_port(url: str) -> tuple[str, int]:
+    parts = urlsplit(url)
+    port = parts.port or (443 if parts.scheme.lower() in ("https", "wss") else 80)
+    return parts.hostname or "", port
+
+
+async def system_resolve(host: str, port: int) -> list[str]:
+    """Every address the C resolver gives for ``host`` (names, and odd IPv4 spellings like ``0x7f.1``)."""
+    infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    seen: list[str] = []
+    for info in infos:
+        addr = str(info[4][0]).split("%", 1)[0]
+        if addr not in seen:
+            seen.append(addr)
+    return seen
+
+
+class NetGuard:
+    """The private-network rule for one set of settings, with the resolver it checks through."""
+
+    def __init__(self, settings: Settings, resolver: Resolver | None = None) -> None:
+        self.mode = private_mode(settings)
+        self.allowed = _ALLOWED[self.mode]
+        try:
+            self.rules = tuple(HostRule.parse(h) for h in settings.allow_hosts if h.strip())
+        except ValueError as exc:
+            raise TrawlError(ErrorCode.INVALID_REQUEST, f"TRAWL_ALLOW_HOSTS: {exc}") from None
+        self.resolver = resolver or system_resolve
+
+    def verdict(self, host: str, port: int, addr: str | IPAddress) -> str | None:
+        """None when connecting to ``addr`` (for ``host``:``port``) is allowed, else the refused category."""
+        category = classify(addr)
+        if category is None or category in self.allowed:
+            return None
+        if category == "cloud-metadata":
+            return category
+        names = _names(host) | {str(parse_ip(addr))}
+        if any(rule.matches(names, port) for rule in self.rules):
+            return None
+        return category
+
+    async def check_host(self, host: str, port: int) -> list[str]:
+        """Resolve ``host`` once and return its addresses; refuse when ANY answer is not allowed."""
+        bare = host.strip().strip("[]").lower()
+        if bare.rstrip(".") == "localhost" or bare.rstrip(".").endswith(".localhost"):
+            # Browsers answer *.localhost with loopback themselves, whatever DNS says.
+            category = self.verdict(bare, port, "127.0.0.1")
+            if category is not None:
+                raise refusal(host, port, "127.0.0.1", category)
+        literal = parse_ip(bare)
+        try:
+            addrs = [str(literal)] if literal is not None else await self.resolver(bare, port)
+        except OSError as exc:
+            raise TrawlError(ErrorCode.NETWORK_ERROR, f"cannot resolve host {host}: {exc}",
+                             "Check the spelling of the URL.") from None
+        if not addrs:
+            raise TrawlError(ErrorCode.NETWORK_ERROR, f"cannot resolve host {host}: no addresses")
+        for addr in addrs:
+            category = self.verdict(bare, port, addr)
+            if category is not None:
+                raise refusal(host, port, addr, category)
+        return addrs
+
+    async def check_url(self, url: str) -> list[str]:
+        host, port = default_port(url)
+        return await self.check_host(host, port)
+
+
+def refusal(host: str, port: int, addr: str, category: str) -> TrawlError:
+    where = _rule_text(host, port) + ("" if host.strip("[]").lower() == addr else f" (address {addr})")
+    if category == "cloud-metadata":
+        return TrawlError(ErrorCode.BLOCKED_BY_POLICY,
+                          f"refused by trawl's private-network rule: {where} is a cloud metadata address",
+                          "Cloud metadata endpoints hold machine credentials; trawl never reads them.")
+    if category in ("link-local", "multicast", "reserved"):
+        hint = (f"trawl does not read {category} addresses; to read this one host, set "
+                f"TRAWL_ALLOW_HOSTS={_rule_text(host, port)}.")
+    else:
+        hint = (f"To read it, set TRAWL_ALLOW_HOSTS={_rule_text(host, port)} (this host only) or "
+                "TRAWL_ALLOW_PRIVATE_HOSTS=1 (all local and private-network hosts) for the daemon.")
+    return TrawlError(ErrorCode.BLOCKED_BY_POLICY,
+                      f"refused by trawl's private-network rule: {where} is a {category} address", hint)
+
+
+def _rule_text(host: str, port: int) -> str:
+    h = host.strip("[]")
+    return f"[{h}]:{port}" if ":" in h else f"{h}:{port}"
+
+
+# ------------------------------------------------------------------------------------------- httpx pinning
+class _PinnedBackend(httpcore.AsyncNetworkBackend):
+    """Resolves and checks each connection's host, then connects to the checked address itself."""
+
+    def __init__(self, guard: NetGuard, inner: httpcore.AsyncNetworkBackend | None = None) -> None:
+        self.guard = guard
+        self.inner = inner or httpcore.AnyIOBackend()
+        self.connected: list[tuple[str, int, str]] = []  # (host, port, address) of the last connections
+
+    async def connect_tcp(self, host: str, port: int, timeout: float | None = None,
+                          local_address: str | None = None, socket_options: Any = None) -> httpcore.AsyncNetworkStream:
+        addrs = await self.guard.check_host(host, port)
+        last: Exception | None = None
+        for addr in addrs:  # each answer was checked; try them in order, like the resolver's caller would
+            try:
+                stream = await self.inner.connect_tcp(addr, port, timeout=timeout, local_address=local_address,
+                                                      socket_options=socket_options)
+            except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
+                last = exc
+                continue
+            self.connected = [*self.connected[-15:], (host, port, addr)]
+            return stream
+        assert last is not None
+        raise last
+
+    async def connect_unix_socket(self, path: str, timeout: float | None = None,
+                                  socket_options: Any = None) -> httpcore.AsyncNetworkStream:
+        raise TrawlError(ErrorCode.BLOCKED_BY_POLICY, "trawl does not fetch through Unix sockets")
+
+    async def sleep(self, seconds: float) -> None:
+        await self.inner.sleep(seconds)
+
+
+class PinnedTransport(httpx.AsyncHTTPTransport):
+    """``httpx.AsyncHTTPTransport`` whose connections are checked by :class:`NetGuard` and pinned.
+
+    httpcore resolves nothing itself when given an address, and keeps the URL's host for the ``Host``
+    header, TLS SNI and certificate checks; so the connection goes to the address that was checked while
+    the server sees the name. Environment proxies are never used (they would make the check meaningless).
+    """
+
+    def __init__(self, guard: NetGuard, *, limits: httpx.Limits | None = None) -> None:
+        limits = limits or httpx.Limits(max_connections=32, max_keepalive_connections=8)
+        super().__init__(limits=limits, trust_env=False)
+        self.backend = _PinnedBackend(guard)
+        self._pool = httpcore.AsyncConnectionPool(
+            ssl_context=httpx.create_ssl_context(trust_env=False),
+            max_connections=limits.max_connections,
+            max_keepalive_connections=limits.max_keepalive_connections,
+            keepalive_expiry=limits.keepalive_expiry,
+            network_backend=self.backend,
+        )

@@ -1,0 +1,262 @@
+"""The user's site policy: which web sites agents may read through trawl, enforced by the daemon for every source.
+
+    store = policy_store(settings)          # one store per policy file, shared by every source
+    store.check(url)                        # raise BLOCKED_BY_POLICY naming the rule, or return
+    store.current()                         # the SitePolicy in force (re-read when the file changes)
+    store.offer(other) -> "taken" | "kept"  # last-writer-wins merge with the extension's copy
+
+The policy (``SitePolicy``): a mode, ``allow_all_except_denied`` (the default) or ``deny_all_except_allowed``,
+an allow list and a deny list; the deny list always wins. A pattern is a host name (``example.com`` matches
+it and its subdomains), ``*.example.com`` (subdomains only) or ``host:port`` (that host and port only).
+The same rules are implemented in ``extension/policy.js``; the contract test runs both on the same cases.
+
+Where it lives: ``<state_dir>/site-policy.json`` (``TRAWL_SITE_POLICY_FILE``), mode 0600, written atomically.
+The user can edit it by hand or in the extension's options page; the two are kept in step:
+
+* each copy carries ``revision``: the time of its last edit in milliseconds since the epoch (0 = the
+  built-in default never edited);
+* the extension sends its copy after it attaches and whenever the user saves; the daemon sends its copy
+  when it has the newer one, and whenever the file changes (it watches the file's mtime);
+* the newer revision wins everywhere (last writer wins); on a tie the file's copy wins. A hand-edited
+  file without a revision gets its mtime as its revision.
+
+What is checked, for every source (extension, plain HTTP, headless, any other): the requested URL before
+any source runs, every redirect hop, the final URL, the URL of the document actually captured, and every
+request the headless browser makes. A refusal is final: no other source is tried.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+from .settings import Settings
+from .types import ErrorCode, TrawlError
+
+log = logging.getLogger("trawl.policy")
+
+Mode = Literal["allow_all_except_denied", "deny_all_except_allowed"]
+MODES: tuple[Mode, ...] = ("allow_all_except_denied", "deny_all_except_allowed")
+DEFAULT_DENY: tuple[str, ...] = (
+    "accounts.google.com",
+    "mail.google.com",
+    "login.microsoftonline.com",
+    "login.live.com",
+    "outlook.live.com",
+    "1password.com",
+    "bitwarden.com",
+    "lastpass.com",
+)
+MAX_PATTERNS = 2000
+HINT = ("The user's trawl site policy refuses this site for agents. Tell the user; they can change it in the "
+        "trawl extension's options or in {path}.")
+
+
+def normalize_pattern(raw: Any) -> str:
+    """``"https://Bank.com/login"`` -> ``"bank.com"``; the same steps as policy.js ``normalizePattern``."""
+    p = str(raw or "").strip().lower()
+    if not p:
+        return ""
+    if "://" in p:
+        head, rest = p.split("://", 1)
+        if head and head[0].isalpha() and all(c.isalnum() or c in "+.-" for c in head):
+            p = rest
+    return p.split("/", 1)[0]
+
+
+def pattern_matches(pattern: str, host: str, hostport: str) -> bool:
+    p = normalize_pattern(pattern)
+    if not p:
+        return False
+    if ":" in p and not p.startswith("["):
+        return p == hostport
+    if p.startswith("*."):
+        return host.endswith("." + p[2:])
+    return host == p or host.endswith("." + p)
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    allowed: bool
+    reason: str = ""
+    rule: str = ""  # the pattern that decided, or "" (mode / scheme)
+
+
+@dataclass(frozen=True, slots=True)
+class SitePolicy:
+    mode: Mode = "allow_all_except_denied"
+    allow: tuple[str, ...] = ()
+    deny: tuple[str, ...] = DEFAULT_DENY
+    revision: int = 0  # ms since the epoch of the last edit; 0 = the default, never edited
+
+    @classmethod
+    def from_json(cls, data: Any, *, revision: int | None = None) -> SitePolicy:
+        """Build from a JSON object (file or wire); raise ValueError saying what is wrong."""
+        if not isinstance(data, dict):
+            raise ValueError("the site policy must be a JSON object")
+        mode = data.get("mode", "allow_all_except_denied")
+        if mode not in MODES:
+            raise ValueError(f"mode {mode!r} is not one of {', '.join(MODES)}")
+        lists: dict[str, tuple[str, ...]] = {}
+        for key in ("allow", "deny"):
+            raw = data.get(key, [] if key == "allow" else list(DEFAULT_DENY))
+            if not isinstance(raw, list) or not all(isinstance(x, str) for x in raw):
+                raise ValueError(f"{key} must be a list of host patterns")
+            if len(raw) > MAX_PATTERNS:
+                raise ValueError(f"{key} has {len(raw)} patterns; the limit is {MAX_PATTERNS}")
+            lists[key] = tuple(dict.fromkeys(p for p in (normalize_pattern(x) for x in raw) if p))
+        rev = data.get("revision", revision if revision is not None else 0)
+        if isinstance(rev, bool) or not isinstance(rev, int | float) or rev < 0:
+            raise ValueError("revision must be a non-negative number (ms since the epoch)")
+        return cls(mode=mode, allow=lists["allow"], deny=lists["deny"], revision=int(rev))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"mode": self.mode, "allow": list(self.allow), "deny": list(self.deny), "revision": self.revision}
+
+    def same_rules(self, other: SitePolicy) -> bool:
+        return (self.mode, self.allow, self.deny) == (other.mode, other.allow, other.deny)
+
+    def decide(self, url: str) -> Decision:
+        try:
+            parts = urlsplit(url)
+            host = (parts.hostname or "").rstrip(".")
+            port = parts.port
+        except ValueError:
+            return Decision(False, "not a valid URL")
+        scheme = parts.scheme.lower()
+        if scheme not in ("http", "https", "ws", "wss"):
+            return Decision(False, f"{scheme}: pages are never read")
+        port = port or (443 if scheme in ("https", "wss") else 80)
+        shown_host = f"[{host}]" if ":" in host else host
+        hostport = f"{shown_host}:{port}"
+        for p in self.deny:
+            if pattern_matches(p, host, hostport):
+                return Decision(False, f"{parts.netloc} is on your deny list ({p})", p)
+        if self.mode == "deny_all_except_allowed":
+            for p in self.allow:
+                if pattern_matches(p, host, hostport):
+                    return Decision(True, "", p)
+            return Decision(False, f"{parts.netloc} is not on your allow list (only listed sites may be read)")
+        return Decision(True)
+
+
+@dataclass
+class PolicyStore:
+    """The policy file, cached by mtime; thread-safe (sources run on the loop, extractors in threads)."""
+
+    path: Path
+    _policy: SitePolicy = field(default_factory=SitePolicy)
+    _stamp: tuple[int, int] | None = None  # (mtime_ns, size) of the file last read; None = no file
+    _error: str = ""
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    listeners: list[Any] = field(default_factory=list)  # callables(SitePolicy) told about file changes
+
+    def current(self) -> SitePolicy:
+        changed = False
+        with self._lock:
+            try:
+                st = self.path.stat()
+                stamp: tuple[int, int] | None = (st.st_mtime_ns, st.st_size)
+            except FileNotFoundError:
+                stamp = None
+            except OSError as exc:  # unreadable: refuse everything rather than read without the user's rules
+                raise _unreadable(self.path, str(exc)) from None
+            if stamp != self._stamp:
+                changed = self._reload(stamp)
+            if self._error:
+                raise _unreadable(self.path, self._error)
+            policy = self._policy
+        if changed:
+            for listener in list(self.listeners):
+                with contextlib.suppress(Exception):
+                    listener(policy)
+        return policy
+
+    def _reload(self, stamp: tuple[int, int] | None) -> bool:
+        before = self._policy
+        self._stamp = stamp
+        if stamp is None:
+            self._policy, self._error = SitePolicy(), ""
+        else:
+            try:
+                data = json.loads(self.path.read_text(encoding="utf-8"))
+                self._policy = SitePolicy.from_json(data, revision=stamp[0] // 1_000_000)
+                self._error = ""
+            except (OSError, ValueError) as exc:
+                self._error = f"{type(exc).__name__}: {exc}"
+                log.error("site policy %s is unreadable: %s", self.path, self._error)
+                return False
+        return self._policy != before
+
+    def save(self, policy: SitePolicy) -> SitePolicy:
+        """Write ``policy`` (0600, atomically) and make it current."""
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(policy.to_json(), f, indent=2)
+            f.write("\n")
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, self.path)
+        st = self.path.stat()
+        with self._lock:
+            self._policy, self._stamp, self._error = policy, (st.st_mtime_ns, st.st_size), ""
+        return policy
+
+    def offer(self, other: SitePolicy) -> Literal["taken", "kept"]:
+        """Last writer wins: take ``other`` when its revision is newer than ours, else keep ours."""
+        ours = self.current()
+        if other.revision > ours.revision:
+            self.save(other)
+            log.info("site policy updated from the extension (revision %d)", other.revision)
+            return "taken"
+        return "kept"
+
+    def check(self, url: str) -> None:
+        """Raise BLOCKED_BY_POLICY when the policy refuses ``url`` (an http(s) URL)."""
+        decision = self.current().decide(url)
+        if not decision.allowed:
+            raise TrawlError(ErrorCode.BLOCKED_BY_POLICY, f"refused by your trawl site policy: {decision.reason}",
+                             HINT.format(path=self.path))
+
+
+def _unreadable(path: Path, why: str) -> TrawlError:
+    return TrawlError(ErrorCode.BLOCKED_BY_POLICY, f"the site policy file {path} cannot be read ({why}); "
+                      "trawl reads no web page until it can", f"Fix or delete {path}.")
+
+
+def policy_path(settings: Settings) -> Path:
+    return Path(settings.site_policy_file).expanduser() if settings.site_policy_file else (
+        settings.state_dir / "site-policy.json")
+
+
+_stores: dict[Path, PolicyStore] = {}
+_stores_lock = threading.Lock()
+
+
+def policy_store(settings: Settings) -> PolicyStore:
+    """The one store for this settings' policy file (every source and the browser link share it)."""
+    path = policy_path(settings)
+    with _stores_lock:
+        store = _stores.get(path)
+        if store is None:
+            store = _stores[path] = PolicyStore(path)
+        return store
+
+
+def check_url(url: str, settings: Settings) -> None:
+    """The site policy check every source runs on every URL it reads (http(s) URLs only)."""
+    if urlsplit(url).scheme.lower() in ("http", "https", "ws", "wss"):
+        policy_store(settings).check(url)
+
+
+def now_revision() -> int:
+    return int(time.time() * 1000)
