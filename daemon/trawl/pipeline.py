@@ -104,14 +104,14 @@ class Engine:
             return FetchResult.failure(
                 prep.page.url, TrawlError(ErrorCode.INVALID_REQUEST, f"no chunk {chunk_id!r} on this page")
             )
-        lo, hi = max(0, pos - max(0, before)), min(len(prep.chunks), pos + max(0, after) + 1)
-        chunks = sanitise_stage.flag(list(prep.chunks[lo:hi]), prep.doc.hidden_text)
-        return self._result(FetchRequest(prep.page.url), prep, chunks, "whole-page", (), {}, ())
-
         try:
             await self._guard_page(prep.page)  # the site policy may have changed since the page was read
         except TrawlError as err:
             return FetchResult.failure(prep.page.url, err)
+        lo, hi = max(0, pos - max(0, before)), min(len(prep.chunks), pos + max(0, after) + 1)
+        chunks = sanitise_stage.flag(list(prep.chunks[lo:hi]), prep.doc.hidden_text)
+        return self._result(FetchRequest(prep.page.url), prep, chunks, "whole-page", (), {}, ())
+
     async def aclose(self) -> None:
         """Release what sources hold (HTTP clients, browsers) and stop background embedding."""
         self.retriever.close()
@@ -125,30 +125,30 @@ class Engine:
         # 1. route
         t = time.perf_counter()
         plan = self.router.plan(req)
+        # The user's site policy and the private-network rule, before any source runs; refusals are final.
+        await self._guard(req.target)
         timings["route"] = _ms(t)
 
         # A page prepared earlier (same target, fresh enough) skips stages 2-4.
         prep = self._recall(req)
-        # The user's site policy and the private-network rule, before any source runs; refusals are final.
-        await self._guard(req.target)
         if prep is not None:
+            await self._guard_page(prep.page)  # the policy may have changed since
             return prep, ("page",)
 
         # 2-4 from each planned source in turn, falling back when one cannot give content.
         failures: list[tuple[str, TrawlError]] = []
-            await self._guard_page(prep.page)  # the policy may have changed since
         for i, (source, reason) in enumerate(plan):
             try:
                 if failures:
                     reason += " (after " + ", ".join(f"{name}: {e.code}" for name, e in failures) + ")"
                 return await self._prepare_from(source, reason, req, timings)
             except TrawlError as err:
+                if err.code in _FINAL_CODES:  # a refusal is final: no other source may try to read it
+                    raise _final(err, source.name, failures) from None
                 failures.append((source.name, err))
                 if i + 1 == len(plan) or err.code not in _FALLBACK_CODES:
                     raise _most_telling(failures) from None
                 self._status(f"{source.name}: {err.code}; trying {plan[i + 1][0].name}")
-                if err.code in _FINAL_CODES:  # a refusal is final: no other source may try to read it
-                    raise _final(err, source.name, failures) from None
         raise AssertionError("unreachable: the router never returns an empty plan")
 
     async def _prepare_from(
@@ -163,13 +163,13 @@ class Engine:
         else:
             self._status(f"fetching {req.target} via {source.name}")
             page = await source.fetch(req, self.settings)
+        # What came back, not only what was asked for: the final URL after redirects, and the URL of the
+        # document a browser actually captured (a tab that navigated meanwhile is refused, not read).
+        await self._guard_page(page)
         timings["fetch"] = _ms(t)
 
         # 3. extract (CPU-bound: off the event loop), strip invisible characters, refuse walls
         t = time.perf_counter()
-        # What came back, not only what was asked for: the final URL after redirects, and the URL of the
-        # document a browser actually captured (a tab that navigated meanwhile is refused, not read).
-        await self._guard_page(page)
         doc = await self._run(extract_stage.extract, page, self.settings)
         doc = await self._run(sanitise_stage.clean_document, doc, page)
         wall = await self._run(walls.detect, page, doc)
@@ -256,10 +256,6 @@ class Engine:
         )
 
     # -------------------------------------------------------------- helpers
-    async def _run(self, fn: Callable[..., T], *args: Any) -> T:
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, fn, *args)
-
     async def _guard(self, url: str) -> None:
         """Raise BLOCKED_BY_POLICY when the site policy or the private-network rule refuses an http(s) URL."""
         if not url.lower().startswith(("http://", "https://")):
@@ -278,6 +274,10 @@ class Engine:
             if url and url not in seen:
                 seen.add(url)
                 await self._guard(url)
+
+    async def _run(self, fn: Callable[..., T], *args: Any) -> T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, fn, *args)
 
     def _recall(self, req: FetchRequest) -> Prepared | None:
         key = self._by_target.get(req.target)
@@ -315,9 +315,6 @@ _FALLBACK_CODES = frozenset(
 )
 
 
-# A fallback source that is simply not there says less than what the first source found.
-_UNAVAILABLE = frozenset({ErrorCode.BROWSER_UNAVAILABLE, ErrorCode.EXTENSION_UNAVAILABLE})
-
 # Refusals: no other source is tried after one of these.
 _FINAL_CODES = frozenset({ErrorCode.BLOCKED_BY_POLICY})
 
@@ -327,6 +324,9 @@ def _final(err: TrawlError, source: str, failures: list[tuple[str, TrawlError]])
     note = f" [{before}{source}: refused; no other source was tried]"
     return TrawlError(err.code, err.message + note, err.hint)
 
+
+# A fallback source that is simply not there says less than what the first source found.
+_UNAVAILABLE = frozenset({ErrorCode.BROWSER_UNAVAILABLE, ErrorCode.EXTENSION_UNAVAILABLE})
 
 
 def _most_telling(failures: list[tuple[str, TrawlError]]) -> TrawlError:
