@@ -86,6 +86,9 @@ class Settings:
     extension_ids: tuple[str, ...] = ()  # extra allowed ids (store-published builds)
     shutdown_grace_s: float = 10.0  # SIGTERM: in-flight requests get this long to finish
     daemon_start_timeout_s: float = 60.0  # trawl-mcp waits this long for a daemon it started
+    # TCP peers owned by another uid are refused at accept (Linux); a peer whose uid cannot be read is refused
+    # too. 0 turns the check off (only for kernels that hide socket owners; the Unix socket stays uid-checked).
+    peer_uid_check: bool = True
 
     # --- browser --------------------------------------------------------
     chromium_path: str = ""  # empty: search the usual places

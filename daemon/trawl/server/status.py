@@ -36,6 +36,8 @@ def build_status(state: AppState) -> dict[str, Any]:
         cache = {"error": str(exc)}
     cache["hit_rate"] = round(c["page_hits"] / c["fetches"], 3) if c["fetches"] else None
     browser = state.browser()
+    bridge = state.extras.get("mcp_bridge")
+    mcp = {"requests": bridge.active, "streams": bridge.streams} if bridge is not None else None
     return {
         "service": "trawl",
         "version": state.version,
@@ -47,6 +49,7 @@ def build_status(state: AppState) -> dict[str, Any]:
         "cache": cache,
         "requests": {**c, "in_flight": state.services.in_flight, "queue_limit": state.settings.queue_limit},
         "browser": {"attached": browser.attached, "summary": browser.summary, **browser.details},
+        "mcp_http": mcp,
         "recent": [_record_dict(r) for r in state.recent],
         "log_file": state.log_file,
         "state_dir": str(state.settings.state_dir),
