@@ -14,6 +14,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any, Self
 
 from aiohttp import web
@@ -23,11 +24,22 @@ from ..pipeline import Engine
 from ..settings import Settings
 from ..sources.base import Source
 from .app import AppHook, create_app
-from .discovery import DaemonInfo, LockHeld, acquire_daemon_lock, find_running, probe, remove_info, write_info
+from .discovery import (
+    DaemonInfo,
+    LockHeld,
+    acquire_daemon_lock,
+    find_running,
+    port_holder,
+    remove_info,
+    socket_path,
+    unix_address,
+    write_info,
+)
 from .logs import setup_logging
+from .peer import GatedSockSite, proof_routes, same_user_check
 from .security import is_loopback_host
 from .state import STATE, AppState
-from .token import TokenError, ensure_state_dir, load_or_create_token
+from .token import ProofLedger, TokenError, ensure_state_dir, load_or_create_token
 
 log = logging.getLogger("trawl.server")
 
@@ -54,6 +66,38 @@ def bind_socket(host: str, port: int) -> socket.socket:
         sock.close()
         raise
     sock.listen(256)
+    sock.setblocking(False)
+    return sock
+
+
+def bind_unix_socket(path: Path) -> socket.socket | None:
+    """The daemon's Unix socket (0600, inside the 0700 state dir); None where AF_UNIX is missing.
+
+    A socket file left by a dead daemon is replaced; a live one (another daemon of this state dir) is not.
+    """
+    if not hasattr(socket, "AF_UNIX"):
+        return None
+    if os.path.lexists(path):
+        probe_sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            probe_sock.settimeout(0.5)
+            with unix_address(path) as addr:
+                probe_sock.connect(addr)
+        except OSError:
+            path.unlink()  # nobody listens: a leftover
+        else:
+            raise DaemonError(f"another daemon serves {path}; stop it first (`trawl stop`)")
+        finally:
+            probe_sock.close()
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        with unix_address(path) as addr:
+            sock.bind(addr)
+        os.chmod(path, 0o600)  # the 0700 directory already keeps others out while this runs
+        sock.listen(256)
+    except OSError:
+        sock.close()
+        raise
     sock.setblocking(False)
     return sock
 
@@ -87,6 +131,8 @@ class RunningDaemon:
         self.runner: web.AppRunner | None = None
         self.port = 0
         self.token = ""
+        self.socket_path: Path | None = None
+        self._socket_ino = 0
         self._warm_task: asyncio.Task[None] | None = None
 
     @property
@@ -103,17 +149,28 @@ class RunningDaemon:
         self.token = load_or_create_token(self.settings.state_dir)
         sock = bind_socket(self.settings.host, self.settings.port)
         self.port = sock.getsockname()[1]
+        try:
+            unix = bind_unix_socket(socket_path(self.settings.state_dir))
+        except BaseException:
+            sock.close()
+            raise
+        if unix is not None:
+            self.socket_path = socket_path(self.settings.state_dir)
+            self._socket_ino = os.stat(self.socket_path).st_ino
         self.executor = ThreadPoolExecutor(max(1, self.settings.workers), thread_name_prefix="trawl-cpu")
         self.engine = self._engine or Engine(self.settings, sources=self._sources, executor=self.executor)
+        ledger = ProofLedger(self.token)
         self.app = create_app(self.engine, self.settings, token=self.token, port=self.port, mcp=self._mcp,
-                              extra_routes=self._extra_routes, log_file=self._log_file)
+                              extra_routes=(proof_routes(ledger), *self._extra_routes), log_file=self._log_file)
         self.runner = web.AppRunner(self.app, handle_signals=False, access_log=None,
                                     shutdown_timeout=self.settings.shutdown_grace_s)
         await self.runner.setup()
         if self._on_bound is not None:
             self._on_bound(self.port)  # before the first request can be answered
-        site = web.SockSite(self.runner, sock)
-        await site.start()
+        check = same_user_check(enforce_tcp=self.settings.peer_uid_check)
+        await GatedSockSite(self.runner, sock, check).start()  # other users' TCP peers are closed at accept
+        if unix is not None:
+            await GatedSockSite(self.runner, unix, check).start()
         log.info("trawl %s listening on %s (pid %d)", __version__, self.url, os.getpid())
         if self._warm:
             self._warm_task = asyncio.create_task(self._warm_model(), name="trawl-warm")
@@ -149,6 +206,7 @@ class RunningDaemon:
             finally:
                 handle.cancel()
             self.runner = None
+        self._remove_socket()
         if self.engine is not None:
             try:
                 await self.engine.aclose()
@@ -158,6 +216,16 @@ class RunningDaemon:
             self.executor.shutdown(wait=False, cancel_futures=True)
             self.executor = None
         log.info("trawl daemon stopped")
+
+    def _remove_socket(self) -> None:
+        if self.socket_path is None:
+            return
+        try:
+            if os.stat(self.socket_path).st_ino == self._socket_ino:  # still ours, not a successor's
+                self.socket_path.unlink()
+        except OSError:
+            pass
+        self.socket_path = None
 
     async def __aenter__(self) -> Self:
         return await self.start()
@@ -216,10 +284,15 @@ async def _serve(settings: Settings, log_file: str, say: Any, extra_routes: Iter
         await daemon.start()
     except OSError as exc:
         if exc.errno == errno.EADDRINUSE:
-            other = probe(settings.port)
-            who = "another trawl daemon (other state directory)" if other else "another program"
-            msg = (f"port {settings.port} on {settings.host} is in use by {who}; set TRAWL_PORT to a free port "
-                   "(the same value for trawl-mcp and the CLI)")
+            holder = port_holder(settings.port, token=daemon.token or None)
+            if holder is not None and holder.foreign:
+                msg = holder.message()
+            else:
+                who = ("another trawl daemon (other state directory)" if holder and "trawl" in holder.reason
+                       else "another program")
+                seen = f" ({holder.listener.describe()})" if holder and holder.listener else ""
+                msg = (f"port {settings.port} on {settings.host} is in use by {who}{seen}; set TRAWL_PORT to a "
+                       "free port (the same value for trawl-mcp and the CLI)")
         else:
             msg = f"cannot listen on {settings.host}:{settings.port}: {exc}"
         log.error(msg)

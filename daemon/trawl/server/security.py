@@ -62,6 +62,12 @@ def has_session(request: web.Request, state: AppState) -> bool:
     return state.login.valid_session(request.cookies.get(SESSION_COOKIE))
 
 
+def proof_session(request: web.Request, state: AppState) -> bool:
+    """A session opened by the mutual proof (peer.proof_routes) stands in for the token over TCP."""
+    ledger = state.extras.get("proof")
+    return ledger is not None and bool(ledger.valid_session(bearer(request)))
+
+
 def _under(path: str, prefixes: set[str]) -> bool:
     return any(path == p or path.startswith(p.rstrip("/") + "/") for p in prefixes)
 
@@ -87,7 +93,7 @@ async def access_control(request: web.Request, handler: Handler) -> web.StreamRe
 
     if ext_path or path in state.public_paths:
         return await handler(request)
-    if same_token(bearer(request), state.token):
+    if same_token(bearer(request), state.token) or proof_session(request, state):
         return await handler(request)
     if path == "/" and has_session(request, state):
         return await handler(request)

@@ -1,0 +1,454 @@
+"""Who is on the other end of a local socket: the owner uid of a TCP peer or listener, a Unix peer's credentials.
+
+The daemon holds the user's logged-in browser, so it must know that a connection comes from the user's own
+processes, and a client must know that the daemon it talks to is the user's own. On Linux:
+
+* **Unix sockets**: ``SO_PEERCRED`` gives the peer's pid/uid/gid (:func:`unix_peer`).
+* **TCP over loopback**: the kernel knows the uid that owns every socket. :func:`tcp_peer_uid` asks for the
+  peer's own socket (local = the peer's address, remote = ours) with one exact ``sock_diag`` netlink lookup
+  (O(1) in the kernel), and falls back to reading ``/proc/net/tcp`` / ``tcp6`` when netlink is unavailable.
+* **Listeners**: :func:`listeners` lists who listens on a port (uid, socket inode, and the pids that hold the
+  socket when this user may see them, from ``/proc/<pid>/fd``). This needs no connection at all, so a client
+  can tell that a port is held by another user without sending that listener a single byte.
+
+:class:`PeerGate` is the accept hook: an asyncio protocol that checks the peer at ``connection_made``, closes
+connections from another uid before a byte is read, and hands accepted connections to the real protocol
+(aiohttp's request handler) with ``transport.set_protocol``.
+
+Policy when the uid cannot be determined on Linux (the peer vanished, or neither netlink nor /proc answers):
+**refuse**, and log why. Failing open would let exactly the peers we cannot see through. On systems that are
+not Linux the TCP check is skipped (documented in SECURITY.md): clients there use the Unix socket (whose 0700
+directory does the job) or the mutual proof.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import ipaddress
+import json
+import logging
+import os
+import socket
+import struct
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from .token import ProofError, ProofLedger
+
+log = logging.getLogger("trawl.server.peer")
+
+IS_LINUX = sys.platform.startswith("linux")
+
+_NETLINK_SOCK_DIAG = 4
+_SOCK_DIAG_BY_FAMILY = 20
+_NLMSG_ERROR = 2
+_NLM_F_REQUEST = 1
+_NLMSG_HDR = struct.Struct("=LHHLL")
+_TCP_LISTEN = 0x0A
+_TCP_ESTABLISHED = 0x01
+
+
+class PeerUnknown(RuntimeError):
+    """The owner of a peer socket could not be determined; the message says why."""
+
+
+@dataclass(frozen=True, slots=True)
+class UnixPeer:
+    pid: int
+    uid: int
+    gid: int
+
+
+def unix_peer(sock: socket.socket) -> UnixPeer:
+    """The credentials of the process at the other end of a connected Unix socket (Linux: ``SO_PEERCRED``)."""
+    opt = getattr(socket, "SO_PEERCRED", None)
+    if opt is None:
+        raise PeerUnknown("SO_PEERCRED is not available on this system")
+    raw = sock.getsockopt(socket.SOL_SOCKET, opt, struct.calcsize("3i"))
+    pid, uid, gid = struct.unpack("3i", raw)
+    return UnixPeer(pid=pid, uid=uid, gid=gid)
+
+
+# --- TCP: the uid that owns the peer's socket ----------------------------------------------------------------
+
+def _addr_bytes(family: int, host: str) -> bytes:
+    return socket.inet_pton(family, host.split("%", 1)[0]).ljust(16, b"\0")
+
+
+def _sock_diag_uid(family: int, src: tuple[str, int], dst: tuple[str, int]) -> int | None:
+    """Exact sock_diag lookup of the TCP socket whose local end is ``src`` and remote end ``dst``.
+
+    Returns its uid, None when no such socket exists; raises OSError when netlink itself fails.
+    """
+    sockid = (struct.pack("!HH", src[1], dst[1]) + _addr_bytes(family, src[0]) + _addr_bytes(family, dst[0])
+              + struct.pack("=III", 0, 0xFFFFFFFF, 0xFFFFFFFF))  # any interface; INET_DIAG_NOCOOKIE
+    req = struct.pack("=BBBBI", family, socket.IPPROTO_TCP, 0, 0, 0xFFFFFFFF) + sockid
+    msg = _NLMSG_HDR.pack(_NLMSG_HDR.size + len(req), _SOCK_DIAG_BY_FAMILY, _NLM_F_REQUEST, 1, 0) + req
+    with socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, _NETLINK_SOCK_DIAG) as nl:
+        nl.settimeout(1.0)
+        nl.sendto(msg, (0, 0))
+        data = nl.recv(8192)
+    if len(data) < _NLMSG_HDR.size:
+        raise OSError(errno.EPROTO, "short netlink answer")
+    _length, kind, _flags, _seq, _pid = _NLMSG_HDR.unpack_from(data)
+    if kind == _NLMSG_ERROR:
+        (err,) = struct.unpack_from("=i", data, _NLMSG_HDR.size)
+        if -err == errno.ENOENT:
+            return None
+        raise OSError(-err, f"sock_diag: {os.strerror(-err)}")
+    if kind != _SOCK_DIAG_BY_FAMILY or len(data) < _NLMSG_HDR.size + 72:
+        raise OSError(errno.EPROTO, f"unexpected netlink message type {kind}")
+    uid, _inode = struct.unpack_from("=II", data, _NLMSG_HDR.size + 64)
+    return int(uid)
+
+
+@dataclass(frozen=True, slots=True)
+class _ProcRow:
+    local: tuple[str, int]
+    remote: tuple[str, int]
+    state: int
+    uid: int
+    inode: int
+
+
+def _decode_proc_addr(text: str) -> tuple[str, int]:
+    host_hex, port_hex = text.split(":")
+    raw = bytes.fromhex(host_hex)
+    # /proc prints each 32-bit word in host byte order
+    words = [raw[i:i + 4][::-1] if sys.byteorder == "little" else raw[i:i + 4] for i in range(0, len(raw), 4)]
+    packed = b"".join(words)
+    if len(packed) == 4:
+        return str(ipaddress.IPv4Address(packed)), int(port_hex, 16)
+    addr = ipaddress.IPv6Address(packed)
+    mapped = addr.ipv4_mapped
+    return (str(mapped) if mapped is not None else str(addr)), int(port_hex, 16)
+
+
+def _proc_rows(proc_root: Path = Path("/proc/net")) -> list[_ProcRow]:
+    rows: list[_ProcRow] = []
+    for name in ("tcp", "tcp6"):
+        try:
+            text = (proc_root / name).read_text()
+        except OSError:
+            continue
+        for line in text.splitlines()[1:]:
+            parts = line.split()
+            if len(parts) < 10:
+                continue
+            try:
+                rows.append(_ProcRow(local=_decode_proc_addr(parts[1]), remote=_decode_proc_addr(parts[2]),
+                                     state=int(parts[3], 16), uid=int(parts[7]), inode=int(parts[9])))
+            except ValueError:
+                continue
+    return rows
+
+
+def _norm_host(host: str) -> str:
+    h = host.split("%", 1)[0]
+    try:
+        addr = ipaddress.ip_address(h)
+    except ValueError:
+        return h
+    if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
+        return str(addr.ipv4_mapped)
+    return str(addr)
+
+
+def _proc_peer_uid(src: tuple[str, int], dst: tuple[str, int]) -> int | None:
+    want_src = (_norm_host(src[0]), src[1])
+    want_dst = (_norm_host(dst[0]), dst[1])
+    for row in _proc_rows():
+        if row.local == want_src and row.remote == want_dst:
+            return row.uid
+    return None
+
+
+def tcp_peer_uid(peer: tuple[str, int], ours: tuple[str, int]) -> int:
+    """The uid owning the socket at ``peer`` that is connected to our ``ours`` (Linux only).
+
+    Raises :class:`PeerUnknown` when it cannot be determined (the caller refuses the connection).
+    """
+    if not IS_LINUX:
+        raise PeerUnknown("peer uids can only be read on Linux")
+    host = peer[0].split("%", 1)[0]
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    src = (host, int(peer[1]))
+    dst = (ours[0].split("%", 1)[0], int(ours[1]))
+    netlink_error = ""
+    try:
+        uid = _sock_diag_uid(family, src, dst)
+        if uid is not None:
+            return uid
+    except OSError as exc:
+        netlink_error = f"sock_diag failed ({exc}); "
+    uid = _proc_peer_uid(src, dst)
+    if uid is None:
+        raise PeerUnknown(f"{netlink_error}no socket {src[0]}:{src[1]} -> {dst[0]}:{dst[1]} in /proc/net/tcp "
+                          "(the peer may have gone)")
+    return uid
+
+
+# --- listeners: who holds a port ------------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class Listener:
+    """A socket listening on a TCP port, and what this user can see of the processes holding it."""
+
+    host: str
+    port: int
+    uid: int
+    inode: int
+    pids: tuple[int, ...] = ()
+    commands: tuple[str, ...] = field(default=())
+
+    def describe(self) -> str:
+        who = f"uid {self.uid}" + (f" ({_user_name(self.uid)})" if _user_name(self.uid) else "")
+        if self.pids:
+            procs = ", ".join(f"pid {p}" + (f" {c}" if c else "") for p, c in zip(self.pids, self.commands,
+                                                                                     strict=False))
+            return f"{procs}, owned by {who}"
+        return f"a process of {who} (its pid is not visible to you)"
+
+
+def _user_name(uid: int) -> str:
+    try:
+        import pwd
+
+        return pwd.getpwuid(uid).pw_name
+    except (ImportError, KeyError):
+        return ""
+
+
+def pids_holding(inode: int, proc: Path = Path("/proc")) -> list[int]:
+    """Pids with an open fd on socket ``inode`` (only processes this user may inspect)."""
+    if inode <= 0:
+        return []
+    target = f"socket:[{inode}]"
+    found: list[int] = []
+    try:
+        entries = list(os.scandir(proc))
+    except OSError:
+        return []
+    for entry in entries:
+        if not entry.name.isdigit():
+            continue
+        try:
+            fds = os.scandir(os.path.join(entry.path, "fd"))
+        except OSError:
+            continue
+        with fds:
+            for fd in fds:
+                with contextlib.suppress(OSError):
+                    if os.readlink(fd.path) == target:
+                        found.append(int(entry.name))
+                        break
+    return sorted(found)
+
+
+def _command(pid: int) -> str:
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return ""
+    text = " ".join(p.decode(errors="replace") for p in raw.split(b"\0") if p)
+    return text[:120]
+
+
+def listeners(port: int) -> list[Listener]:
+    """Sockets listening on TCP ``port`` (any address), from /proc/net/tcp{,6}; empty when not Linux."""
+    if not IS_LINUX:
+        return []
+    out: list[Listener] = []
+    seen: set[int] = set()
+    for row in _proc_rows():
+        if row.state != _TCP_LISTEN or row.local[1] != port or row.inode in seen:
+            continue
+        seen.add(row.inode)
+        pids = tuple(pids_holding(row.inode))
+        out.append(Listener(host=row.local[0], port=port, uid=row.uid, inode=row.inode, pids=pids,
+                            commands=tuple(_command(p) for p in pids)))
+    return out
+
+
+def foreign_listener(port: int, uid: int | None = None) -> Listener | None:
+    """A listener on ``port`` owned by a uid other than ``uid`` (default: ours), or None."""
+    me = os.getuid() if uid is None else uid
+    for item in listeners(port):
+        if item.uid != me:
+            return item
+    return None
+
+
+# --- the accept hook ------------------------------------------------------------------------------------------
+
+PeerCheck = Callable[[asyncio.BaseTransport], str | None]
+"""Return None to let a connection in, or the reason it is refused."""
+
+
+def same_user_check(uid: int | None = None, *, enforce_tcp: bool = True) -> PeerCheck:
+    """A check that lets in only processes of ``uid`` (default: this process's uid).
+
+    Unix peers are checked with SO_PEERCRED; TCP peers with :func:`tcp_peer_uid` on Linux (refused when the uid
+    cannot be read), and not at all elsewhere.
+    """
+    me = os.getuid() if uid is None else uid
+
+    def check(transport: asyncio.BaseTransport) -> str | None:
+        sock = transport.get_extra_info("socket")
+        if sock is None:
+            return "no socket"
+        family = sock.family
+        if hasattr(socket, "AF_UNIX") and family == socket.AF_UNIX:
+            try:
+                cred = unix_peer(sock)
+            except (OSError, PeerUnknown):
+                return None if not IS_LINUX else "cannot read the Unix peer's credentials"
+            return None if cred.uid == me else f"Unix peer pid {cred.pid} runs as uid {cred.uid}, not {me}"
+        if not enforce_tcp or not IS_LINUX:
+            return None
+        peer = transport.get_extra_info("peername")
+        ours = transport.get_extra_info("sockname")
+        if not peer or not ours:
+            return "the peer's address is unknown"
+        try:
+            owner = tcp_peer_uid((str(peer[0]), int(peer[1])), (str(ours[0]), int(ours[1])))
+        except PeerUnknown as exc:
+            return f"cannot tell which user {peer[0]}:{peer[1]} belongs to: {exc}"
+        return None if owner == me else f"{peer[0]}:{peer[1]} belongs to uid {owner}, not {me}"
+
+    return check
+
+
+class PeerGate(asyncio.Protocol):
+    """Checks a new connection's peer before the real protocol sees it; closes refused ones unread."""
+
+    refused = 0  # total refused connections in this process (for the status page and tests)
+
+    def __init__(self, inner_factory: Callable[[], asyncio.BaseProtocol], check: PeerCheck) -> None:
+        self._inner_factory = inner_factory
+        self._check = check
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        try:
+            reason = self._check(transport)
+        except Exception as exc:  # a bug in the check must not let the connection through
+            reason = f"peer check failed: {type(exc).__name__}: {exc}"
+        if reason is not None:
+            PeerGate.refused += 1
+            _log_refusal(reason)
+            if isinstance(transport, asyncio.Transport):
+                transport.abort()
+            else:
+                transport.close()
+            return
+        inner = self._inner_factory()
+        transport.set_protocol(inner)
+        inner.connection_made(transport)
+
+    def connection_lost(self, exc: Exception | None) -> None:  # only reached for refused connections
+        return None
+
+
+_last_refusal_log = 0.0
+_suppressed = 0
+
+
+def _log_refusal(reason: str) -> None:
+    """Log refusals, at most one line a second (a flood of refused peers must not flood the log)."""
+    global _last_refusal_log, _suppressed
+    import time
+
+    now = time.monotonic()
+    if now - _last_refusal_log >= 1.0:
+        more = f" ({_suppressed} more refused since the last message)" if _suppressed else ""
+        log.warning("refused a connection: %s%s", reason, more)
+        _last_refusal_log = now
+        _suppressed = 0
+    else:
+        _suppressed += 1
+
+
+def gated(inner_factory: Callable[[], asyncio.BaseProtocol], check: PeerCheck) -> Callable[[], PeerGate]:
+    """A protocol factory for ``loop.create_server`` that puts :class:`PeerGate` in front of ``inner_factory``."""
+    return lambda: PeerGate(inner_factory, check)
+
+
+# --- the daemon's side of the door: gated sites and the mutual-proof routes ------------------------------------
+
+class GatedSockSite(web.SockSite):
+    """aiohttp's SockSite with :class:`PeerGate` in front of the request handler."""
+
+    def __init__(self, runner: web.BaseRunner, sock: socket.socket, check: PeerCheck, **kw: Any) -> None:
+        super().__init__(runner, sock, **kw)
+        self._check = check
+
+    async def start(self) -> None:
+        await web.BaseSite.start(self)  # registers the site; SockSite.start would create an ungated server
+        server = self._runner.server
+        assert server is not None
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(gated(server, self._check), sock=self._sock, backlog=self._backlog)
+
+
+PROOF_PATHS = frozenset({"/auth/challenge", "/auth/answer"})
+_PROOF_BODY_LIMIT = 4096
+
+
+def _proof_error(status: int, code: str, message: str) -> web.Response:
+    return web.json_response({"ok": False, "error": {"code": code, "message": message, "hint": None}},
+                             status=status)
+
+
+async def _json_body(request: web.Request) -> dict[str, Any] | web.Response:
+    raw = await request.content.read(_PROOF_BODY_LIMIT + 1)
+    if len(raw) > _PROOF_BODY_LIMIT:
+        return _proof_error(413, "invalid_request", f"body is over the {_PROOF_BODY_LIMIT}-byte limit")
+    try:
+        body = json.loads(raw or b"null")
+    except (ValueError, UnicodeDecodeError):
+        return _proof_error(400, "invalid_request", "malformed JSON")
+    if not isinstance(body, dict):
+        return _proof_error(400, "invalid_request", "the body must be a JSON object")
+    return body
+
+
+def proof_routes(ledger: ProofLedger) -> Callable[[web.Application], None]:
+    """An app hook adding ``POST /auth/challenge`` and ``/auth/answer`` (no token: they *are* the proof)."""
+
+    async def challenge(request: web.Request) -> web.Response:
+        body = await _json_body(request)
+        if isinstance(body, web.Response):
+            return body
+        try:
+            return web.json_response(ledger.challenge(body.get("client_nonce")))
+        except ProofError as exc:
+            return _proof_error(400, "invalid_request", str(exc))
+
+    async def answer(request: web.Request) -> web.Response:
+        body = await _json_body(request)
+        if isinstance(body, web.Response):
+            return body
+        try:
+            sid = ledger.answer(body.get("server_nonce"), body.get("proof"))
+        except ProofError as exc:
+            log.warning("refused a client proof: %s", exc)
+            return _proof_error(401, "unauthorized", str(exc))
+        return web.json_response({"ok": True, "session": sid, "expires_in_s": ledger.session_ttl_s})
+
+    def install(app: web.Application) -> None:
+        from .state import STATE
+
+        state = app[STATE]
+        state.extras["proof"] = ledger
+        state.public_paths |= PROOF_PATHS
+        app.router.add_post("/auth/challenge", challenge)
+        app.router.add_post("/auth/answer", answer)
+
+    return install
