@@ -6,6 +6,15 @@ most ``settings.browser_pages`` pages at once. A browser that crashed or was
 killed is relaunched on the next request (a request it took down with it is
 retried once). Images, fonts and media are never loaded.
 
+Every request the page makes (the navigation, each redirect hop, frames, scripts, fetch/XHR, WebSockets)
+passes :class:`RequestGuard` first: the user's site policy and the private-network rule (the host is
+resolved and every answer checked). Chromium then resolves the name again itself, so a DNS answer that
+changes between the two could still reach a private address; to close that window, the address each
+response actually came from (``Response.server_addr``) is checked before the page is returned, and a page
+that touched a refused address is refused as a whole. Residual risk: bytes a request sent to such an
+address before it was refused (a blind write, no read-back) cannot be recalled; WebRTC and other
+non-HTTP channels are outside what Playwright lets trawl intercept.
+
 How a page is waited for and captured: see ``playwright_page.py``. Shadow
 roots arrive as ``<template shadowrootmode>``, the same shape as the
 extension's captures; the extract stage turns them into content.
@@ -21,6 +30,8 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from ..chromium import INSTALL_HINT, LAUNCH_ARGS, require_chromium
+from ..netguard import NetGuard, default_port
+from ..policy import check_url
 from ..settings import Settings
 from ..types import ErrorCode, Page, TrawlError
 from .base import FetchRequest
@@ -39,13 +50,113 @@ from .playwright_page import (
 )
 
 if TYPE_CHECKING:  # playwright is imported on first use: it costs ~0.2-0.4 s
-    from playwright.async_api import Browser, BrowserContext, Playwright
+    from playwright.async_api import Browser, BrowserContext, Playwright, Response, Route, WebSocketRoute
 
 log = logging.getLogger("trawl.sources.playwright")
 
 
 class _BrowserGone(Exception):
     """The browser disconnected (crashed or killed) while serving a request."""
+
+
+class RequestGuard:
+    """One tab's gate: every request is checked against the site policy and the private-network rule."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.net = NetGuard(settings)
+        self.refused: list[tuple[str, TrawlError, bool]] = []  # (url, why, was it the main frame's navigation)
+        self.responses: list[Response] = []
+        self._verdicts: dict[tuple[str, int], TrawlError | None] = {}
+
+    async def check(self, url: str) -> TrawlError | None:
+        scheme = urlsplit(url).scheme.lower()
+        if scheme not in ("http", "https", "ws", "wss"):
+            return None  # data:, blob:, about: never touch the network
+        try:
+            check_url(url, self.settings)
+            host, port = default_port(url)
+            key = (host, port)
+            if key not in self._verdicts:
+                try:
+                    await self.net.check_host(host, port)
+                    self._verdicts[key] = None
+                except TrawlError as err:
+                    # A name this machine cannot resolve is Chromium's to fail; refusals stand.
+                    self._verdicts[key] = err if err.code == ErrorCode.BLOCKED_BY_POLICY else None
+            verdict = self._verdicts[key]
+        except TrawlError as err:
+            verdict = err
+        return verdict
+
+    async def route(self, route: Route) -> None:
+        from playwright.async_api import Error as PlaywrightError
+
+        request = route.request
+        err = await self.check(request.url)
+        if err is None:
+            await route_filter(route)
+            return
+        main = False
+        with contextlib.suppress(PlaywrightError):
+            main = request.is_navigation_request() and request.frame.parent_frame is None
+        self.refused.append((request.url, err, main))
+        with contextlib.suppress(PlaywrightError):
+            await route.abort("blockedbyclient")
+
+    async def route_socket(self, ws: WebSocketRoute) -> None:
+        err = await self.check(ws.url)
+        if err is None:
+            ws.connect_to_server()
+            return
+        self.refused.append((ws.url, err, False))
+        with contextlib.suppress(Exception):
+            await ws.close(code=1008, reason="refused by trawl")
+
+    def saw(self, response: Response) -> None:
+        if len(self.responses) < 2000:
+            self.responses.append(response)
+
+    def navigation_refusal(self) -> TrawlError | None:
+        return next((err for _url, err, main in self.refused if main), None)
+
+    async def verify(self) -> None:
+        """Refuse the page when any response came from an address the rule refuses (DNS changed under us)."""
+        async def addr(resp: Response) -> tuple[str, dict[str, Any] | None]:
+            try:
+                return resp.url, dict(await resp.server_addr() or {})
+            except Exception:
+                return resp.url, None
+
+        for url, where in await asyncio.gather(*(addr(r) for r in self.responses)):
+            if not where or not where.get("ipAddress"):
+                continue
+            host, port = default_port(url)
+            ip = str(where["ipAddress"]).strip("[]")
+            try:
+                category = self.net.verdict(host, port, ip)
+            except ValueError:
+                continue
+            if category is not None:
+                raise TrawlError(
+                    ErrorCode.BLOCKED_BY_POLICY,
+                    f"refused by trawl's private-network rule: the browser reached {host} at {ip}, a {category} "
+                    "address (the name resolved differently when trawl checked it: DNS rebinding?)",
+                    "trawl will not return a page that read from a private address it had refused.",
+                )
+
+    def warnings(self) -> list[str]:
+        sub = [url for url, _err, main in self.refused if not main]
+        if not sub:
+            return []
+        return [f"{len(sub)} request(s) of the page were refused by trawl's site policy or private-network rule "
+                f"(first: {sub[0][:120]})"]
+
+
+class GuardedTab(Tab):
+    def __init__(self, browser: Browser, ctx: BrowserContext, page: Any, guard: RequestGuard) -> None:
+        super().__init__(browser, ctx, page)
+        self.guard = guard
 
 
 class PlaywrightSource:
@@ -65,7 +176,7 @@ class PlaywrightSource:
         self._lock: asyncio.Lock | None = None
         self._slots: asyncio.Semaphore | None = None
         self._closing: set[asyncio.Task[None]] = set()
-        self._spare: asyncio.Task[Tab] | None = None  # the next request's tab, opened ahead of time
+        self._spare: asyncio.Task[GuardedTab] | None = None  # the next request's tab, opened ahead of time
         self.last_phases_ms: dict[str, float] = {}  # where the last render spent its time
 
     # ---------------------------------------------------------------- Source
@@ -207,7 +318,7 @@ class PlaywrightSource:
         self.browser_pid = None
 
     # ---------------------------------------------------------------- render
-    async def _open_tab(self, browser: Browser, settings: Settings) -> Tab:
+    async def _open_tab(self, browser: Browser, settings: Settings) -> GuardedTab:
         """A fresh context with one page, the init script and the resource filter installed."""
         from playwright.async_api import Error as PlaywrightError
 
@@ -220,8 +331,10 @@ class PlaywrightSource:
                 viewport={"width": 1280, "height": 900},
             )
             await ctx.add_init_script(INIT_SCRIPT)
-            await ctx.route("**/*", route_filter)
-            tab = Tab(browser, ctx, await ctx.new_page())
+            guard = RequestGuard(settings)
+            await ctx.route("**/*", guard.route)
+            await ctx.route_web_socket("**/*", guard.route_socket)
+            tab = GuardedTab(browser, ctx, await ctx.new_page(), guard)
         except PlaywrightError as exc:
             if ctx is not None:
                 self._close_later(ctx)
@@ -229,16 +342,18 @@ class PlaywrightSource:
         tab.page.on("request", tab.track)
         tab.page.on("requestfinished", tab.untrack)
         tab.page.on("requestfailed", tab.untrack)
+        tab.page.on("response", guard.saw)
         return tab
 
-    async def _take_tab(self, browser: Browser, settings: Settings) -> Tab:
+    async def _take_tab(self, browser: Browser, settings: Settings) -> GuardedTab:
         """The spare tab opened ahead of time when it is usable, else a new one; then open the next spare."""
         spare, self._spare = self._spare, None
-        tab: Tab | None = None
+        tab: GuardedTab | None = None
         if spare is not None:
             with contextlib.suppress(Exception):
                 tab = await spare
-            if tab is not None and (tab.browser is not browser or tab.page.is_closed()):
+            if tab is not None and (tab.browser is not browser or tab.page.is_closed()
+                                    or tab.guard.settings != settings):
                 self._close_later(tab.ctx)
                 tab = None
         if tab is None:
@@ -264,7 +379,7 @@ class PlaywrightSource:
             self._close_later(tab.ctx)
 
     async def _render_in(
-        self, tab: Tab, req: FetchRequest, settings: Settings, deadline: float, phases: dict[str, float]
+        self, tab: GuardedTab, req: FetchRequest, settings: Settings, deadline: float, phases: dict[str, float]
     ) -> Page:
         from playwright.async_api import Error as PlaywrightError
         from playwright.async_api import TimeoutError as PlaywrightTimeout
@@ -280,6 +395,9 @@ class PlaywrightSource:
                     ErrorCode.TIMEOUT, f"no response from {req.target} within {settings.render_timeout_s:g} s"
                 ) from None
             except PlaywrightError as exc:
+                refused = tab.guard.navigation_refusal()
+                if refused is not None:
+                    raise refused from None
                 raise _BrowserGone() if not browser.is_connected() else nav_error(exc, req.target) from exc
             status = resp.status if resp is not None else None
             ctype = (await resp.header_value("content-type") or "") if resp is not None else ""
@@ -291,6 +409,8 @@ class PlaywrightSource:
             left = max(0.5, deadline - time.monotonic() + CAPTURE_RESERVE_S)
             html, title = await asyncio.wait_for(page.evaluate(SERIALIZE), timeout=left)
             final_url = page.url
+            await asyncio.wait_for(tab.guard.verify(), timeout=max(1.0, deadline - time.monotonic() + 5.0))
+            warnings.extend(tab.guard.warnings())
             _phase(phases, "capture", t)
         except TimeoutError:
             raise TrawlError(
