@@ -1,7 +1,7 @@
 // trawl's service worker: keeps the link to the local daemon and answers its requests
 // (list tabs, capture a tab or a URL) within the user's site policy. Read-only: it never clicks or types.
 
-import { Link } from "./link.js";
+import { isHex64, Link } from "./link.js";
 import { loadProtocol, validate } from "./protocol.js";
 import { decide, loadPolicy } from "./policy.js";
 import {
@@ -17,7 +17,6 @@ const DEFAULT_PORT = 8765;
 const ALARM = "trawl-reconnect";
 const LOG_SIZE = 20;
 
-let link = null;
 let recent = [];
 let badgeTimer = null;
 
@@ -49,7 +48,7 @@ async function readConfig() {
   }
   configCache = {
     port: Number(stored.port) || Number(file.port) || DEFAULT_PORT,
-    secret: stored.secret || "",
+    secret: isHex64(stored.secret) ? stored.secret : "", // anything else (an old protocol's secret) is unpaired
     pairCode,
     fileCode: file.pair_code || "",
     paused: Boolean(stored.paused),
@@ -75,6 +74,9 @@ function showBadge() {
   } else if (s === "refused") {
     chrome.action.setBadgeBackgroundColor({ color: "#c26a00" });
     chrome.action.setBadgeText({ text: "pair" });
+  } else if (s === "untrusted") {
+    chrome.action.setBadgeBackgroundColor({ color: "#b42318" });
+    chrome.action.setBadgeText({ text: "!" });
   } else {
     chrome.action.setBadgeBackgroundColor({ color: "#777777" });
     chrome.action.setBadgeText({ text: "off" });
@@ -306,45 +308,49 @@ async function stateMessage() {
   };
 }
 
-async function ensureLink() {
-  if (!link) {
-    const proto = await loadProtocol();
-    link = new Link({
-      proto,
-      hello: async () => {
-        const cfg = await readConfig();
-        const h = {
-          protocol: proto.version,
-          extension_version: chrome.runtime.getManifest().version,
-          browser: navigator.userAgent,
-        };
-        if (cfg.secret) h.secret = cfg.secret;
-        else if (cfg.pairCode) h.pair_code = cfg.pairCode;
-        return h;
-      },
-      onWelcome: async (welcome) => {
-        if (welcome.secret) {
-          const cfg = await readConfig();
-          await chrome.storage.local.set({ secret: welcome.secret, pair_code: "", used_file_code: cfg.fileCode });
-          configCache = null;
-        }
-        link.send(await stateMessage());
-      },
-      onRequest: handle,
-      onStatus: (status) => {
-        chrome.storage.session.set({ link: status }).catch(() => {});
-        showBadge();
-      },
+// One link per worker, created synchronously when the worker starts; Link.connect opens at most one socket.
+const link = new Link({
+  loadProto: loadProtocol,
+  credentials: async () => {
+    const cfg = await readConfig();
+    return { secret: cfg.secret, pairCode: cfg.pairCode };
+  },
+  info: () => ({ extension_version: chrome.runtime.getManifest().version, browser: navigator.userAgent }),
+  // Called only after the daemon proved it knows the pairing code the user gave: store the derived secret.
+  onPaired: async (secret, code) => {
+    const cfg = await readConfig();
+    const { pair_code: waiting } = await chrome.storage.local.get("pair_code");
+    const update = { secret, used_file_code: cfg.fileCode };
+    if (!waiting || waiting === code) update.pair_code = ""; // a code pasted meanwhile stays
+    await chrome.storage.local.set(update);
+    configCache = null;
+  },
+  onConnected: async () => link.send(await stateMessage()),
+  onRequest: handle,
+  onStatus: (status) => {
+    chrome.storage.session.set({ link: status }).catch(() => {});
+    showBadge();
+  },
+});
+
+// A single connect in flight: callers during it share it (and its `now`).
+let connecting = null;
+let connectNow = false;
+function connect(now = false) {
+  connectNow = connectNow || now;
+  if (!connecting) {
+    connecting = (async () => {
+      const cfg = await readConfig();
+      const url = daemonUrl(cfg.port);
+      if (link.url && link.url !== url) link.close();
+      const n = connectNow;
+      connectNow = false;
+      link.connect(url, n);
+    })().finally(() => {
+      connecting = null;
     });
   }
-  const cfg = await readConfig();
-  return { link, url: daemonUrl(cfg.port) };
-}
-
-async function connect(now = false) {
-  const { link: l, url } = await ensureLink();
-  if (l.url && l.url !== url) l.close();
-  l.connect(url, now);
+  return connecting;
 }
 
 // ---------------------------------------------------------------- events
@@ -372,9 +378,10 @@ chrome.runtime.onMessage.addListener((req, sender, sendResponse) => {
   if (sender.id !== chrome.runtime.id) return false;
   (async () => {
     if (req.cmd === "pair") {
-      await chrome.storage.local.set({ pair_code: String(req.code || "").trim(), secret: "" });
+      // The stored secret stays until the daemon has proved it knows this code and the new secret is derived.
+      await chrome.storage.local.set({ pair_code: String(req.code || "").trim() });
       configCache = null;
-      if (link) link.close();
+      link.close();
       await connect(true);
     } else if (req.cmd === "pause") {
       await chrome.storage.local.set({ paused: Boolean(req.paused) });
@@ -391,7 +398,7 @@ chrome.runtime.onMessage.addListener((req, sender, sendResponse) => {
     sendResponse({
       link: link ? link.status : { state: "disconnected", detail: "" },
       paired: Boolean(cfg.secret),
-      pairing: Boolean(cfg.pairCode) && !cfg.secret,
+      pairing: Boolean(cfg.pairCode),
       paused: cfg.paused,
       port: cfg.port,
       recent: saved || recent,

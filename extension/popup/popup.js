@@ -14,6 +14,7 @@ function render(s) {
     connected: "Connected to the trawl daemon",
     connecting: "Connecting to the trawl daemon…",
     refused: "The daemon refused this browser",
+    untrusted: "Something on the daemon's port is not your trawl daemon; nothing was sent to it",
     disconnected: "Not connected to the trawl daemon",
   };
   el.textContent = text[link.state] || link.state;

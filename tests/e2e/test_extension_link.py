@@ -17,11 +17,11 @@ from typing import Any
 import aiohttp
 import pytest
 import websockets
-from trawl.browser import PINNED_EXTENSION_ID, ExtensionHub
-from trawl.browser import protocol as proto
+from trawl.browser import PINNED_EXTENSION_ID, ExtensionHub, pairing
 from trawl.browser.pairing import new_pair_code
 from trawl.server.runner import RunningDaemon
 
+from ..security.linkpeer import LinkPeer, hello
 from .conftest import (
     LocalSite,
     close_linked,
@@ -34,48 +34,14 @@ from .conftest import (
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(90)]
 
-GOOD_ORIGIN = f"chrome-extension://{PINNED_EXTENSION_ID}"
 OTHER_ID = "abcdefghijklmnopabcdefghijklmnop"
 
 
-def hello(**kw: Any) -> dict[str, Any]:
-    return {"type": "hello", "protocol": proto.version(), "extension_version": "test", "browser": "forged", **kw}
-
-
-class Forged:
-    """A hand-made client of /ext: whatever headers and frames a local process could send."""
-
-    def __init__(self, port: int) -> None:
-        self.port = port
-        self.session = aiohttp.ClientSession()
-
-    async def attempt(self, first: dict[str, Any] | None, *, origin: str | None = GOOD_ORIGIN,
-                      host: str | None = None) -> tuple[int, dict[str, Any] | None, Any]:
-        """(HTTP status or 101, first reply frame, the socket)."""
-        headers = {}
-        if origin is not None:
-            headers["Origin"] = origin
-        if host is not None:
-            headers["Host"] = host
-        try:
-            ws = await self.session.ws_connect(f"http://127.0.0.1:{self.port}/ext", headers=headers)
-        except aiohttp.WSServerHandshakeError as exc:
-            return exc.status, None, None
-        if first is not None:
-            await ws.send_str(json.dumps(first))
-        msg = await ws.receive(timeout=5)
-        reply = json.loads(msg.data) if msg.type == aiohttp.WSMsgType.TEXT else None
-        return 101, reply, ws
-
-    async def close(self) -> None:
-        await self.session.close()
-
-
 @pytest.fixture
-async def bare(tmp_path: Path) -> AsyncIterator[tuple[RunningDaemon, ExtensionHub, Forged]]:
+async def bare(tmp_path: Path) -> AsyncIterator[tuple[RunningDaemon, ExtensionHub, LinkPeer]]:
     settings = e2e_settings(tmp_path, extension_ids=(OTHER_ID[::-1],))
     daemon, hub = await start_daemon(settings)
-    client = Forged(daemon.port)
+    client = LinkPeer(daemon.port)
     yield daemon, hub, client
     await client.close()
     await daemon.stop()
@@ -96,56 +62,54 @@ async def bare(tmp_path: Path) -> AsyncIterator[tuple[RunningDaemon, ExtensionHu
 )
 async def test_wrong_origin_is_refused_before_the_upgrade(bare: Any, origin: str | None) -> None:
     _, hub, client = bare
-    status, _, _ = await client.attempt(hello(), origin=origin)
-    assert status == 403
+    out = await client.raw(hello(), origin=origin)
+    assert out.status == 403
     assert not hub.attached
 
 
 async def test_rebinding_host_is_refused(bare: Any) -> None:
     daemon, hub, client = bare
-    status, _, _ = await client.attempt(hello(), host=f"evil.example:{daemon.port}")
-    assert status == 421 and not hub.attached
+    out = await client.raw(hello(), host=f"evil.example:{daemon.port}")
+    assert out.status == 421 and not hub.attached
 
 
 async def test_unpaired_and_bad_secret_and_bad_code_are_refused(bare: Any, tmp_path: Path) -> None:
     daemon, hub, client = bare
-    _, reply, _ = await client.attempt(hello())
-    assert reply is not None and reply["type"] == "refused" and reply["code"] == "unpaired"
+    assert (await client.run("none")).refused == "unpaired"
+    assert (await client.run("secret", secret="ab" * 32)).refused == "unpaired"
+    assert (await client.run("pair", code="trawl-AAAA-BBBB-CCCC")).refused == "bad_code"  # no code waiting
 
     code = new_pair_code(daemon.settings.state_dir)
-    _, reply, ws = await client.attempt(hello(pair_code=code))
-    assert reply is not None and reply["type"] == "welcome" and reply["secret"]
-    secret = reply["secret"]
-    await ws.close()
+    out = await client.run("pair", code=code)
+    assert out.welcomed and out.daemon_proved and out.secret
+    assert await hub.wait_attached(5)
+    secret = out.secret
+    assert out.ws is not None
+    await out.ws.close()
     assert await hub.wait_attached(5, attached=False)
 
-    _, reply, _ = await client.attempt(hello(secret=secret + "x"))
-    assert reply is not None and reply["code"] == "bad_secret"
-    _, reply, _ = await client.attempt(hello(pair_code=code))  # a code works once
-    assert reply is not None and reply["code"] == "bad_secret"
+    assert (await client.run("secret", secret="cd" * 32)).refused == "bad_secret"  # unknown key id
+    wrong = await client.run("secret", secret="cd" * 32, key_id=pairing.key_id(secret))  # right id, wrong key
+    assert wrong.daemon_proved is False and wrong.refused == "bad_secret"
+    assert (await client.run("pair", code=code)).refused == "bad_code"  # spent once confirmed
 
-    # Five wrong guesses void a fresh code: the right one fails afterwards.
-    code2 = new_pair_code(daemon.settings.state_dir)
-    for _ in range(5):
-        _, reply, _ = await client.attempt(hello(pair_code="trawl-AAAA-BBBB-CCCC"))
-        assert reply is not None and reply["code"] == "bad_secret"
-    _, reply, _ = await client.attempt(hello(pair_code=code2))
-    assert reply is not None and reply["code"] == "bad_secret"
-
-    _, reply, ws = await client.attempt(hello(secret=secret))
-    assert reply is not None and reply["type"] == "welcome" and "secret" not in reply
+    out = await client.run("secret", secret=secret)
+    assert out.welcomed and out.daemon_proved and "secret" not in json.dumps(out.frames)
     assert hub.attached
-    await ws.close()
+    assert out.ws is not None
+    await out.ws.close()
     refused = [r["reason"] for r in hub.describe()["refused"]]
     assert any(r.startswith("unpaired") for r in refused) and any(r.startswith("bad_secret") for r in refused)
 
 
 async def test_a_second_browser_is_refused_while_the_first_is_alive(bare: Any) -> None:
-    daemon, _hub, client = bare
-    _, reply, first = await client.attempt(hello(pair_code=new_pair_code(daemon.settings.state_dir)))
-    secret = reply["secret"] if reply else ""
+    daemon, hub, client = bare
+    out = await client.run("pair", code=new_pair_code(daemon.settings.state_dir))
+    first, secret = out.ws, out.secret
+    assert first is not None and await hub.wait_attached(5)
 
     async def answer_pings() -> None:
+        assert first is not None
         async for msg in first:
             data = json.loads(msg.data)
             if data["type"] == "ping":
@@ -153,38 +117,38 @@ async def test_a_second_browser_is_refused_while_the_first_is_alive(bare: Any) -
 
     pinger = asyncio.create_task(answer_pings())
     try:
-        _, reply, _ = await client.attempt(hello(secret=secret))
-        assert reply is not None and reply["code"] == "already_attached"
+        assert (await client.run("secret", secret=secret)).refused == "already_attached"
     finally:
         pinger.cancel()
     # A dead first link (it stops answering) is replaced by the new one.
-    _, reply, second = await client.attempt(hello(secret=secret))
-    assert reply is not None and reply["type"] == "welcome"
+    second = await client.run("secret", secret=secret)
+    assert second.welcomed and second.ws is not None
     # Pairing another browser (a fresh code) detaches the live one instead of refusing the newcomer.
-    _, reply, third = await client.attempt(hello(pair_code=new_pair_code(daemon.settings.state_dir)))
-    assert reply is not None and reply["type"] == "welcome" and reply["secret"] != secret
-    closed = await second.receive(timeout=5)
+    third = await client.run("pair", code=new_pair_code(daemon.settings.state_dir))
+    assert third.welcomed and third.secret != secret and third.ws is not None
+    closed = await second.ws.receive(timeout=5)
     assert closed.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED, aiohttp.WSMsgType.CLOSING)
-    _, reply, _ = await client.attempt(hello(secret=secret))  # the old secret is void now
-    assert reply is not None and reply["code"] == "bad_secret"
-    await third.close()
+    assert (await client.run("secret", secret=secret)).refused == "bad_secret"  # the old secret is void now
+    await third.ws.close()
 
 
 async def test_protocol_mismatch_and_garbage_are_refused(bare: Any) -> None:
     _, hub, client = bare
-    _, reply, _ = await client.attempt({**hello(), "protocol": 999})
-    assert reply is not None and reply["code"] == "protocol_mismatch"
-    _, reply, _ = await client.attempt({"type": "capture", "id": 1})
-    assert reply is not None and reply["code"] == "invalid_request"
-    _, reply, _ = await client.attempt({**hello(), "extra": 1})
-    assert reply is not None and reply["code"] == "invalid_request"
+    assert (await client.raw({**hello(), "protocol": 999})).refused == "protocol_mismatch"
+    # A first-protocol extension (secret in the hello) is told to update, not refused as garbage.
+    old = {"type": "hello", "protocol": 1, "extension_version": "0.0", "browser": "x", "secret": "s"}
+    assert (await client.raw(old)).refused == "protocol_mismatch"
+    assert (await client.raw({"type": "capture", "id": 1})).refused == "invalid_request"
+    assert (await client.raw({**hello(), "extra": 1})).refused == "invalid_request"
+    assert (await client.raw(hello(nonce="short"))).refused == "invalid_request"
+    assert (await client.raw("{not json")).refused == "invalid_request"
     assert not hub.attached
 
 
 async def test_a_listed_store_id_passes_the_origin_check(bare: Any) -> None:
     _, _, client = bare
-    status, reply, _ = await client.attempt(hello(), origin=f"chrome-extension://{OTHER_ID[::-1]}")
-    assert status == 101 and reply is not None and reply["code"] == "unpaired"
+    out = await client.raw(hello(), origin=f"chrome-extension://{OTHER_ID[::-1]}")
+    assert out.status == 101 and out.refused == "unpaired"
 
 
 async def test_web_page_in_the_browser_cannot_reach_the_link(tmp_path: Path, chromium: str, site: LocalSite) -> None:
@@ -307,21 +271,26 @@ def test_pairing_files_are_private_and_codes_expire(tmp_path: Path) -> None:
     assert re.fullmatch(r"trawl-[A-Z2-9]{4}-[A-Z2-9]{4}-[A-Z2-9]{4}", code)
     assert stat.S_IMODE((state / CODE_FILE).stat().st_mode) == 0o600
     assert stat.S_IMODE(state.stat().st_mode) == 0o700
-    assert code not in (state / CODE_FILE).read_text()  # only a hash is stored
+    assert Pairing(state).code() == pairing.normalize_code(code)
+    assert pairing.normalize_code(f"  {code.lower()} ") == pairing.normalize_code(code.replace("-", " "))
 
-    record = json.loads((state / CODE_FILE).read_text())
-    record["expires"] = time.time() - 1
-    (state / CODE_FILE).write_text(json.dumps(record))
-    os.chmod(state / CODE_FILE, 0o600)
-    assert Pairing(state).check(None, code).code == "bad_secret"
+    now = [time.time()]
+    late = Pairing(state, clock=lambda: now[0])
+    now[0] += pairing.CODE_TTL_S + 1
+    assert late.code() is None and not (state / CODE_FILE).exists()  # expired codes are deleted
 
     code = new_pair_code(state)
-    verdict = Pairing(state).check(None, code.lower())  # pasted in lower case: still the same code
-    assert verdict.ok and verdict.new_secret
+    secret = pairing.derive_secret(code, "a" * 64, "b" * 64)
+    p = Pairing(state)
+    p.add_pending(secret)
+    found = p.key_for(pairing.key_id(secret))
+    assert found is not None and found.pending and not p.paired()
+    p.commit(secret)
+    assert p.paired() and p.code() is None
     assert stat.S_IMODE((state / SECRET_FILE).stat().st_mode) == 0o600
-    assert verdict.new_secret not in (state / SECRET_FILE).read_text()
-    assert Pairing(state).check(verdict.new_secret, None).ok
+    found = p.key_for(pairing.key_id(secret))
+    assert found is not None and not found.pending
 
-    os.chmod(state / SECRET_FILE, 0o644)  # loose permissions are repaired (the file holds only a hash)
-    assert Pairing(state).check(verdict.new_secret, None).ok
+    os.chmod(state / SECRET_FILE, 0o644)  # loose permissions are repaired
+    assert Pairing(state).paired()
     assert stat.S_IMODE((state / SECRET_FILE).stat().st_mode) == 0o600

@@ -5,11 +5,17 @@ Order of checks for a new socket (each refusal is logged and counted for the sta
 1. ``Origin`` equals ``chrome-extension://<pinned id>`` (or an id in ``settings.extension_ids``) exactly;
    anything else gets HTTP 403 before the upgrade (the server's middleware has already checked ``Host``).
 2. The first frame, within ``limits.hello_timeout_s``, is a valid ``hello`` with our protocol version.
-3. The hello carries the pairing secret (or a one-time pairing code, redeemed for a secret).
+3. Mutual proof (``pairing.py``): the daemon answers ``challenge`` with its proof of the pairing secret (or
+   of the waiting pairing code), the extension answers ``auth`` with its own; a wrong proof is refused.
+   Nothing secret is sent either way.
 4. No other browser is attached (a live one keeps the link; a dead one is replaced).
 
-Then the daemon sends ``welcome`` and the link is up: the daemon sends requests (``list_tabs``,
+Then the daemon sends ``welcome``; after a pairing, the extension confirms with ``paired`` that it stored the
+derived secret, and only then is the code spent. The link is up: the daemon sends requests (``list_tabs``,
 ``capture``) with ids, the extension answers with the same id; the extension pings every 20 s.
+
+``test_hooks`` (tests only) run at the stages ``pair_verified`` (the code proof passed, before ``welcome``) and
+``ack_received`` (before a ``paired`` confirmation counts); a hook that returns True drops the socket there.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ import json
 import logging
 import time
 from collections import deque
+from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -30,6 +37,7 @@ from aiohttp import WSMsgType, web
 from .. import __version__
 from ..settings import Settings
 from ..types import ErrorCode, Page, TrawlError
+from . import pairing as pairing_mod
 from . import protocol
 from .identity import allowed_origins
 from .pairing import Pairing
@@ -89,6 +97,7 @@ class ExtensionHub:
         self._changed = asyncio.Condition()
         self._sockets: set[web.WebSocketResponse] = set()
         self._closing: set[asyncio.Task[Any]] = set()
+        self.test_hooks: dict[str, Callable[[], Awaitable[bool]]] = {}
 
     # ------------------------------------------------------------ state
     @property
@@ -185,48 +194,138 @@ class ExtensionHub:
             self._sockets.discard(ws)
         return ws
 
-    async def _handshake(self, ws: web.WebSocketResponse, origin: str) -> _Conn | None:
-        limits = protocol.limits()
+    async def _expect(self, ws: web.WebSocketResponse, origin: str, kind: str, timeout_s: float
+                      ) -> dict[str, Any] | None:
+        """The next frame if it is a valid ``kind`` from the extension; otherwise refuse and return None."""
         try:
-            first = await ws.receive(timeout=float(limits["hello_timeout_s"]))
+            frame = await ws.receive(timeout=timeout_s)
         except TimeoutError:
-            await self._refuse_ws(ws, origin, "invalid_request", "no hello within the time limit")
+            await self._refuse_ws(ws, origin, "invalid_request", f"no {kind} within the time limit")
             return None
-        if first.type != WSMsgType.TEXT:
-            await self._refuse_ws(ws, origin, "invalid_request", "the first frame must be a JSON hello")
+        if frame.type in (WSMsgType.CLOSE, WSMsgType.CLOSING, WSMsgType.CLOSED, WSMsgType.ERROR):
+            log.info("extension link: the peer left before its %s", kind)
+            return None
+        if frame.type != WSMsgType.TEXT:
+            await self._refuse_ws(ws, origin, "invalid_request", f"expected a JSON {kind}")
             return None
         try:
-            hello = protocol.validate(json.loads(first.data), "extension")
-        except (ValueError, protocol.ProtocolError) as exc:
-            await self._refuse_ws(ws, origin, "invalid_request", f"bad hello: {exc}")
+            raw = json.loads(frame.data)
+        except ValueError as exc:
+            await self._refuse_ws(ws, origin, "invalid_request", f"bad {kind}: {exc}")
             return None
-        if hello["type"] != "hello":
-            await self._refuse_ws(ws, origin, "invalid_request", "the first frame must be a hello")
-            return None
-        if hello["protocol"] != protocol.version():
+        if kind == "hello" and isinstance(raw, dict) and raw.get("type") == "hello" \
+                and raw.get("protocol") != protocol.version():
             await self._refuse_ws(
                 ws, origin, "protocol_mismatch",
-                f"the extension speaks protocol {hello['protocol']}, this daemon {protocol.version()}; "
+                f"the extension speaks protocol {str(raw.get('protocol'))[:20]}, this daemon {protocol.version()}; "
                 "update the one that is older",
             )
             return None
-        verdict = self.pairing.check(hello.get("secret"), hello.get("pair_code"))
-        if not verdict.ok:
-            await self._refuse_ws(ws, origin, verdict.code, verdict.message)
+        try:
+            msg = protocol.validate(raw, "extension")
+        except protocol.ProtocolError as exc:
+            await self._refuse_ws(ws, origin, "invalid_request", f"bad {kind}: {exc}")
             return None
+        if msg["type"] != kind:
+            await self._refuse_ws(ws, origin, "invalid_request", f"expected {kind}, got {msg['type']}")
+            return None
+        return msg
+
+    async def _hook(self, stage: str) -> bool:
+        hook = self.test_hooks.get(stage)
+        return bool(hook is not None and await hook())
+
+    async def _drop(self, ws: web.WebSocketResponse) -> None:
+        with contextlib.suppress(ConnectionError, RuntimeError):
+            await ws.close(code=4003, message=b"dropped")
+
+    async def _handshake(self, ws: web.WebSocketResponse, origin: str) -> _Conn | None:
+        timeout_s = float(protocol.limits()["hello_timeout_s"])
+        hello = await self._expect(ws, origin, "hello", timeout_s)
+        if hello is None:
+            return None
+        mode, ne = hello["mode"], hello["nonce"]
+        if not pairing_mod.is_hex64(ne):
+            await self._refuse_ws(ws, origin, "invalid_request", "the hello's nonce must be 64 hex digits")
+            return None
+        found: pairing_mod.Key | None = None
+        code = ""
+        if mode == "none":
+            await self._refuse_ws(ws, origin, "unpaired", "the extension is not paired; run `trawl pair` and paste "
+                                                          "the code into the trawl extension's popup")
+            return None
+        if mode == "pair":
+            if not self.pairing.may_try_code():
+                await self._refuse_ws(ws, origin, "busy", "too many wrong pairing codes in the last minute; "
+                                                          "try again in a minute (your code stays valid)")
+                return None
+            code = self.pairing.code() or ""
+            if not code:
+                await self._refuse_ws(ws, origin, "bad_code", "no pairing code is waiting (or it expired); "
+                                                              "run `trawl pair` again")
+                return None
+            key = pairing_mod.code_key(code)
+        else:
+            found = self.pairing.key_for(hello.get("key_id") or "")
+            if found is None:
+                if self.pairing.paired():
+                    await self._refuse_ws(ws, origin, "bad_secret",
+                                          "this browser's pairing secret is not this daemon's (paired with another "
+                                          "daemon, or paired again since?); run `trawl pair` and paste the new code")
+                else:
+                    await self._refuse_ws(ws, origin, "unpaired", "this daemon has no paired browser; run `trawl pair`")
+                return None
+            key = found.key
+        nd = pairing_mod.new_nonce()
+        challenge = {"type": "challenge", "protocol": protocol.version(), "daemon_version": __version__,
+                     "nonce": nd, "proof": pairing_mod.mac(key, "daemon", mode, ne, nd)}
+        await ws.send_str(json.dumps(protocol.validate(challenge, "daemon")))
+        auth = await self._expect(ws, origin, "auth", timeout_s)
+        if auth is None:
+            return None
+        if not pairing_mod.proof_matches(key, auth["proof"], "extension", mode, ne, nd):
+            if mode == "pair":
+                self.pairing.wrong_code()
+                await self._refuse_ws(ws, origin, "bad_code", "that pairing code is wrong; check it, or run "
+                                                              "`trawl pair` again")
+            else:
+                await self._refuse_ws(ws, origin, "bad_secret", "the extension's proof of the pairing secret is wrong")
+            return None
+        new_secret = ""
+        if mode == "pair":
+            new_secret = pairing_mod.derive_secret(code, ne, nd)
+            self.pairing.add_pending(new_secret)  # the code stays valid until the extension confirms
+            if await self._hook("pair_verified"):
+                await self._drop(ws)
+                return None
+        fresh = bool(new_secret) or (found is not None and found.pending)
         # A fresh pairing (the user just pasted a code) detaches the earlier browser, whose secret is now void.
-        if not verdict.new_secret and self.attached and await self._alive(self._conn):
+        if not fresh and self.attached and await self._alive(self._conn):
             await self._refuse_ws(ws, origin, "already_attached",
                                   "another browser is already attached to this daemon; close it or pause trawl there")
             return None
+        welcome = {"type": "welcome", "protocol": protocol.version(), "daemon_version": __version__}
+        try:
+            await ws.send_str(json.dumps(protocol.validate(welcome, "daemon")))
+        except (ConnectionError, RuntimeError):
+            return None
+        if new_secret:
+            ack = await self._expect(ws, origin, "paired", timeout_s)
+            if ack is None:
+                return None  # the pending secret waits: the extension completes it when it comes back
+            if await self._hook("ack_received"):
+                await self._drop(ws)
+                return None
+            if not pairing_mod.proof_matches(pairing_mod.secret_key(new_secret), ack["proof"], "stored", mode, ne, nd):
+                await self._refuse_ws(ws, origin, "bad_secret", "the extension did not store the pairing secret")
+                return None
+            self.pairing.commit(new_secret)
+        elif found is not None and found.pending:
+            self.pairing.commit(found.secret)  # it stored the secret before its worker died: the pairing is done
         if self._conn is not None:  # closed in the background: the old peer may be slow to answer the close
             task = asyncio.create_task(self._conn.ws.close(code=4002, message=b"replaced by a new link"))
             self._closing.add(task)
             task.add_done_callback(self._closing.discard)
-        welcome: dict[str, Any] = {"type": "welcome", "protocol": protocol.version(), "daemon_version": __version__}
-        if verdict.new_secret:
-            welcome["secret"] = verdict.new_secret
-        await ws.send_str(json.dumps(protocol.validate(welcome, "daemon")))
         conn = _Conn(ws=ws, hello=hello, origin=origin)
         self._conn = conn
         log.info("browser attached: extension %s %s", origin, hello.get("extension_version"))

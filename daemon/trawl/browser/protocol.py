@@ -39,6 +39,7 @@ ERROR_CODES: dict[str, ErrorCode] = {
     "protocol_mismatch": ErrorCode.EXTENSION_UNAVAILABLE,
     "unpaired": ErrorCode.EXTENSION_UNAVAILABLE,
     "bad_secret": ErrorCode.EXTENSION_UNAVAILABLE,
+    "bad_code": ErrorCode.EXTENSION_UNAVAILABLE,
     "already_attached": ErrorCode.EXTENSION_UNAVAILABLE,
 }
 
