@@ -14,6 +14,7 @@ import textwrap
 from collections.abc import Sequence
 
 from . import __version__
+from .framing import BOUNDARY_FLAG, Frame, neutralise, one_line
 from .pipeline import Engine
 from .settings import Settings
 from .types import FetchResult
@@ -34,32 +35,42 @@ def _clear_status() -> None:
 
 
 def render(result: FetchResult) -> str:
-    """A readable terminal view of a result."""
+    """A readable terminal view of a result. Agents run CLIs too: what the page controls (title, URL, chunks,
+    warnings quoting it) sits inside one block whose boundary lines carry a token fresh for this output."""
     if result.error is not None:
-        lines = [f"error [{result.error.code}]: {result.error.message}"]
+        lines = [f"error [{result.error.code}]: {one_line(result.error.message, 2000)}"]
         if result.error.hint:
-            lines.append(f"hint: {result.error.hint}")
+            lines.append(f"hint: {one_line(result.error.hint, 2000)}")
         return "\n".join(lines)
     cov = result.coverage
     head = [
-        f"{result.title or result.final_url}",
-        f"{result.final_url}  ·  source {result.source}  ·  extractor {result.extractor}  ·  mode {result.mode}",
+        f"source {result.source}  ·  extractor {result.extractor}  ·  mode {result.mode}",
         f"{cov.chunks_returned} of {cov.chunks_total} chunks, ~{cov.tokens_returned} of ~{cov.tokens_total} tokens"
         + (f"  ·  cached: {', '.join(result.cached)}" if result.cached else ""),
     ]
-    out = ["\n".join(head)]
+    frame = Frame([result.title, result.final_url, *result.warnings, *(c.text for c in result.chunks)])
+    out = ["\n".join(head), frame.open(),
+           f"{one_line(result.title) or '(no title)'}\n{one_line(result.final_url or result.url, 2000)}"]
     for c in result.chunks:
-        path = " › ".join(c.heading_path) or "(top)"
-        flags = f"  ⚠ {', '.join(c.flags)}" if c.flags else ""
+        text, forged = neutralise(c.text)
+        flags = [*c.flags, BOUNDARY_FLAG] if forged and BOUNDARY_FLAG not in c.flags else list(c.flags)
+        path = one_line(" › ".join(c.heading_path)) or "(top)"
+        shown = f"  ⚠ {', '.join(flags)}" if flags else ""
         score = f"{c.score:.3f}" if result.mode != "whole-page" else f"#{c.index}"
-        out.append(f"── [{score}] {path}  (id {c.id}){flags}\n{textwrap.indent(c.text, '   ')}")
+        out.append(f"── [{score}] {path}  (id {c.id}){shown}\n{textwrap.indent(text, '   ')}")
     for w in result.warnings:
-        out.append(f"warning: {w}")
+        out.append(f"warning: {one_line(w, 1000)}")
+    out.append(frame.close())
     return "\n\n".join(out)
 
 
 def _cmd_fetch(args: argparse.Namespace) -> int:
-    engine = Engine(Settings.from_env(), on_status=_status)
+    settings = Settings.from_env()
+    from .server.discovery import foreign_port_warning
+
+    if held := foreign_port_warning(settings.port):  # fetch runs in-process; still say who holds the port
+        print(f"trawl: warning: {held}", file=sys.stderr)
+    engine = Engine(settings, on_status=_status)
     result = asyncio.run(engine.fetch(args.target, args.query or "", k=args.k, max_age_s=args.max_age,
                                       source=args.source))
     _clear_status()

@@ -26,6 +26,7 @@ from .cache import PageCache
 from .netguard import NetGuard
 from .policy import check_url
 from .retrieve import Retriever
+from .roots import FileAccess
 from .settings import Settings
 from .sources.base import FetchRequest, Source
 from .sources.file import file_changed
@@ -76,8 +77,11 @@ class Engine:
         k: int | None = None,
         max_age_s: float | None = None,
         source: str | None = None,
+        files: FileAccess | None = None,
     ) -> FetchResult:
-        req = FetchRequest(target=target.strip(), query=query.strip(), k=k, max_age_s=max_age_s, source=source)
+        """``files`` limits local files to an agent's roots (roots.py); None is the user's own call (CLI, library)."""
+        req = FetchRequest(target=target.strip(), query=query.strip(), k=k, max_age_s=max_age_s, source=source,
+                           files=files)
         timings: dict[str, float] = {}
         try:
             prep, cached = await self._prepare(req, timings)

@@ -105,6 +105,10 @@ class Settings:
     extension_settle_max_s: float = 5.0  # a page that never settles is captured after this long, with a warning
     extension_capture_timeout_s: float = 30.0  # one capture through the browser, load included
     extension_search_tabs: int = 12  # search_tabs reads at most this many open tabs
+    # --- agent file access and exits (roots.py, exits.py) ---------------
+    file_roots: tuple[str, ...] = ()  # directories agents may read files under, besides the MCP client's roots
+    exit_allow_hosts: tuple[str, ...] = ()  # hosts an agent's URL may carry data from earlier reads to
+    exit_guard: bool = True  # refuse agent fetches whose URL carries data taken from earlier reads
     extension_max_background_tabs: int = 3  # background captures at once in the browser; the rest queue
 
     @classmethod

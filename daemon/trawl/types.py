@@ -42,6 +42,8 @@ class ErrorCode(enum.StrEnum):
     TAB_NOT_FOUND = "tab_not_found"
     BROWSER_UNAVAILABLE = "browser_unavailable"
     QUERY_REQUIRED = "query_required"  # page too large to return whole
+    PATH_NOT_ALLOWED = "path_not_allowed"  # an agent asked for a local file outside its roots, or a secret
+    EXIT_REFUSED = "exit_refused"  # an agent's URL carries data from earlier reads to an unknown host
     BUSY = "busy"
     INTERNAL = "internal"
 

@@ -27,6 +27,7 @@ def daemon_settings(tmp_path: Path, **kw: Any) -> Settings:
         "port": 0,
         "dense": "none",
         "shutdown_grace_s": 5.0,
+        "file_roots": (str(tmp_path),),  # agents read local files only under roots (roots.py)
     }
     base.update(kw)
     return Settings(**base)

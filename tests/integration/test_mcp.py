@@ -151,7 +151,7 @@ async def test_streamable_http_without_token_fails(tmp_path: Path) -> None:
 def bridge_env(tmp_path: Path, port: int, **extra: str) -> dict[str, str]:
     env = dict(os.environ)
     env.update({"TRAWL_STATE_DIR": str(tmp_path / "state"), "TRAWL_CACHE_DIR": str(tmp_path / "cache"),
-                "TRAWL_PORT": str(port), "TRAWL_DENSE": "none", **extra})
+                "TRAWL_PORT": str(port), "TRAWL_DENSE": "none", "TRAWL_FILE_ROOTS": str(tmp_path), **extra})
     return env
 
 

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable
 from aiohttp import web
 from aiohttp.typedefs import Handler
 
+from ..exits import guard_of
 from ..pipeline import Engine
 from ..settings import Settings
 from . import status
@@ -107,6 +108,7 @@ def create_app(
     services = Services(engine=engine, settings=settings)
     state = AppState(settings=settings, services=services, ops=registry, token=token, port=port, log_file=log_file)
     services.on_result = state.record
+    guard_of(services.extras, settings).add_secret(token)  # an agent's URL never carries the daemon's token
     app = web.Application(middlewares=[access_logging, access_control], client_max_size=MAX_BODY_BYTES)
     app[STATE] = state
 

@@ -20,8 +20,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from ..exits import TabsFn, guard_of
 from ..pipeline import Engine
+from ..roots import file_access
 from ..settings import Settings
+from ..sources.file import local_path
+from ..sources.urls import classify
 from ..types import ErrorCode, FetchResult, TrawlError
 
 log = logging.getLogger("trawl.server.ops")
@@ -37,6 +41,9 @@ class FetchIn(_Strict):
     k: int | None = Field(default=None, ge=1, le=50)
     max_age: float | None = Field(default=None, ge=0, description="accept a cached page up to this many seconds old")
     source: str | None = Field(default=None, max_length=40)
+    roots: list[str] | None = Field(default=None, max_length=64,
+                                    description="the MCP client's roots (file:// URIs): local files are read only "
+                                                "under these and TRAWL_FILE_ROOTS")
 
 
 class ReadMoreIn(_Strict):
@@ -95,8 +102,31 @@ class OpRegistry:
 
 
 async def _fetch(svc: Services, req: FetchIn) -> dict[str, Any]:
-    result = await svc.engine.fetch(req.url, req.query, k=req.k, max_age_s=req.max_age, source=req.source)
+    # Agent calls: local files only under the roots (roots.py), URLs only when they carry no data from earlier
+    # reads to an unknown host (exits.py). Both are checked before any cache can answer.
+    guard = guard_of(svc.extras, svc.settings)
+    files = file_access(svc.settings, [r[:4096] for r in req.roots or ()], on_read=guard.observe_file)
+    target = req.url.strip()
+    kind = classify(target).kind
+    if kind in ("path", "file") or req.source == "file":
+        files.check(local_path(target))
+    elif kind == "http":
+        await guard.check(target, _open_tab_urls(svc))
+    result = await svc.engine.fetch(req.url, req.query, k=req.k, max_age_s=req.max_age, source=req.source,
+                                    files=files)
     return result.to_dict()
+
+
+def _open_tab_urls(svc: Services) -> TabsFn | None:
+    hub = svc.extras.get("browser_hub")
+    if hub is None or not getattr(hub, "attached", False):
+        return None
+
+    async def urls() -> list[str]:
+        reply = await asyncio.wait_for(hub.list_tabs(), timeout=5.0)
+        return [str(t.get("url", "")) for t in reply.get("tabs", [])]
+
+    return urls
 
 
 async def _read_more(svc: Services, req: ReadMoreIn) -> dict[str, Any]:
@@ -195,6 +225,8 @@ async def execute(svc: Services, registry: OpRegistry, name: str, payload: Any) 
         if task is not None:
             svc.tasks.discard(task)
     elapsed = (time.perf_counter() - t0) * 1000.0
+    if body.get("error") is None:
+        guard_of(svc.extras, svc.settings).observe_result(body)  # what the agent now knows, for the exit guard
     _report(svc, name, payload, body, elapsed)
     return OpOutcome(http_status(body), body)
 

@@ -53,7 +53,15 @@ def build_status(state: AppState) -> dict[str, Any]:
         "recent": [_record_dict(r) for r in state.recent],
         "log_file": state.log_file,
         "state_dir": str(state.settings.state_dir),
+        "exits": _exits(state),
     }
+
+
+def _exits(state: AppState) -> dict[str, Any]:
+    """The exit guard's events (exits.py): URLs that carried data from earlier reads, refused or let through."""
+    guard = state.services.extras.get("exit_guard")
+    describe = getattr(guard, "describe", None)
+    return describe() if callable(describe) else {"events": []}
 
 
 def _record_dict(r: Any) -> dict[str, Any]:
@@ -132,6 +140,12 @@ def render_text(st: dict[str, Any]) -> str:
                          f" {r['target'][:80]}{cached}")
     else:
         lines.append("recent:   no requests yet")
+    ex = st.get("exits") or {}
+    lines.append(f"exits:    {ex.get('refused', 0)} refused, {ex.get('let_through', 0)} let through "
+                 "(URLs carrying data from earlier reads)")
+    for ev in (ex.get("events") or [])[:10]:
+        when = time.strftime("%H:%M:%S", time.localtime(ev["at"]))
+        lines.append(f"  {when} {ev['action'][:40]:<40} {ev['host']:<24} {ev['reason'][:120]}")
     return "\n".join(lines)
 
 
@@ -173,11 +187,29 @@ def render_html(st: dict[str, Any]) -> str:
 <dt>Browser</dt><dd>{e(st['browser']['summary'])}</dd>
 <dt>Log file</dt><dd><code>{e(st['log_file'] or '(stderr only)')}</code></dd>
 </dl>
+<h2>Exits: URLs carrying data from earlier reads</h2>
+{_exits_html(st.get("exits") or {})}
 <h2>Recent requests</h2>
 {table}
 <p><small>This page refreshes every 10 seconds. It needs no JavaScript.</small></p>
 </body></html>
 """
+
+
+def _exits_html(ex: dict[str, Any]) -> str:
+    e = html.escape
+    head = (f"<p>{int(ex.get('refused', 0))} refused, {int(ex.get('let_through', 0))} let through; agents' URLs are "
+            "refused when they carry data from earlier reads to a site neither allowed nor open in your browser.</p>")
+    rows = []
+    for ev in ex.get("events") or []:
+        when = time.strftime("%H:%M:%S", time.localtime(ev["at"]))
+        cls = "bad" if ev["action"] == "refused" else "ok"
+        rows.append(f"<tr><td>{when}</td><td class={cls}>{e(ev['action'])}</td><td>{e(ev['host'])}</td>"
+                    f"<td>{e(ev['reason'])}</td><td>{e(ev['url'])}</td></tr>")
+    if not rows:
+        return head
+    return (head + "<table><thead><tr><th>time</th><th>action</th><th>host</th><th>why</th><th>URL (masked)</th>"
+            "</tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
 
 
 async def status_page(request: web.Request) -> web.Response:

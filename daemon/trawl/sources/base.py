@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from ..roots import FileAccess
 from ..settings import Settings
 from ..types import Page
 
@@ -21,6 +22,7 @@ class FetchRequest:
     k: int | None = None
     max_age_s: float | None = None  # accept a cached page up to this old; 0 = refetch
     source: str | None = None  # force one source by name
+    files: FileAccess | None = None  # agent requests: which local files may be read (None: the user's own call)
 
 
 @runtime_checkable

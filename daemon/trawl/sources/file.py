@@ -2,6 +2,10 @@
 
 Kind by extension, then by the first bytes; binary files, directories, missing files and
 files over the size caps get typed errors before anything is read in full.
+
+Agent requests carry a :class:`~trawl.roots.FileAccess`: the path is resolved and checked before
+anything is touched, opened without following a final symlink, and the path the kernel reports for the
+open descriptor is checked again, so a symlink swapped in between cannot point the read elsewhere.
 """
 
 from __future__ import annotations
@@ -10,8 +14,10 @@ import asyncio
 import logging
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 
+from ..roots import FileAccess, fd_path
 from ..settings import Settings
 from ..types import ErrorCode, Page, PageKind, TrawlError
 from .base import FetchRequest
@@ -38,10 +44,12 @@ class FileSource:
 
     async def fetch(self, req: FetchRequest, settings: Settings) -> Page:
         # File reads are quick but can be large: keep them off the event loop.
-        return await asyncio.to_thread(self.read, req.target, settings)
+        return await asyncio.to_thread(self.read, req.target, settings, req.files)
 
-    def read(self, target: str, settings: Settings) -> Page:
+    def read(self, target: str, settings: Settings, access: FileAccess | None = None) -> Page:
         path = self._path(target)
+        if access is not None:
+            path = access.check(path)  # resolved: what is stat'ed and opened below is what was checked
         try:
             st = path.stat()
         except FileNotFoundError:
@@ -68,7 +76,7 @@ class FileSource:
             raise _too_large(path, st.st_size, biggest)
 
         try:
-            with path.open("rb") as fh:
+            with open(path, "rb", opener=_opener(access)) as fh:
                 head = fh.read(_HEAD_BYTES)
                 kind = self._kind(path, head)
                 cap = cap_for(kind, settings)
@@ -79,13 +87,13 @@ class FileSource:
             raise TrawlError(ErrorCode.INVALID_REQUEST, f"cannot read {path}: {exc.strerror or exc}") from None
         if len(data) > cap:  # the file grew while we read it
             raise _too_large(path, len(data), cap)
+        if access is not None and access.on_read is not None and kind != "pdf":
+            access.on_read(data)
         return build_page(target, path.resolve().as_uri(), kind, data, "", source=self.name)
 
     @staticmethod
     def _path(target: str) -> Path:
-        if classify(target).kind == "file":
-            return file_url_to_path(target)
-        return Path(os.path.expanduser(target))
+        return local_path(target)
 
     @staticmethod
     def _kind(path: Path, head: bytes) -> PageKind:
@@ -102,6 +110,32 @@ class FileSource:
         if by_ext is not None:
             return by_ext
         return sniffed or "text"
+
+
+def local_path(target: str) -> Path:
+    """The local path a target names (a plain path, ``~`` expanded, or a file:// URL)."""
+    if classify(target).kind == "file":
+        return file_url_to_path(target)
+    return Path(os.path.expanduser(target))
+
+
+def _opener(access: FileAccess | None) -> Callable[[str, int], int] | None:
+    if access is None:
+        return None
+
+    def open_checked(path: str, flags: int) -> int:
+        # No final symlink, no blocking on a FIFO swapped in after the stat.
+        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        try:
+            real = fd_path(fd)
+            if real is not None:
+                access.check(real)
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    return open_checked
 
 
 def _too_large(path: Path, size: int, cap: int) -> TrawlError:
