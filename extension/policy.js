@@ -5,9 +5,16 @@
 // "deny_all_except_allowed" and list the sites agents may read. The deny list always wins.
 // A pattern is a host name ("example.com" also matches its subdomains), "*.example.com" (subdomains only),
 // or a host with a port ("127.0.0.1:8080"). Pages that are not http(s) are never read.
+//
+// The daemon enforces the same policy for every source (daemon/trawl/policy.py; the contract test runs both
+// on the same cases) and keeps it in a file (<state dir>/site-policy.json). The two copies stay in step over
+// the link: each carries `revision`, the time of its last edit in ms (0: the default, never edited); the
+// extension sends its copy after it connects and whenever it is saved, the daemon sends its copy when the
+// file is newer or changes; the newer revision wins on both sides (on a tie, the daemon's file).
 
 export const DEFAULT_POLICY = Object.freeze({
   mode: "allow_all_except_denied",
+  revision: 0,
   allow: [],
   deny: [
     "accounts.google.com",
@@ -38,9 +45,10 @@ export function patternMatches(pattern, url) {
   } catch {
     return false;
   }
-  const host = u.hostname.toLowerCase();
+  // A trailing dot names the same site ("mail.google.com." is mail.google.com).
+  const host = u.hostname.toLowerCase().replace(/\.$/, "");
   if (p.includes(":") && !p.startsWith("[")) {
-    return p === u.host.toLowerCase();
+    return p === u.host.toLowerCase().replace(/\.(?=:\d+$|$)/, "");
   }
   if (p.startsWith("*.")) {
     const base = p.slice(2);
@@ -69,22 +77,54 @@ export function decide(policy, url) {
   return { allowed: true, reason: "" };
 }
 
-export async function loadPolicy() {
-  const { policy } = await chrome.storage.local.get("policy");
-  if (!policy || typeof policy !== "object") return { ...DEFAULT_POLICY, deny: [...DEFAULT_POLICY.deny] };
+function unique(list) {
+  return [...new Set((Array.isArray(list) ? list : []).map(normalizePattern).filter(Boolean))];
+}
+
+function revisionOf(value, fallback) {
+  return Number.isInteger(value) && value >= 0 ? value : fallback;
+}
+
+export function cleanPolicy(policy, revision) {
   return {
     mode: policy.mode === "deny_all_except_allowed" ? "deny_all_except_allowed" : "allow_all_except_denied",
-    allow: Array.isArray(policy.allow) ? policy.allow.map(normalizePattern).filter(Boolean) : [],
-    deny: Array.isArray(policy.deny) ? policy.deny.map(normalizePattern).filter(Boolean) : [],
+    allow: unique(policy.allow),
+    deny: unique(policy.deny),
+    revision,
   };
 }
 
+export async function loadPolicy() {
+  const { policy } = await chrome.storage.local.get("policy");
+  if (!policy || typeof policy !== "object") return { ...DEFAULT_POLICY, deny: [...DEFAULT_POLICY.deny] };
+  // A policy saved before revisions existed was edited by the user: it beats the daemon's untouched default.
+  return cleanPolicy(policy, revisionOf(policy.revision, 1));
+}
+
+// A user's edit: it gets the current time as its revision, so it wins over older copies.
 export async function savePolicy(policy) {
-  const clean = {
-    mode: policy.mode === "deny_all_except_allowed" ? "deny_all_except_allowed" : "allow_all_except_denied",
-    allow: (policy.allow || []).map(normalizePattern).filter(Boolean),
-    deny: (policy.deny || []).map(normalizePattern).filter(Boolean),
-  };
+  const clean = cleanPolicy(policy, Date.now());
   await chrome.storage.local.set({ policy: clean });
   return clean;
+}
+
+// The message that offers this browser's copy to the daemon.
+export async function policyMessage() {
+  const p = await loadPolicy();
+  return { type: "policy", mode: p.mode, allow: p.allow, deny: p.deny, revision: p.revision };
+}
+
+function sameRules(a, b) {
+  return a.mode === b.mode && JSON.stringify(a.allow) === JSON.stringify(b.allow) &&
+    JSON.stringify(a.deny) === JSON.stringify(b.deny);
+}
+
+// The daemon's copy arrived: keep it when it is at least as new as ours (the file wins a tie). True if taken.
+export async function acceptPolicy(msg) {
+  const ours = await loadPolicy();
+  const theirs = cleanPolicy(msg, revisionOf(msg.revision, 0));
+  if (theirs.revision < ours.revision) return false;
+  if (theirs.revision === ours.revision && sameRules(theirs, ours)) return false;
+  await chrome.storage.local.set({ policy: theirs });
+  return true;
 }

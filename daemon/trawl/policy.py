@@ -31,6 +31,7 @@ import contextlib
 import json
 import logging
 import os
+import socket
 import threading
 import time
 from dataclasses import dataclass, field
@@ -83,6 +84,26 @@ def pattern_matches(pattern: str, host: str, hostport: str) -> bool:
     return host == p or host.endswith("." + p)
 
 
+def _canonical_host(hostname: str) -> str:
+    """The host as a browser's URL parser gives it: lower case, no trailing dot, IPv4 in dotted decimal
+    (``2130706433`` and ``0x7f.1`` are 127.0.0.1), IPv6 in brackets, international names in punycode."""
+    host = hostname.lower().rstrip(".")
+    if ":" in host:
+        return f"[{host}]"
+    last = host.rsplit(".", 1)[-1]
+    if last and (last.isdigit() or (last.startswith("0x") and all(c in "0123456789abcdef" for c in last[2:]))):
+        try:
+            return socket.inet_ntoa(socket.inet_aton(host))
+        except OSError:
+            return host
+    if not host.isascii():
+        try:
+            return host.encode("idna").decode("ascii")
+        except UnicodeError:
+            return host
+    return host
+
+
 @dataclass(frozen=True, slots=True)
 class Decision:
     allowed: bool
@@ -127,16 +148,15 @@ class SitePolicy:
     def decide(self, url: str) -> Decision:
         try:
             parts = urlsplit(url)
-            host = (parts.hostname or "").rstrip(".")
+            host = _canonical_host(parts.hostname or "")
             port = parts.port
         except ValueError:
             return Decision(False, "not a valid URL")
         scheme = parts.scheme.lower()
         if scheme not in ("http", "https", "ws", "wss"):
             return Decision(False, f"{scheme}: pages are never read")
-        port = port or (443 if scheme in ("https", "wss") else 80)
-        shown_host = f"[{host}]" if ":" in host else host
-        hostport = f"{shown_host}:{port}"
+        # As the browser's URL.host: the port only when it is not the scheme's default.
+        hostport = host if port in (None, 443 if scheme in ("https", "wss") else 80) else f"{host}:{port}"
         for p in self.deny:
             if pattern_matches(p, host, hostport):
                 return Decision(False, f"{parts.netloc} is on your deny list ({p})", p)

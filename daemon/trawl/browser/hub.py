@@ -97,6 +97,7 @@ class ExtensionHub:
         self._changed = asyncio.Condition()
         self._sockets: set[web.WebSocketResponse] = set()
         self._closing: set[asyncio.Task[Any]] = set()
+        self.frame_handlers: dict[str, Any] = {}  # async handlers for other messages, e.g. "policy" (policy_sync.py)
         self.test_hooks: dict[str, Callable[[], Awaitable[bool]]] = {}
 
     # ------------------------------------------------------------ state
@@ -370,6 +371,8 @@ class ExtensionHub:
             await conn.ws.send_str(json.dumps({"type": "pong", "id": msg["id"]}))
         elif kind == "state":
             conn.state = {k: v for k, v in msg.items() if k != "type"}
+        elif kind in self.frame_handlers:
+            await self.frame_handlers[kind](msg)
         elif "id" in msg:
             fut = conn.pending.get(msg["id"])
             if fut is not None and not fut.done():
@@ -399,6 +402,16 @@ class ExtensionHub:
         if reply["type"] != expected:
             raise TrawlError(ErrorCode.INTERNAL, f"the extension answered {kind} with {reply['type']}")
         return reply
+
+    async def notify(self, kind: str, **fields: Any) -> bool:
+        """Send a message that has no reply to the attached browser; False when none is attached."""
+        conn = self._conn
+        if conn is None or conn.ws.closed:
+            return False
+        with contextlib.suppress(ConnectionError, RuntimeError):
+            await conn.ws.send_str(json.dumps(protocol.validate({"type": kind, **fields}, "daemon")))
+            return True
+        return False
 
     async def request(self, kind: str, timeout_s: float, **fields: Any) -> dict[str, Any]:
         conn = self._conn

@@ -15,6 +15,7 @@ from aiohttp import web
 from ..server.ops import Op, Services
 from ..server.state import STATE, BrowserState
 from .hub import ExtensionHub
+from .policy_sync import install_policy_sync
 from .source import ExtensionSource
 from .tabs import ListTabsIn, ReadTabIn, SearchTabsIn, list_tabs, read_tab, search_tabs
 
@@ -58,4 +59,5 @@ def install_browser_link(app: web.Application, hub: ExtensionHub | None = None) 
 
     state.browser = browser_state
     app.on_shutdown.append(hub.close)
+    state.extras["policy_sync"] = install_policy_sync(app, hub)
     return hub
