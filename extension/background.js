@@ -3,7 +3,7 @@
 
 import { isHex64, Link } from "./link.js";
 import { loadProtocol, validate } from "./protocol.js";
-import { decide, loadPolicy } from "./policy.js";
+import { acceptPolicy, decide, loadPolicy, policyMessage } from "./policy.js";
 import {
   CaptureError,
   fetchWithSession,
@@ -271,6 +271,7 @@ function pageReply(msg, tabId, url, finalUrl, title, got, via, warnings, timings
 
 async function handle(msg) {
   if (msg.type === "ping") return { type: "pong", id: msg.id };
+  if (msg.type === "policy") return acceptPolicy(msg).then(() => null); // the daemon's newer copy
   const cfg = await readConfig();
   const policy = await currentPolicy();
   const label = msg.url || (msg.tab ? `tab ${msg.tab}` : "tabs");
@@ -325,7 +326,10 @@ const link = new Link({
     await chrome.storage.local.set(update);
     configCache = null;
   },
-  onConnected: async () => link.send(await stateMessage()),
+  onConnected: async () => {
+    link.send(await stateMessage());
+    link.send(await policyMessage()); // the site policy sync (policy.js): the newer copy wins
+  },
   onRequest: handle,
   onStatus: (status) => {
     chrome.storage.session.set({ link: status }).catch(() => {});
@@ -371,6 +375,7 @@ chrome.storage.onChanged.addListener(async (changes, area) => {
   if (changes.policy || changes.paused) {
     if (link && link.isOpen()) link.send(await stateMessage());
   }
+  if (changes.policy && link && link.isOpen()) link.send(await policyMessage());
   if (changes.port) connect(true);
 });
 
