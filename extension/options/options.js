@@ -27,4 +27,15 @@ $("save").addEventListener("click", async () => {
   setTimeout(() => ($("saved").textContent = ""), 2000);
 });
 
+// The daemon may send a newer copy of the policy (its file was edited): show it unless the user is typing.
+let dirty = false;
+for (const id of ["deny", "allow"]) $(id).addEventListener("input", () => (dirty = true));
+$("save").addEventListener("click", () => (dirty = false));
+chrome.storage.onChanged.addListener((changes, area) => {
+  if (area === "local" && changes.policy && !dirty) {
+    load();
+    $("synced").textContent = "Updated from the daemon's copy.";
+  }
+});
+
 load();
