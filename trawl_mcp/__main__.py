@@ -19,9 +19,11 @@ from trawl.settings import Settings
 
 
 async def _serve(settings: Settings, autostart: bool) -> None:
-    from .client import DaemonBackend
+    from .client import DaemonBackend, port_warning
     from .server import build_server
 
+    if held := port_warning(settings):  # another user holds the daemon's port: say so now (nothing is sent)
+        logging.getLogger("trawl.mcp").warning("%s", held)
     backend = DaemonBackend(settings, autostart=autostart)
     server = build_server(backend)
     try:

@@ -2,11 +2,14 @@
 
 :class:`DaemonBackend` implements the tools' ``Backend``:
 
-* finds the daemon through ``<state_dir>/daemon.json`` (then the configured port)
-  and checks ``/healthz``;
+* finds the daemon with :func:`trawl.server.discovery.locate`: its Unix socket in the state directory (the
+  daemon's uid checked with SO_PEERCRED on every connection before anything is sent), else the TCP port with
+  the mutual proof (the token never crosses the wire; the proof's session does);
+* when the port is held by something that is not this user's daemon (another user's squatter, an impostor),
+  sends it nothing, does not try to start a daemon there, says so on stderr and in every result;
 * when none answers, takes ``start.lock`` (so two bridges start one daemon),
   spawns ``python -m trawl.server --background`` detached, and waits until it is healthy;
-* forwards each call as ``POST /v1/<op>`` with the bearer token from the state directory;
+* forwards each call as ``POST /v1/<op>``;
 * when the daemon vanished mid-session (killed), starts it again and retries the call once;
 * when no daemon can be started, runs the pipeline in this process and says so in
   every result's warnings.
@@ -23,9 +26,9 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from trawl.server.discovery import DaemonInfo, find_running, start_lock
+from trawl.server.discovery import DaemonInfo, Located, foreign_port_warning, locate, open_async_client, start_lock
 from trawl.server.ops import failure_body
-from trawl.server.token import ensure_state_dir, read_token
+from trawl.server.token import ensure_state_dir
 from trawl.settings import Settings, child_environment
 from trawl.types import ErrorCode
 
@@ -48,39 +51,58 @@ def spawn_daemon(settings: Settings) -> subprocess.Popen[bytes]:
         )
 
 
-def ensure_daemon(settings: Settings, *, autostart: bool = True) -> tuple[DaemonInfo | None, str]:
-    """Return the running daemon (starting one if needed) or None with the reason."""
+def port_warning(settings: Settings) -> str:
+    """A sentence when another user holds the daemon's port (read from the kernel's tables: nothing is sent)."""
+    return foreign_port_warning(settings.port)
+
+
+def ensure_located(settings: Settings, *, autostart: bool = True) -> tuple[Located | None, str]:
+    """This user's daemon, verified (starting one if needed), or None with the reason."""
     state_dir = settings.state_dir
-    info = find_running(state_dir, settings.port)
-    if info is not None or not autostart:
-        return info, "" if info else "no daemon is running"
+    found = locate(state_dir, settings.port)
+    if found.daemon is not None:
+        return found, ""
+    if found.holder is not None:
+        return None, found.holder.message()
+    if not autostart:
+        return None, "no daemon is running"
     try:
         ensure_state_dir(state_dir)
     except Exception as exc:
         return None, str(exc)
     with start_lock(state_dir, timeout=settings.daemon_start_timeout_s) as got:
-        info = find_running(state_dir, settings.port)
-        if info is not None:
-            return info, ""
+        found = locate(state_dir, settings.port)
+        if found.daemon is not None:
+            return found, ""
+        if found.holder is not None:
+            return None, found.holder.message()
         if not got:
             return None, "timed out waiting for another process that is starting the daemon"
         log.info("starting the trawl daemon")
         proc = spawn_daemon(settings)
         deadline = time.monotonic() + settings.daemon_start_timeout_s
         while time.monotonic() < deadline:
-            info = find_running(state_dir, settings.port, timeout=0.5)
-            if info is not None:
-                return info, ""
+            found = locate(state_dir, settings.port, timeout=0.5)
+            if found.daemon is not None:
+                return found, ""
             code = proc.poll()
             if code is not None:
                 # exit 0 means "already running" (a race we lost): look once more
-                info = find_running(state_dir, settings.port)
-                if info is not None:
-                    return info, ""
+                found = locate(state_dir, settings.port)
+                if found.daemon is not None:
+                    return found, ""
+                if found.holder is not None:
+                    return None, found.holder.message()
                 return None, (f"the daemon exited with code {code}; see {state_dir / 'logs' / 'daemon-start.log'}"
                               f" and {state_dir / 'logs' / 'daemon.log'}")
             time.sleep(0.05)
         return None, f"the daemon did not become healthy within {settings.daemon_start_timeout_s:g} s"
+
+
+def ensure_daemon(settings: Settings, *, autostart: bool = True) -> tuple[DaemonInfo | None, str]:
+    """Return the running daemon (starting one if needed) or None with the reason."""
+    found, reason = ensure_located(settings, autostart=autostart)
+    return (found.daemon if found is not None else None), reason
 
 
 def _absolute_target(payload: dict[str, Any]) -> dict[str, Any]:
@@ -98,7 +120,8 @@ class DaemonBackend:
         self.settings = settings
         self.autostart = autostart
         self._info: DaemonInfo | None = None
-        self._client = httpx.AsyncClient(timeout=httpx.Timeout(settings.request_timeout_s + 10.0, connect=5.0))
+        self._client: httpx.AsyncClient | None = None  # bound to the located daemon (Unix socket or proof session)
+        self._timeout = httpx.Timeout(settings.request_timeout_s + 10.0, connect=5.0)
         self._local: LocalBackend | None = None
         self._last_try = 0.0
         self._lock = asyncio.Lock()
@@ -111,12 +134,16 @@ class DaemonBackend:
             if self._local is not None and time.monotonic() - self._last_try < RETRY_START_AFTER_S:
                 return None
             self._last_try = time.monotonic()
-            info, reason = await asyncio.to_thread(ensure_daemon, self.settings, autostart=self.autostart)
-            if info is None:
+            found, reason = await asyncio.to_thread(ensure_located, self.settings, autostart=self.autostart)
+            if found is None or found.daemon is None:
                 self.fallback_reason = reason
                 log.warning("no trawl daemon (%s); answering in-process", reason)
-            self._info = info
-            return info
+                return None
+            if self._client is not None:
+                await self._client.aclose()
+            self._client = open_async_client(self.settings.state_dir, found, timeout=self._timeout)
+            self._info = found.daemon
+            return self._info
 
     def _local_backend(self) -> LocalBackend:
         if self._local is None:
@@ -149,8 +176,9 @@ class DaemonBackend:
         return await self._local_backend().call(op, payload)
 
     async def _post(self, info: DaemonInfo, op: str, payload: dict[str, Any]) -> dict[str, Any]:
-        token = read_token(self.settings.state_dir) or ""
-        r = await self._client.post(f"{info.url}/v1/{op}", json=payload, headers={"Authorization": f"Bearer {token}"})
+        if self._client is None:
+            raise _TokenChanged()
+        r = await self._client.post(f"/v1/{op}", json=payload)
         if r.status_code == 401:
             raise _TokenChanged()
         body = r.json()
@@ -159,7 +187,8 @@ class DaemonBackend:
         return body
 
     async def aclose(self) -> None:
-        await self._client.aclose()
+        if self._client is not None:
+            await self._client.aclose()
         if self._local is not None:
             await self._local.services.engine.aclose()
 

@@ -13,8 +13,7 @@ import webbrowser
 import httpx
 
 from ..settings import Settings
-from .discovery import find_running, probe, read_info
-from .token import read_token
+from .discovery import locate, open_client, probe
 
 
 def _daemon(args: argparse.Namespace) -> int:
@@ -30,14 +29,17 @@ def _status(args: argparse.Namespace) -> int:
     from .status import render_text
 
     settings = Settings.from_env()
-    info = find_running(settings.state_dir, settings.port)
+    found = locate(settings.state_dir, settings.port)
+    info = found.daemon
     if info is None:
+        if found.holder is not None:  # not ours: it was sent nothing, and the user hears why
+            print(f"trawl: {found.holder.message()}", file=sys.stderr)
+            return 1
         print(f"no trawl daemon is running (state dir {settings.state_dir}, port {settings.port}).\n"
               "Start one with `trawl daemon`, or let trawl-mcp start it.", file=sys.stderr)
         return 1
-    headers = {"Authorization": f"Bearer {read_token(settings.state_dir) or ''}"}
     try:
-        with httpx.Client(base_url=info.url, headers=headers, timeout=10.0) as c:
+        with open_client(settings.state_dir, found, timeout=10.0) as c:
             r = c.get("/v1/status")
             if r.status_code == 401:
                 print(f"the daemon at {info.url} refused this user's token (is it another user's daemon?)",
@@ -58,8 +60,12 @@ def _status(args: argparse.Namespace) -> int:
 
 def _stop(args: argparse.Namespace) -> int:
     settings = Settings.from_env()
-    info = read_info(settings.state_dir)
-    if info is None or probe(info.port) is None:
+    found = locate(settings.state_dir, settings.port)
+    info = found.daemon
+    if info is None or info.pid <= 0:
+        if found.holder is not None:
+            print(f"trawl: {found.holder.message()}", file=sys.stderr)
+            return 1
         print("no trawl daemon is running.")
         return 0
     os.kill(info.pid, signal.SIGTERM)

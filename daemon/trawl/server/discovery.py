@@ -249,6 +249,7 @@ class PortHolder:
     reason: str  # why it is not ours
     listener: Listener | None = None  # who, when the system lets us see it
     foreign: bool = False  # owned by another user
+    says_trawl: bool = False  # it answered /healthz as trawl (and then failed the proof, or could not be asked)
 
     def describe(self) -> str:
         who = self.listener.describe() if self.listener is not None else "a program"
@@ -283,15 +284,23 @@ def port_holder(port: int, timeout: float = 1.0, token: str | None = None) -> Po
         return PortHolder(port, "it is not a trawl daemon", mine)
     if token is None:
         return PortHolder(port, "it says it is trawl, but you have no token to check it with (another state "
-                                "directory?)", mine)
+                                "directory?)", mine, says_trawl=True)
     try:
         prove(port, token, timeout=max(timeout, 2.0))
     except ProofError as exc:
         return PortHolder(port, f"it says it is trawl, but {exc} (a daemon of another state directory, or an "
-                                "impostor)", mine)
+                                "impostor)", mine, says_trawl=True)
     except OSError:
         return None
     return None
+
+
+def foreign_port_warning(port: int) -> str:
+    """A sentence when another user listens on ``port`` (read from the kernel's tables: nothing is sent)."""
+    foreign = foreign_listener(port)
+    if foreign is None:
+        return ""
+    return PortHolder(port, f"it runs as another user (uid {foreign.uid})", foreign, foreign=True).message()
 
 
 def _port_busy(port: int) -> bool:
@@ -326,13 +335,14 @@ def locate(state_dir: Path, default_port: int, timeout: float = 1.0) -> Located:
             continue
         if token is None:
             holder = holder or PortHolder(port, "it says it is trawl, but you have no token to check it with",
-                                          next(iter(listeners(port)), None))
+                                          next(iter(listeners(port)), None), says_trawl=True)
             continue
         try:
             session = prove(port, token, timeout=max(timeout, 2.0))
         except ProofError as exc:
             holder = holder or PortHolder(port, f"it says it is trawl, but {exc} (a daemon of another state "
-                                                "directory, or an impostor)", next(iter(listeners(port)), None))
+                                                "directory, or an impostor)", next(iter(listeners(port)), None),
+                                          says_trawl=True)
             continue
         except OSError:
             continue

@@ -18,7 +18,7 @@ from typing import Literal
 import httpx
 
 from ..settings import Settings
-from .discovery import probe, read_info
+from .discovery import locate
 from .security import is_loopback_host
 from .token import check_token_file, token_path
 
@@ -79,15 +79,16 @@ def check_port(settings: Settings) -> Check:
     if not is_loopback_host(settings.host) and not settings.allow_non_loopback:
         return Check("port", "fail", f"host {settings.host!r} is not a loopback address",
                      "Set TRAWL_HOST=127.0.0.1 (or TRAWL_ALLOW_NON_LOOPBACK=1 if you really mean it).")
-    info = read_info(settings.state_dir)
-    if info is not None and info.port != settings.port and probe(info.port):
-        return Check("port", "ok", f"our daemon runs on port {info.port} (pid {info.pid})")
-    health = probe(settings.port)
-    if health is not None:
-        mine = info is not None and info.port == settings.port
-        where = f"our daemon (pid {info.pid})" if mine and info else "a trawl daemon (another state directory)"
-        return Check("port", "ok" if mine else "warn", f"port {settings.port} is served by {where}",
-                     "" if mine else "Stop the other daemon or set TRAWL_PORT to another port.")
+    found = locate(settings.state_dir, settings.port)  # sends nothing to a listener that is not ours
+    if found.daemon is not None:
+        info = found.daemon
+        how = "its Unix socket (owner checked)" if info.socket_path else "TCP (it proved it holds your token)"
+        return Check("port", "ok", f"our daemon (pid {info.pid or '?'}) runs on port {info.port}; reached over {how}")
+    if found.holder is not None:
+        return Check("port", "fail", found.holder.describe() + "; it is not your trawl daemon and was sent nothing"
+                     if found.holder.foreign else found.holder.describe(),
+                     "Stop that program (another user's: ask them or an administrator) or set TRAWL_PORT to a free "
+                     "port (the same for the daemon, trawl-mcp, the CLI and the extension).")
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     try:
         sock.bind((settings.host, settings.port))

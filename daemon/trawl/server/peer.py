@@ -258,7 +258,9 @@ def _command(pid: int) -> str:
     except OSError:
         return ""
     text = " ".join(p.decode(errors="replace") for p in raw.split(b"\0") if p)
-    return text[:120]
+    text = " ".join(text.split())  # one line, whatever the command line holds
+    return text if len(text) <= 120 else text[:117] + "..."
+
 
 
 def listeners(port: int) -> list[Listener]:

@@ -168,9 +168,9 @@ class RunningDaemon:
         if self._on_bound is not None:
             self._on_bound(self.port)  # before the first request can be answered
         check = same_user_check(enforce_tcp=self.settings.peer_uid_check)
-        await GatedSockSite(self.runner, sock, check).start()  # other users' TCP peers are closed at accept
         if unix is not None:
             await GatedSockSite(self.runner, unix, check).start()
+        await GatedSockSite(self.runner, sock, check).start()  # other users' TCP peers are closed at accept
         log.info("trawl %s listening on %s (pid %d)", __version__, self.url, os.getpid())
         if self._warm:
             self._warm_task = asyncio.create_task(self._warm_model(), name="trawl-warm")
@@ -288,7 +288,7 @@ async def _serve(settings: Settings, log_file: str, say: Any, extra_routes: Iter
             if holder is not None and holder.foreign:
                 msg = holder.message()
             else:
-                who = ("another trawl daemon (other state directory)" if holder and "trawl" in holder.reason
+                who = ("another trawl daemon (other state directory)" if holder and holder.says_trawl
                        else "another program")
                 seen = f" ({holder.listener.describe()})" if holder and holder.listener else ""
                 msg = (f"port {settings.port} on {settings.host} is in use by {who}{seen}; set TRAWL_PORT to a "
