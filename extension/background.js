@@ -6,9 +6,10 @@ import { loadProtocol, validate } from "./protocol.js";
 import { acceptPolicy, decide, loadPolicy, policyMessage } from "./policy.js";
 import {
   CaptureError,
-  fetchWithSession,
+  fetchPdf,
   serializeTab,
   settle,
+  trackHops,
   waitForLoad,
   watchRemoval,
 } from "./capture.js";
@@ -140,15 +141,119 @@ async function listTabs(msg, policy) {
   return { type: "tabs", id: msg.id, tabs: out, hidden };
 }
 
-function refuseByPolicy(policy, url) {
+function refuseByPolicy(policy, url, context = "") {
   const d = decide(policy, url);
-  if (!d.allowed) throw new CaptureError("blocked_by_policy", `your trawl site policy does not allow this: ${d.reason}`);
+  if (!d.allowed) {
+    const where = context ? `${context}: ` : "";
+    throw new CaptureError("blocked_by_policy", `${where}your trawl site policy does not allow this: ${d.reason}`);
+  }
 }
 
-async function readPdf(url, msg, deadline, timings, t0) {
-  const got = await fetchWithSession(url, msg.max_bytes, deadline);
-  timings.fetch = Date.now() - t0;
-  return got;
+// Same site: the same host (a leading "www." aside) and port. A tab that moves to another site is not read.
+function siteOf(url) {
+  try {
+    const u = new URL(url);
+    return `${u.hostname.toLowerCase().replace(/^www\./, "")}:${u.port}`;
+  } catch (e) {
+    return "";
+  }
+}
+
+// Throws unless `href` (a document the tab shows now) may be read in place of `settledUrl`, the page checked.
+function refuseIfMoved(policy, settledUrl, href, when) {
+  refuseByPolicy(policy, href, `the tab went to ${href} ${when}`);
+  if (siteOf(href) !== siteOf(settledUrl)) {
+    throw new CaptureError("blocked_by_policy", `the tab left ${settledUrl} for ${href} ${when}; trawl reads only ` +
+      "the page it checked against your site policy");
+  }
+}
+
+// Every main-frame request a background tab made (redirect hops included) must be allowed.
+function refuseHops(policy, hops) {
+  for (const url of hops) refuseByPolicy(policy, url, `the page went through ${url}`);
+}
+
+function pdfCheck(policy) {
+  return (url, hop) => refuseByPolicy(policy, url, hop ? `the PDF link redirected to ${url}` : "");
+}
+
+const isPdfPath = (url) => /\.pdf$/i.test(new URL(url).pathname);
+
+// ---------------------------------------------------------------- background tabs
+// Tabs this worker opened for captures, mirrored in storage.session: a restarted worker closes what a dead one
+// left open. At most `max_background_tabs` at once (from the daemon's settings); the other captures queue.
+const DEFAULT_BACKGROUND_TABS = 3;
+const MAX_QUEUED = 64;
+const opened = new Set();
+let openedSaved = Promise.resolve();
+const slots = { running: 0, waiting: [] };
+
+function saveOpened() {
+  const ids = [...opened];
+  openedSaved = openedSaved.then(() => chrome.storage.session.set({ opened_tabs: ids })).catch(() => {});
+  return openedSaved;
+}
+
+async function openBackgroundTab(deadline) {
+  // Opened blank and recorded before it loads anything: an orphan is at worst an empty tab. The caller starts
+  // watching its requests, then navigates it, so no redirect hop goes unseen.
+  const tab = await chrome.tabs.create({ url: "about:blank", active: false });
+  opened.add(tab.id);
+  await saveOpened();
+  for (;;) {
+    const now = await chrome.tabs.get(tab.id).catch(() => null);
+    if (!now) throw new CaptureError("tab_not_found", "the tab was closed during capture");
+    if (now.status === "complete" && !now.pendingUrl) return now;
+    if (Date.now() >= deadline) throw new CaptureError("timeout", "the browser did not open a tab in time");
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+async function closeBackgroundTab(id) {
+  await chrome.tabs.remove(id).catch(() => {});
+  opened.delete(id);
+  await saveOpened();
+}
+
+async function sweepOrphanTabs() {
+  const { opened_tabs: ids } = await chrome.storage.session.get("opened_tabs");
+  for (const id of Array.isArray(ids) ? ids : []) {
+    if (!opened.has(id)) await chrome.tabs.remove(id).catch(() => {});
+  }
+  await saveOpened();
+}
+
+async function takeSlot(limit, deadline) {
+  for (;;) {
+    if (slots.running < limit) {
+      slots.running += 1;
+      let released = false;
+      return () => {
+        if (released) return;
+        released = true;
+        slots.running -= 1;
+        const next = slots.waiting.shift();
+        if (next) next();
+      };
+    }
+    const left = deadline - Date.now();
+    if (slots.waiting.length >= MAX_QUEUED || left <= 0) {
+      throw new CaptureError("busy", `${slots.running} background captures are running and ${slots.waiting.length} ` +
+        "wait; try again shortly");
+    }
+    await new Promise((wake) => {
+      const entry = () => {
+        clearTimeout(timer);
+        wake();
+      };
+      const timer = setTimeout(() => {
+        const i = slots.waiting.indexOf(entry);
+        if (i >= 0) slots.waiting.splice(i, 1);
+        wake();
+      }, left);
+      slots.waiting.push(entry);
+    });
+  }
 }
 
 // Throws when a tab cannot or may not be read. Call after the tab has loaded (its URL is final then).
@@ -158,9 +263,12 @@ async function checkReadable(tab, policy) {
   if (url.startsWith("chrome-error:")) throw new CaptureError("network_error", errorPage);
   if (!url) {
     // No host access shows no URL: the browser's error page, or a chrome://, file:// or extension page.
-    const probe = await chrome.scripting
-      .executeScript({ target: { tabId: tab.id }, func: () => 0 })
-      .then(() => "", (e) => String(e.message || e));
+    const probe = await Promise.race([
+      chrome.scripting
+        .executeScript({ target: { tabId: tab.id }, func: () => 0 })
+        .then(() => "", (e) => String(e.message || e)),
+      new Promise((r) => setTimeout(() => r("the tab did not answer"), 2000)),
+    ]);
     if (/error page/i.test(probe)) throw new CaptureError("network_error", errorPage);
     const detail = probe ? ` (${probe})` : "";
     throw new CaptureError(
@@ -183,7 +291,7 @@ async function findTab(msg, policy) {
   if (!msg.url) throw new CaptureError("invalid_request", "capture needs a url or a tab");
   refuseByPolicy(policy, msg.url); // a denied site is never even opened
   const tabs = await chrome.tabs.query({});
-  const same = tabs.filter((t) => sameUrl(t.url, msg.url));
+  const same = tabs.filter((t) => sameUrl(t.url, msg.url) && !opened.has(t.id)); // not another capture's tab
   return same.find((t) => t.status === "complete") || same[0] || null;
 }
 
@@ -192,35 +300,60 @@ async function capture(msg, policy) {
   const deadline = t0 + msg.timeout_ms;
   const timings = {};
   const warnings = [];
-  let tab = await findTab(msg, policy);
-  const via = tab ? "open_tab" : "background_tab";
+  const tab = await findTab(msg, policy);
   timings.find = Date.now() - t0;
+  if (tab) return readTab(tab, null, msg, policy, deadline, timings, warnings, t0);
 
-  // A PDF link with no open tab: fetch it with the user's session, no tab needed.
-  if (!tab && /\.pdf($|[?#])/i.test(new URL(msg.url).pathname)) {
-    const got = await readPdf(msg.url, msg, deadline, timings, t0);
-    return pageReply(msg, -1, msg.url, got.finalUrl, "", got, "fetch", warnings, timings, t0);
+  // A PDF link with no open tab: fetched with the user's session, every redirect hop checked, PDF bodies only.
+  if (isPdfPath(msg.url)) {
+    try {
+      const got = await fetchPdf(msg.url, pdfCheck(policy), msg.max_bytes, deadline);
+      timings.fetch = Date.now() - t0;
+      return pageReply(msg, -1, msg.url, got.finalUrl, "", got, "fetch", warnings, timings, t0);
+    } catch (e) {
+      if (!(e instanceof CaptureError && e.notPdf)) throw e;
+      warnings.push(`${msg.url} is not a PDF; read it as a page instead`);
+    }
   }
 
-  let created = false;
-  if (!tab) {
-    tab = await chrome.tabs.create({ url: msg.url, active: false });
-    created = true;
+  const release = await takeSlot(Number(msg.max_background_tabs) || DEFAULT_BACKGROUND_TABS, deadline);
+  try {
+    timings.queue = Date.now() - t0;
+    const created = await openBackgroundTab(deadline);
+    const hops = trackHops(created.id);
+    try {
+      await chrome.tabs.update(created.id, { url: msg.url });
+      return await readTab(created, hops, msg, policy, deadline, timings, warnings, t0);
+    } finally {
+      hops.stop();
+      await closeBackgroundTab(created.id); // on every way out: success, refusal, timeout, a hung page
+    }
+  } finally {
+    release();
   }
+}
+
+// Reads a tab: an open one (hops null) or one this capture opened (hops: its main-frame requests).
+async function readTab(tab, hops, msg, policy, deadline, timings, warnings, t0) {
+  const created = hops !== null;
+  const via = created ? "background_tab" : "open_tab";
   const watch = watchRemoval(tab.id);
   try {
     const loading = created || tab.status !== "complete";
     if (loading) {
-      const load = await waitForLoad(tab.id, deadline, watch, created && tab.status !== "loading");
+      const load = await waitForLoad(tab.id, deadline, watch, created);
       timings.load = Date.now() - t0;
       if (!load.loaded) warnings.push(`the page did not finish loading within ${msg.timeout_ms} ms; captured it as it was`);
       tab = load.tab;
     }
     await checkReadable(tab, policy);
+    const settledUrl = tab.url;
+    if (created) refuseHops(policy, hops.hops());
     let pdf = false;
     if (loading) {
       const settleEnd = Math.min(deadline, Date.now() + msg.settle_max_ms);
-      const s = await settle(tab.id, msg.settle_quiet_ms, settleEnd, watch);
+      const onHref = (href) => refuseIfMoved(policy, settledUrl, href, "while it settled");
+      const s = await settle(tab.id, msg.settle_quiet_ms, settleEnd, watch, onHref);
       timings.settle = Date.now() - t0;
       timings.settle_polls = s.polls;
       if (!s.settled) warnings.push(`the page kept changing for ${msg.settle_max_ms} ms; captured it as it was`);
@@ -229,7 +362,7 @@ async function capture(msg, policy) {
     let out = null;
     if (!pdf) {
       try {
-        out = await serializeTab(tab.id, msg.max_bytes, watch);
+        out = await serializeTab(tab.id, msg.max_bytes, watch, deadline);
       } catch (e) {
         // Chrome's PDF viewer refuses scripts: a .pdf tab that cannot be read is fetched instead.
         if (!(e instanceof CaptureError && e.code === "capture_failed" && /\.pdf($|[?#])/i.test(tab.url))) throw e;
@@ -237,15 +370,28 @@ async function capture(msg, policy) {
       pdf = out === null || Boolean(out.pdf);
     }
     if (pdf) {
-      const got = await readPdf(tab.url, msg, deadline, timings, t0);
+      const got = await fetchPdf(tab.url, pdfCheck(policy), msg.max_bytes, deadline);
+      timings.fetch = Date.now() - t0;
       return pageReply(msg, tab.id, msg.url || tab.url, got.finalUrl, tab.title, got, via, warnings, timings, t0);
     }
     timings.serialize = Date.now() - t0;
+    // The document actually serialised, and the tab after it, must still be the page that was checked.
+    refuseIfMoved(policy, settledUrl, out.url, "during capture");
+    const after = await chrome.tabs.get(tab.id).catch(() => null);
+    if (!after) throw new CaptureError("tab_not_found", "the tab was closed during capture");
+    refuseIfMoved(policy, settledUrl, after.url || settledUrl, "during capture");
+    if (created) refuseHops(policy, hops.hops());
+    if (out.hidden) {
+      timings.hidden_marked = out.hidden.marked;
+      timings.hidden_scanned = out.hidden.scanned;
+      if (out.hidden.partial) {
+        warnings.push(`the page is too big to check all of it for hidden text: ${out.hidden.scanned} elements checked`);
+      }
+    }
     const got = { kind: "html", contentType: out.contentType || "text/html", html: out.html, finalUrl: out.url };
     return pageReply(msg, tab.id, msg.url || tab.url, out.url, out.title, got, via, warnings, timings, t0);
   } finally {
     watch.stop();
-    if (created) chrome.tabs.remove(tab.id).catch(() => {});
   }
 }
 
@@ -360,6 +506,7 @@ function connect(now = false) {
 // ---------------------------------------------------------------- events
 chrome.alarms.create(ALARM, { periodInMinutes: 0.5 });
 chrome.alarms.onAlarm.addListener((alarm) => {
+  if (alarm.name === ALARM) sweepOrphanTabs().catch(() => {});
   if (alarm.name === ALARM && !(link && link.isOpen())) connect(true);
 });
 chrome.runtime.onStartup.addListener(() => connect(true));
@@ -416,3 +563,4 @@ chrome.runtime.onMessage.addListener((req, sender, sendResponse) => {
 globalThis.trawl = { connect, handle, validate, get link() { return link; } };
 
 connect(true);
+sweepOrphanTabs().catch(() => {}); // tabs a previous worker opened for captures and could not close

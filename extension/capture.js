@@ -1,11 +1,19 @@
-// Capture: read one tab's DOM (shadow roots and same-origin iframes inlined), or a PDF's bytes.
+// Capture: read one tab's DOM (shadow roots and same-origin iframes inlined, hidden text marked), or a PDF's bytes.
 // Settle detection runs here in the service worker: background tabs are hidden and their timers throttled,
 // so the page's own timers cannot be trusted to say when it is done.
+//
+// Nothing here can hang: every script injected into a page races a timer (a page that busy-loops never answers
+// executeScript), and the caller closes a background tab whose script timed out. PDFs are fetched hop by hop
+// (redirect: "manual"); each hop's Location comes from the browser's own record of the response
+// (chrome.webRequest), so every URL is checked against the site policy before a request with the user's
+// cookies goes to it, and only a real PDF body is accepted.
 
 export class CaptureError extends Error {
-  constructor(code, message) {
+  constructor(code, message, extra = {}) {
     super(message);
     this.code = code;
+    this.hung = Boolean(extra.hung); // a script in the page did not answer: the page is busy
+    this.notPdf = Boolean(extra.notPdf); // a fetched "PDF" was something else
   }
 }
 
@@ -61,6 +69,7 @@ function probeSettle() {
     }
   }
   return {
+    href: location.href,
     quietFor: now - last,
     mutations: g.__trawlProbe.mutations,
     ready: document.readyState,
@@ -69,9 +78,13 @@ function probeSettle() {
   };
 }
 
-// Serialises the document with open and closed shadow roots and same-origin iframes.
+// Serialises the document with open and closed shadow roots and same-origin iframes, text the user cannot see
+// marked data-trawl-hidden (hidden.js, injected first into this same isolated world). The marks are taken off
+// again before this function returns: the page's own DOM is left as it was.
 function serializePage(maxBytes) {
   if (document.contentType === "application/pdf") return { pdf: true, url: location.href };
+  const markHidden = globalThis.__trawlMarkHidden;
+  if (typeof markHidden !== "function") return { needHidden: true, url: location.href };
   const shadowOf = (el) => {
     try {
       return chrome.dom.openOrClosedShadowRoot(el) || null;
@@ -82,7 +95,13 @@ function serializePage(maxBytes) {
   const escAttr = (s) => String(s).replace(/&/g, "&amp;").replace(/"/g, "&quot;").replace(/</g, "&lt;");
   const rawText = /<(script|style|xmp|noembed|noframes|noscript)\b[^>]*>[\s\S]*?<\/\1\s*>|<iframe\b[^>]*>[\s\S]*?<\/iframe\s*>/gi;
 
+  const scans = new Map(); // document -> its hidden-text scan
+  const scan = (doc) => {
+    if (!scans.has(doc)) scans.set(doc, markHidden(doc, { shadowOf, maxMs: 1500, maxElements: 60000 }));
+  };
+
   function serializeNode(root, depth) {
+    scan(root.ownerDocument || document);
     const roots = [];
     const frames = [];
     const walk = (parent, inert) => {
@@ -128,12 +147,28 @@ function serializePage(maxBytes) {
 
   const root = document.documentElement;
   if (!root) return { html: "", title: "", url: location.href, contentType: document.contentType, size: 0 };
-  const attrs = Array.from(root.attributes)
+  let body = "";
+  const hidden = { marked: 0, scanned: 0, partial: false };
+  try {
+    body = serializeNode(root, 0);
+  } finally {
+    for (const s of scans.values()) {
+      s.undo();
+      hidden.marked += s.marked;
+      hidden.scanned += s.scanned;
+      hidden.partial = hidden.partial || s.partial;
+    }
+  }
+  let attrs = Array.from(root.attributes)
+    .filter((a) => a.name !== "data-trawl-hidden-scan")
     .map((a) => ` ${a.name}="${escAttr(a.value)}"`)
     .join("");
+  if (hidden.partial) attrs += ' data-trawl-hidden-scan="partial"';
   const doctype = document.doctype ? `<!DOCTYPE ${document.doctype.name}>` : "<!DOCTYPE html>";
-  const html = `${doctype}<html${attrs}>${serializeNode(root, 0)}</html>`;
-  const out = { title: document.title, url: location.href, contentType: document.contentType, size: html.length };
+  const html = `${doctype}<html${attrs}>${body}</html>`;
+  const out = {
+    title: document.title, url: location.href, contentType: document.contentType, size: html.length, hidden,
+  };
   if (html.length > maxBytes) return { ...out, html: null, tooLarge: true };
   return { ...out, html };
 }
@@ -142,11 +177,27 @@ function serializePage(maxBytes) {
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-async function inject(tabId, func, args = []) {
+// A script that has not answered by the deadline (at least `floorMs` from now) is given up on: the page is busy.
+export const SCRIPT_FLOOR_MS = 250;
+
+function raceDeadline(promise, deadline, floorMs, what) {
+  const ms = Math.max(floorMs, deadline - Date.now());
+  let timer = null;
+  const timeout = new Promise((_, reject) => {
+    timer = setTimeout(() => {
+      reject(new CaptureError("timeout", `the page did not answer (${what}) within ${ms} ms: a script on it may be ` +
+        "busy", { hung: true }));
+    }, ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+async function injected(tabId, call, deadline, floorMs, what) {
   let results;
   try {
-    results = await chrome.scripting.executeScript({ target: { tabId }, func, args, world: "ISOLATED" });
+    results = await raceDeadline(chrome.scripting.executeScript(call), deadline, floorMs, what);
   } catch (e) {
+    if (e instanceof CaptureError) throw e;
     const gone = await chrome.tabs.get(tabId).then(() => false, () => true);
     if (gone) throw new CaptureError("tab_not_found", "the tab was closed during capture");
     const why = String(e.message || e);
@@ -155,9 +206,19 @@ async function inject(tabId, func, args = []) {
     }
     throw new CaptureError("capture_failed", `cannot read the tab: ${why}`);
   }
+  return results;
+}
+
+export async function inject(tabId, func, args, deadline, floorMs = SCRIPT_FLOOR_MS) {
+  const call = { target: { tabId }, func, args, world: "ISOLATED" };
+  const results = await injected(tabId, call, deadline, floorMs, func.name || "script");
   const first = results && results[0];
   if (!first) throw new CaptureError("capture_failed", "the tab returned nothing");
   return first.result;
+}
+
+async function injectFile(tabId, file, deadline, floorMs = SCRIPT_FLOOR_MS) {
+  await injected(tabId, { target: { tabId }, files: [file], world: "ISOLATED" }, deadline, floorMs, file);
 }
 
 // Watches a tab for removal while a capture runs.
@@ -177,7 +238,49 @@ export function watchRemoval(tabId) {
   };
 }
 
-// Waits for the tab to finish loading. A tab we just created starts as about:blank, which can already be
+// Every main-frame URL a tab we opened asked for, redirect hops included (seen by the browser's network layer).
+const tabHops = new Map();
+// Where a redirect our own fetch received points (Location), by the URL that answered with it.
+const fetchRedirects = new Map();
+const redirectWaiters = new Map();
+const WEB = ["http://*/*", "https://*/*"];
+
+function hopSeen(tabId, url) {
+  const hops = tabHops.get(tabId);
+  if (hops && url) hops.push(url);
+}
+
+if (chrome.webRequest) {
+  chrome.webRequest.onBeforeRequest.addListener((d) => hopSeen(d.tabId, d.url), { urls: WEB, types: ["main_frame"] });
+  chrome.webRequest.onBeforeRedirect.addListener(
+    (d) => hopSeen(d.tabId, d.redirectUrl),
+    { urls: WEB, types: ["main_frame"] },
+  );
+  chrome.webRequest.onHeadersReceived.addListener(
+    (d) => {
+      if (d.tabId !== -1 || d.statusCode < 300 || d.statusCode >= 400) return;
+      const own = `chrome-extension://${chrome.runtime.id}`;
+      if (d.initiator && d.initiator !== own) return;
+      const loc = (d.responseHeaders || []).find((h) => h.name.toLowerCase() === "location");
+      if (!loc || !fetchRedirects.has(d.url)) return;
+      fetchRedirects.set(d.url, String(loc.value || ""));
+      for (const wake of redirectWaiters.get(d.url) || []) wake();
+    },
+    { urls: WEB, types: ["xmlhttprequest", "other"] },
+    ["responseHeaders"],
+  );
+}
+
+// Starts recording the main-frame hops of a tab; hops() lists them, stop() forgets the tab.
+export function trackHops(tabId) {
+  tabHops.set(tabId, []);
+  return {
+    hops: () => [...(tabHops.get(tabId) || [])],
+    stop: () => tabHops.delete(tabId),
+  };
+}
+
+// Waits for a tab to finish loading. A tab we just created starts as about:blank, which can already be
 // "complete": for those (`fresh`) the load counts only after a "loading" state or a real URL was seen.
 export async function waitForLoad(tabId, deadline, watch, fresh = false) {
   let sawLoading = !fresh;
@@ -200,15 +303,17 @@ export async function waitForLoad(tabId, deadline, watch, fresh = false) {
 // Polls the page every ~50 ms until it has been quiet for quietMs (by the page's clock), or the deadline.
 // The first probe only installs the observer: a page that keeps changing shows it by the second.
 // A quiet page with almost no text (an app shell still waiting for its data) gets up to emptyWaitMs more.
+// `onHref(url)` sees the document's URL at every probe (and may throw: the tab navigated).
 const MIN_TEXT = 200;
 
-export async function settle(tabId, quietMs, deadline, watch, emptyWaitMs = 3000) {
+export async function settle(tabId, quietMs, deadline, watch, onHref = () => {}, emptyWaitMs = 3000) {
   const start = Date.now();
   let polls = 0;
   for (;;) {
     watch.check();
-    const p = await inject(tabId, probeSettle);
+    const p = await inject(tabId, probeSettle, [], deadline);
     polls += 1;
+    onHref(p.href);
     if (p.contentType === "application/pdf") return { settled: true, pdf: true, polls };
     const now = Date.now();
     if (polls >= 2 && p.ready === "complete" && p.quietFor >= quietMs) {
@@ -220,10 +325,19 @@ export async function settle(tabId, quietMs, deadline, watch, emptyWaitMs = 3000
   }
 }
 
-export async function serializeTab(tabId, maxBytes, watch) {
+// Serialising a big page takes a while: it gets at least this long even when the capture's deadline is near.
+const SERIALIZE_FLOOR_MS = 3000;
+
+export async function serializeTab(tabId, maxBytes, watch, deadline) {
   watch.check();
-  const out = await inject(tabId, serializePage, [maxBytes]);
+  let out = null;
+  for (let attempt = 0; attempt < 2; attempt++) {
+    await injectFile(tabId, "hidden.js", deadline, SERIALIZE_FLOOR_MS);
+    out = await inject(tabId, serializePage, [maxBytes], deadline, SERIALIZE_FLOOR_MS);
+    if (!out.needHidden) break; // a new document replaced the one hidden.js went into: once more
+  }
   watch.check();
+  if (out.needHidden) throw new CaptureError("capture_failed", "the tab kept changing documents during capture");
   if (out.pdf) return out;
   if (out.tooLarge) {
     throw new CaptureError("too_large", `the page is ${out.size} characters, over the ${maxBytes} limit`);
@@ -238,31 +352,112 @@ function toBase64(bytes) {
   return btoa(s);
 }
 
-// Fetches a URL with the user's session (cookies included); returns a PDF or HTML body.
-export async function fetchWithSession(url, maxBytes, deadline) {
+const PDF_TYPES = new Set([
+  "application/pdf", "application/x-pdf", "application/acrobat", "application/octet-stream",
+  "binary/octet-stream", "application/download", "application/force-download", "",
+]);
+const MAX_PDF_HOPS = 10;
+const REDIRECT_WAIT_MS = 5000;
+
+function startsLikePdf(buf) {
+  // "%PDF-" within the first 1024 bytes, where PDF readers look for the header.
+  const end = Math.min(buf.length - 5, 1024);
+  for (let i = 0; i <= end; i++) {
+    if (buf[i] === 0x25 && buf[i + 1] === 0x50 && buf[i + 2] === 0x44 && buf[i + 3] === 0x46 && buf[i + 4] === 0x2d) {
+      return true;
+    }
+  }
+  return false;
+}
+
+async function readCapped(res, maxBytes) {
+  const reader = res.body.getReader();
+  const parts = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.length;
+    if (size > maxBytes) {
+      reader.cancel().catch(() => {});
+      throw new CaptureError("too_large", `the document is over the ${maxBytes} byte limit`);
+    }
+    parts.push(value);
+  }
+  const buf = new Uint8Array(size);
+  let at = 0;
+  for (const p of parts) {
+    buf.set(p, at);
+    at += p.length;
+  }
+  return buf;
+}
+
+// The Location the browser saw on the redirect `url` answered our fetch with.
+async function redirectTarget(url, deadline) {
+  const until = Math.min(deadline, Date.now() + REDIRECT_WAIT_MS);
+  for (;;) {
+    const loc = fetchRedirects.get(url);
+    if (loc) return loc;
+    const left = until - Date.now();
+    if (left <= 0) return "";
+    await new Promise((wake) => {
+      const list = redirectWaiters.get(url) || [];
+      list.push(wake);
+      redirectWaiters.set(url, list);
+      setTimeout(wake, left);
+    });
+    redirectWaiters.delete(url);
+  }
+}
+
+// Fetches a PDF with the user's session (cookies included). Redirects are followed by hand: `check(url, hop)`
+// runs on the requested URL and on every hop before any request goes there (and throws to refuse it).
+// Returns {kind: "pdf", data_b64, finalUrl}. A body that is not a PDF is refused (CaptureError notPdf).
+export async function fetchPdf(url, check, maxBytes, deadline) {
   const ctrl = new AbortController();
   const timer = setTimeout(() => ctrl.abort(), Math.max(1, deadline - Date.now()));
-  let res;
+  let current = new URL(url).href;
   try {
-    res = await fetch(url, { credentials: "include", redirect: "follow", signal: ctrl.signal });
-  } catch (e) {
-    clearTimeout(timer);
-    if (ctrl.signal.aborted) throw new CaptureError("timeout", `fetching ${url} took too long`);
-    throw new CaptureError("network_error", `cannot fetch ${url}: ${e.message || e}`);
-  }
-  try {
-    if (!res.ok) throw new CaptureError("http_error", `HTTP ${res.status} for ${url}`);
-    const len = Number(res.headers.get("content-length") || 0);
-    if (len > maxBytes) throw new CaptureError("too_large", `the document is ${len} bytes, over the ${maxBytes} limit`);
-    const type = (res.headers.get("content-type") || "").split(";")[0].trim().toLowerCase();
-    const buf = new Uint8Array(await res.arrayBuffer());
-    if (buf.length > maxBytes) throw new CaptureError("too_large", `the document is over the ${maxBytes} limit`);
-    const isPdf = type === "application/pdf" || (buf[0] === 0x25 && buf[1] === 0x50 && buf[2] === 0x44 && buf[3] === 0x46);
-    if (isPdf) return { kind: "pdf", contentType: "application/pdf", data_b64: toBase64(buf), finalUrl: res.url };
-    if (type.includes("html") || type === "") {
-      return { kind: "html", contentType: type || "text/html", html: new TextDecoder().decode(buf), finalUrl: res.url };
+    for (let hop = 0; ; hop++) {
+      check(current, hop);
+      if (hop > MAX_PDF_HOPS) throw new CaptureError("http_error", `more than ${MAX_PDF_HOPS} redirects from ${url}`);
+      fetchRedirects.set(current, "");
+      let res;
+      try {
+        res = await fetch(current, { credentials: "include", redirect: "manual", signal: ctrl.signal });
+      } catch (e) {
+        if (ctrl.signal.aborted) throw new CaptureError("timeout", `fetching ${current} took too long`);
+        throw new CaptureError("network_error", `cannot fetch ${current}: ${e.message || e}`);
+      }
+      if (res.type === "opaqueredirect" || (res.status >= 300 && res.status < 400)) {
+        const loc = await redirectTarget(current, deadline);
+        fetchRedirects.delete(current);
+        if (!loc) {
+          throw new CaptureError("blocked_by_policy", `${current} redirects, and the browser did not say where: ` +
+            "trawl does not follow a redirect it cannot check against your site policy");
+        }
+        current = new URL(loc, current).href;
+        continue;
+      }
+      fetchRedirects.delete(current);
+      if (!res.ok) throw new CaptureError("http_error", `HTTP ${res.status} for ${current}`);
+      const len = Number(res.headers.get("content-length") || 0);
+      if (len > maxBytes) throw new CaptureError("too_large", `the document is ${len} bytes, over the ${maxBytes} limit`);
+      const type = (res.headers.get("content-type") || "").split(";")[0].trim().toLowerCase();
+      if (!PDF_TYPES.has(type)) {
+        res.body && res.body.cancel().catch(() => {});
+        throw new CaptureError("unsupported_content", `${current} is ${type}, not a PDF`, { notPdf: true });
+      }
+      const buf = await readCapped(res, maxBytes);
+      if (!startsLikePdf(buf)) {
+        throw new CaptureError("unsupported_content", `${current} does not hold a PDF`, { notPdf: true });
+      }
+      return { kind: "pdf", contentType: "application/pdf", data_b64: toBase64(buf), finalUrl: current };
     }
-    throw new CaptureError("unsupported_content", `the tab shows ${type}, which trawl cannot read through the browser`);
+  } catch (e) {
+    if (ctrl.signal.aborted && !(e instanceof CaptureError)) throw new CaptureError("timeout", `fetching ${url} took too long`);
+    throw e;
   } finally {
     clearTimeout(timer);
   }

@@ -196,10 +196,11 @@ async def test_denied_site_is_refused_with_a_typed_error(linked: Linked, site: L
     assert active.error is not None and active.error.code == ErrorCode.BLOCKED_BY_POLICY
     assert "deny list" in active.error.message
 
-    # Without forcing, trawl falls back to the public fetch (no user session) and says where it came from.
-    public = await linked.engine.fetch(url, "vault code")
-    assert public.ok and public.source == "http"
-    assert linked.hub.captures[0].outcome == "blocked_by_policy"
+    # A policy refusal is final: no other source (plain HTTP, headless) reads the site instead.
+    hits = site.hits.get("/secret", 0)
+    public = await linked.engine.fetch(url, "vault code", max_age_s=0)
+    assert public.error is not None and public.error.code == ErrorCode.BLOCKED_BY_POLICY, public
+    assert site.hits.get("/secret", 0) == hits, "no source may fetch a denied site"
 
 
 async def test_pdf_tab_bytes_come_with_the_session(linked: Linked, site: LocalSite) -> None:

@@ -24,6 +24,7 @@ import asyncio
 import contextlib
 import time
 from collections import OrderedDict, deque
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..settings import Settings
@@ -97,7 +98,13 @@ _TEXT_SIZE = """() => {
   return n;
 }"""
 
+# The hidden-text marker the extension uses too (extension/hidden.js; this copy is kept identical by a test).
+# Evaluated with a local ``globalThis`` so the page cannot intercept where the function is put.
+HIDDEN_JS = (Path(__file__).resolve().parent.parent / "data" / "hidden.js").read_text(encoding="utf-8")
+_MARK_HIDDEN = "(() => { const globalThis = {};\n" + HIDDEN_JS + "\nreturn globalThis.__trawlMarkHidden; })()"
+
 SERIALIZE = r"""() => {
+  const markHidden = """ + _MARK_HIDDEN + r""";
   const esc = (v) => String(v).replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;');
   const rootsOf = (doc) => {
     const win = doc.defaultView;
@@ -113,8 +120,19 @@ SERIALIZE = r"""() => {
     for (let i = 0; i < roots.length; i++) walk(roots[i]);
     return roots;
   };
+  const scans = [];
+  const scanned = new Set();
+  const scan = (doc) => {
+    if (scanned.has(doc)) return;
+    scanned.add(doc);
+    const hosts = new Map();
+    for (const r of rootsOf(doc)) if (r.host) hosts.set(r.host, r);
+    const shadowOf = (el) => hosts.get(el) || el.shadowRoot || null;
+    scans.push(markHidden(doc, { shadowOf, maxMs: 1500, maxElements: 60000 }));
+  };
   let counter = 0;
   const ser = (el, doc, depth) => {
+    scan(doc);
     const marks = [];
     if (depth < 4) {
       for (const f of doc.querySelectorAll('iframe, frame')) {
@@ -139,8 +157,17 @@ SERIALIZE = r"""() => {
   };
   const root = document.documentElement;
   if (!root) return ['', document.title || ''];
-  const attrs = Array.from(root.attributes).map((a) => ' ' + a.name + '="' + esc(a.value) + '"').join('');
-  return ['<!DOCTYPE html>\n<html' + attrs + '>' + ser(root, document, 0) + '</html>', document.title || ''];
+  let body = '';
+  let partial = false;
+  try {
+    body = ser(root, document, 0);
+  } finally {
+    for (const s of scans) { s.undo(); partial = partial || s.partial; }
+  }
+  let attrs = Array.from(root.attributes).filter((a) => a.name !== 'data-trawl-hidden-scan')
+    .map((a) => ' ' + a.name + '="' + esc(a.value) + '"').join('');
+  if (partial) attrs += ' data-trawl-hidden-scan="partial"';
+  return ['<!DOCTYPE html>\n<html' + attrs + '>' + body + '</html>', document.title || ''];
 }"""
 
 _NET_ERRORS: tuple[tuple[str, ErrorCode, str], ...] = (

@@ -1,0 +1,271 @@
+// Marks text the user cannot see, so the daemon never passes it off as the page.
+//
+// One copy of this file serves both browsers: the extension injects it into the page's isolated world
+// (chrome.scripting, files: ["hidden.js"]), and the headless source embeds the same text
+// (daemon/trawl/data/hidden.js, kept byte-identical by a test) inside its capture script.
+// It defines globalThis.__trawlMarkHidden(doc, opts) -> {marked, scanned, partial, undo()}.
+//
+// What counts as hidden is what the browser renders, not what the markup says: for every element that holds
+// text (directly) the computed style and layout decide. Each hidden element gets data-trawl-hidden="<reason>":
+//   display       no box at all (display:none here or above, unslotted light DOM, hidden attribute)
+//   closed-details inside a <details> that is closed (not its <summary>)
+//   visibility    visibility:hidden / collapse
+//   opacity       opacity ~0 on the element or an ancestor
+//   zero-size     an overflow-clipping box under 2 px, or text whose rendered boxes have no area (scale(0))
+//   scale-zero    a transform that collapses the element (scale(0), matrix with determinant 0)
+//   clipped       clip: rect() or clip-path with no area, or every line clipped away by an ancestor
+//   off-screen    every rendered line lies outside the document (left:-9999px and friends)
+//   tiny-font     font-size under 3 px
+//   transparent-text / background-color  text colour transparent, or (near) equal to the background it sits on
+// Reasons that hide a whole subtree mark its top element only (the subtree is skipped).
+// Visible text marked aria-hidden or inert is not marked: the user sees it (the raw-HTML path judges markup).
+// The caller serialises while the marks are on, then calls undo(): marking and unmarking happen in one
+// synchronous task, so the page never paints them and its scripts see no change in the DOM afterwards.
+// The walk is bounded (elements and milliseconds); a walk cut short says so (partial: true).
+globalThis.__trawlMarkHidden = function markHidden(doc, opts) {
+  const ATTR = "data-trawl-hidden";
+  const o = opts || {};
+  const maxElements = o.maxElements || 60000;
+  const maxMs = o.maxMs || 1500;
+  const shadowOf = o.shadowOf || ((el) => el.shadowRoot || null);
+  const win = doc.defaultView;
+  const t0 = performance.now();
+  const marked = [];
+  let scanned = 0;
+  let partial = false;
+  if (!win || !doc.documentElement) return { marked: 0, scanned: 0, partial: false, undo() {} };
+
+  const SKIP = new Set([
+    "script", "style", "noscript", "template", "head", "title", "meta", "link", "base", "select", "option",
+    "optgroup", "datalist", "br", "wbr", "img", "video", "audio", "canvas", "iframe", "frame", "object", "embed",
+  ]);
+  const styles = new Map();
+  const style = (el) => {
+    let cs = styles.get(el);
+    if (!cs) {
+      cs = win.getComputedStyle(el);
+      styles.set(el, cs);
+    }
+    return cs;
+  };
+  const mark = (el, reason) => {
+    marked.push([el, el.getAttribute(ATTR)]);
+    el.setAttribute(ATTR, reason);
+  };
+
+  const root = doc.documentElement;
+  const scroll = { x: win.scrollX || 0, y: win.scrollY || 0 };
+  const docW = Math.max(root.scrollWidth || 0, win.innerWidth || 0, doc.body ? doc.body.scrollWidth : 0);
+  const docH = Math.max(root.scrollHeight || 0, win.innerHeight || 0, doc.body ? doc.body.scrollHeight : 0);
+
+  const parseColor = (s) => {
+    const m = /rgba?\(\s*([\d.]+)[\s,]+([\d.]+)[\s,]+([\d.]+)(?:[\s,/]+([\d.]+%?))?\s*\)/.exec(String(s || ""));
+    if (!m) return null;
+    let a = m[4] === undefined ? 1 : parseFloat(m[4]);
+    if (m[4] && m[4].endsWith("%")) a /= 100;
+    return { r: +m[1], g: +m[2], b: +m[3], a };
+  };
+  const luminance = (c) => {
+    const ch = (v) => {
+      const x = v / 255;
+      return x <= 0.03928 ? x / 12.92 : ((x + 0.055) / 1.055) ** 2.4;
+    };
+    return 0.2126 * ch(c.r) + 0.7152 * ch(c.g) + 0.0722 * ch(c.b);
+  };
+  const positioned = (cs) => cs.position === "absolute" || cs.position === "fixed" || cs.position === "sticky";
+
+  // The colour behind el's text, or null when it cannot be known from the ancestors alone
+  // (an image or gradient, a half-transparent layer, or a positioned box that may sit over something else).
+  const backgroundOf = (el) => {
+    for (let a = el, depth = 0; a && a.nodeType === 1 && depth < 60; depth++) {
+      const cs = style(a);
+      if (cs.backgroundImage && cs.backgroundImage !== "none") return null;
+      const bg = parseColor(cs.backgroundColor);
+      if (bg && bg.a >= 0.95) return bg;
+      if (bg && bg.a > 0.05) return null;
+      if (positioned(cs) || cs.mixBlendMode !== "normal" || (cs.filter && cs.filter !== "none")) return null;
+      const parent = a.parentElement || (a.parentNode && a.parentNode.host) || null;
+      if (!parent && a !== root) return null; // a detached or shadow-only chain
+      a = parent;
+    }
+    const scheme = String(style(root).colorScheme || "");
+    if (scheme.includes("dark")) return null;
+    return { r: 255, g: 255, b: 255, a: 1 }; // the canvas
+  };
+
+  const collapsedTransform = (cs) => {
+    const t = cs.transform;
+    if (!t || t === "none") return false;
+    const m = /matrix(3d)?\(([^)]*)\)/.exec(t);
+    if (!m) return false;
+    const v = m[2].split(",").map(parseFloat);
+    if (m[1]) return Math.abs(v[0] * v[5] - v[1] * v[4]) < 1e-6; // the x/y part of a 3d matrix
+    return Math.abs(v[0] * v[3] - v[1] * v[2]) < 1e-6;
+  };
+  const clippedAway = (cs) => {
+    if ((cs.position === "absolute" || cs.position === "fixed") && cs.clip && cs.clip.startsWith("rect(")) {
+      const n = cs.clip.slice(5, -1).split(/[\s,]+/).map(parseFloat);
+      if (n.length === 4 && n.every((x) => !Number.isNaN(x)) && (n[1] - n[3] <= 1 || n[2] - n[0] <= 1)) return true;
+    }
+    const cp = cs.clipPath;
+    if (!cp || cp === "none") return false;
+    const inset = /^inset\(([^)]*)\)/.exec(cp);
+    if (inset) {
+      const parts = inset[1].split(/\s+round\s+/)[0].trim().split(/\s+/);
+      const pct = parts.map((p) => (p.endsWith("%") ? parseFloat(p) : NaN));
+      const [t, r = t, b = t, l = r] = pct;
+      return (t + b >= 100) || (l + r >= 100);
+    }
+    if (/^circle\(\s*0(px|%)?[\s)]/.test(cp) || /^ellipse\(\s*0(px|%)?\s+/.test(cp)) return true;
+    return false;
+  };
+  const clipsOverflow = (cs) => cs.overflowX !== "visible" || cs.overflowY !== "visible";
+
+  // A reason the whole subtree of el is invisible, or "".
+  const subtreeReason = (el, cs) => {
+    if (cs.display === "contents") return "";
+    const parent = el.parentElement;
+    if (parent && parent.localName === "details" && !parent.open && el !== parent.querySelector(":scope > summary")) {
+      return "closed-details";
+    }
+    if (!el.checkVisibility()) {
+      return "display";
+    }
+    if (!el.checkVisibility({ opacityProperty: true })) return "opacity";
+    if (parseFloat(cs.opacity) < 0.05) return "opacity";
+    if (collapsedTransform(cs)) return "scale-zero";
+    if (clippedAway(cs)) return "clipped";
+    const box = el.getBoundingClientRect();
+    if (clipsOverflow(cs) && (box.width < 2 || box.height < 2)) return "zero-size";
+    if (box.width > 0 || box.height > 0) {
+      const x0 = box.left + scroll.x;
+      const y0 = box.top + scroll.y;
+      if (x0 + box.width <= 0 || y0 + box.height <= 0 || x0 >= docW || y0 >= docH) {
+        if (clipsOverflow(cs) || !el.firstElementChild) return "off-screen";
+      }
+    }
+    return "";
+  };
+
+  const ownText = (el) => {
+    const nodes = [];
+    for (let n = el.firstChild; n; n = n.nextSibling) {
+      if (n.nodeType === 3 && /\S/.test(n.nodeValue)) nodes.push(n);
+    }
+    return nodes;
+  };
+
+  // Clipping boxes between el and the root: overflow-clipping ancestors and clip/clip-path ones.
+  const clipBoxes = (el) => {
+    const out = [];
+    for (let a = el, depth = 0; a && a.nodeType === 1 && depth < 40; depth++) {
+      const cs = style(a);
+      if (clipsOverflow(cs) && a !== root && a !== doc.body) out.push(a.getBoundingClientRect());
+      a = a.parentElement || (a.parentNode && a.parentNode.host) || null;
+    }
+    return out;
+  };
+
+  // A reason el's own text is invisible, or "".
+  const textReason = (el, cs, texts) => {
+    if (cs.visibility !== "visible") return "visibility";
+    if (parseFloat(cs.fontSize) < 3) return "tiny-font";
+    const color = parseColor(cs.color);
+    const fill = parseColor(cs.webkitTextFillColor);
+    const stroke = parseFloat(cs.webkitTextStrokeWidth) > 0;
+    const shadow = cs.textShadow && cs.textShadow !== "none";
+    const ink = fill && fill.a < 0.05 ? fill : color;
+    if (ink && !stroke && !shadow) {
+      if (ink.a < 0.05) return "transparent-text";
+      const bg = backgroundOf(el);
+      if (bg) {
+        const l1 = luminance(ink);
+        const l2 = luminance(bg);
+        const ratio = (Math.max(l1, l2) + 0.05) / (Math.min(l1, l2) + 0.05);
+        const dist = Math.hypot(ink.r - bg.r, ink.g - bg.g, ink.b - bg.b);
+        if (ratio < 1.2 && dist < 48) return "background-color";
+      }
+    }
+    const rects = [];
+    const range = doc.createRange();
+    for (const t of texts) {
+      range.selectNodeContents(t);
+      for (const r of range.getClientRects()) {
+        rects.push(r);
+        if (rects.length > 40) break;
+      }
+      if (rects.length > 40) break;
+    }
+    if (!rects.length) return "";
+    if (rects.every((r) => r.width < 1 || r.height < 1)) return "zero-size";
+    const inDoc = (r) => {
+      const x0 = r.left + scroll.x;
+      const y0 = r.top + scroll.y;
+      return x0 + r.width > 0 && y0 + r.height > 0 && x0 < docW && y0 < docH;
+    };
+    if (!rects.some(inDoc)) return "off-screen";
+    const clips = clipBoxes(el);
+    if (clips.length) {
+      const shows = (r) =>
+        clips.every((c) => Math.min(r.right, c.right) - Math.max(r.left, c.left) >= 1 &&
+          Math.min(r.bottom, c.bottom) - Math.max(r.top, c.top) >= 1);
+      if (!rects.some(shows)) return "clipped";
+    }
+    return "";
+  };
+
+  const visit = (el) => {
+    if (partial) return;
+    scanned += 1;
+    if ((scanned & 255) === 0 && (scanned > maxElements || performance.now() - t0 > maxMs)) {
+      partial = true;
+      return;
+    }
+    const name = el.localName;
+    if (SKIP.has(name)) return;
+    if (name !== "html" && name !== "body") {
+      const cs = style(el);
+      const reason = subtreeReason(el, cs);
+      if (reason) {
+        mark(el, reason);
+        return;
+      }
+      const texts = ownText(el);
+      if (name === "details" && !el.open && texts.length) {
+        mark(el, "closed-details"); // loose text in a closed <details> has no element of its own to mark
+        return;
+      }
+      if (texts.length) {
+        const why = textReason(el, cs, texts);
+        if (why) mark(el, why);
+      }
+    } else if (name === "body") {
+      const texts = ownText(el);
+      if (texts.length) {
+        const why = textReason(el, style(el), texts);
+        if (why) mark(el, why);
+      }
+    }
+    const sr = shadowOf(el);
+    if (sr) for (let c = sr.firstElementChild; c; c = c.nextElementSibling) visit(c);
+    for (let c = el.firstElementChild; c; c = c.nextElementSibling) visit(c);
+  };
+
+  try {
+    visit(root);
+  } catch (e) {
+    partial = true;
+  }
+  return {
+    marked: marked.length,
+    scanned,
+    partial,
+    undo() {
+      for (let i = marked.length - 1; i >= 0; i--) {
+        const [el, prev] = marked[i];
+        if (prev === null) el.removeAttribute(ATTR);
+        else el.setAttribute(ATTR, prev);
+      }
+    },
+  };
+};
