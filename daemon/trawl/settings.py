@@ -86,6 +86,11 @@ class Settings:
     extension_ids: tuple[str, ...] = ()  # extra allowed ids (store-published builds)
     shutdown_grace_s: float = 10.0  # SIGTERM: in-flight requests get this long to finish
     daemon_start_timeout_s: float = 60.0  # trawl-mcp waits this long for a daemon it started
+    # the daemon's door (server/limits.py): slow or idle clients cannot hold it
+    header_timeout_s: float = 10.0  # a new connection must send a whole request header within this
+    idle_timeout_s: float = 30.0  # a keep-alive connection idle (or half a request) this long is closed
+    max_connections: int = 512  # open connections in all; past it the oldest idle one is closed
+    max_connections_per_peer: int = 256  # the same, per peer address
     # TCP peers owned by another uid are refused at accept (Linux); a peer whose uid cannot be read is refused
     # too. 0 turns the check off (only for kernels that hide socket owners; the Unix socket stays uid-checked).
     peer_uid_check: bool = True

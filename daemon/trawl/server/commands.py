@@ -7,13 +7,13 @@ import json
 import os
 import signal
 import sys
-import time
 import webbrowser
 
 import httpx
 
 from ..settings import Settings
-from .discovery import locate, open_client, probe
+from .discovery import locate, open_client
+from .lifecycle import HARD_EXIT_MARGIN_S, LockHolder, check_ours, force_stop, hung_message, lock_holder, wait_gone
 
 
 def _daemon(args: argparse.Namespace) -> int:
@@ -32,6 +32,9 @@ def _status(args: argparse.Namespace) -> int:
     found = locate(settings.state_dir, settings.port)
     info = found.daemon
     if info is None:
+        if (held := lock_holder(settings.state_dir)) is not None:  # our daemon is alive but does not answer
+            print(f"trawl: {_unanswering(held, settings)}", file=sys.stderr)
+            return 1
         if found.holder is not None:  # not ours: it was sent nothing, and the user hears why
             print(f"trawl: {found.holder.message()}", file=sys.stderr)
             return 1
@@ -60,23 +63,41 @@ def _status(args: argparse.Namespace) -> int:
 
 def _stop(args: argparse.Namespace) -> int:
     settings = Settings.from_env()
+    grace = settings.shutdown_grace_s
+    held = lock_holder(settings.state_dir)  # read from the lock file: works even when the daemon is hung
     found = locate(settings.state_dir, settings.port)
     info = found.daemon
     if info is None or info.pid <= 0:
+        if held is not None:
+            if not held.ours or not args.force:
+                print(f"trawl: {_unanswering(held, settings)}", file=sys.stderr)
+                return 1
+            return 0 if force_stop(held.pid, grace, print) else 1
         if found.holder is not None:
             print(f"trawl: {found.holder.message()}", file=sys.stderr)
             return 1
         print("no trawl daemon is running.")
         return 0
+    ours, why = check_ours(info.pid)  # never signal a pid that is not this user's trawl daemon
+    if not ours:
+        print(f"trawl: not stopping pid {info.pid}: {why}", file=sys.stderr)
+        return 1
+    if args.force:
+        return 0 if force_stop(info.pid, grace, print) else 1
     os.kill(info.pid, signal.SIGTERM)
-    deadline = time.monotonic() + settings.shutdown_grace_s + 5.0
-    while time.monotonic() < deadline:
-        if probe(info.port, timeout=0.3) is None:
-            print(f"stopped the trawl daemon (pid {info.pid}).")
-            return 0
-        time.sleep(0.1)
-    print(f"the daemon (pid {info.pid}) did not stop in time.", file=sys.stderr)
+    if wait_gone(info.pid, grace + HARD_EXIT_MARGIN_S + 3.0):
+        print(f"stopped the trawl daemon (pid {info.pid}).")
+        return 0
+    print(f"the trawl daemon (pid {info.pid}) did not stop within {grace + HARD_EXIT_MARGIN_S + 3.0:.0f} s. "
+          "End it with `trawl stop --force`.", file=sys.stderr)
     return 1
+
+
+def _unanswering(held: LockHolder, settings: Settings) -> str:
+    if held.ours:
+        return hung_message(held, settings.state_dir)
+    return (f"{held.describe()} holds {settings.state_dir / 'daemon.lock'} but is not your trawl daemon "
+            f"({held.why_not}); nothing was sent to it")
 
 
 def _doctor(args: argparse.Namespace) -> int:
@@ -105,6 +126,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     s.set_defaults(func=_status)
 
     st = sub.add_parser("stop", help="stop the running daemon (in-flight requests finish first)")
+    st.add_argument("--force", action="store_true",
+                    help="also end a hung daemon: SIGTERM, then SIGKILL if it is still there after the grace period")
     st.set_defaults(func=_stop)
 
     doc = sub.add_parser("doctor", help="check the installation and say how to fix problems")

@@ -19,6 +19,7 @@ import httpx
 
 from ..settings import Settings
 from .discovery import locate
+from .lifecycle import hung_message, lock_holder
 from .security import is_loopback_host
 from .token import check_token_file, token_path
 
@@ -84,6 +85,14 @@ def check_port(settings: Settings) -> Check:
         info = found.daemon
         how = "its Unix socket (owner checked)" if info.socket_path else "TCP (it proved it holds your token)"
         return Check("port", "ok", f"our daemon (pid {info.pid or '?'}) runs on port {info.port}; reached over {how}")
+    held = lock_holder(settings.state_dir)  # alive (it holds the lock) but it did not answer above: hung
+    if held is not None and held.ours:
+        return Check("port", "fail", hung_message(held, settings.state_dir),
+                     f"Run `trawl stop --force` (SIGTERM, then SIGKILL after {settings.shutdown_grace_s:g} s), then "
+                     "start it again; its log is in the state directory's logs/daemon.log.")
+    if held is not None:
+        return Check("port", "fail", f"{held.describe()} holds {settings.state_dir / 'daemon.lock'} but is not your "
+                     f"trawl daemon ({held.why_not})", "Find out what that process is before you remove the lock.")
     if found.holder is not None:
         return Check("port", "fail", found.holder.describe() + "; it is not your trawl daemon and was sent nothing"
                      if found.holder.foreign else found.holder.describe(),

@@ -8,9 +8,9 @@ import asyncio
 import errno
 import logging
 import os
-import signal
 import socket
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -34,6 +34,15 @@ from .discovery import (
     socket_path,
     unix_address,
     write_info,
+)
+from .lifecycle import ShutdownWatchdog
+from .limits import (
+    AcceptErrorLimiter,
+    CappedStderr,
+    ConnectionLimits,
+    GuardedAppRunner,
+    cap_start_log,
+    raise_nofile_limit,
 )
 from .logs import setup_logging
 from .peer import GatedSockSite, proof_routes, same_user_check
@@ -162,8 +171,10 @@ class RunningDaemon:
         ledger = ProofLedger(self.token)
         self.app = create_app(self.engine, self.settings, token=self.token, port=self.port, mcp=self._mcp,
                               extra_routes=(proof_routes(ledger), *self._extra_routes), log_file=self._log_file)
-        self.runner = web.AppRunner(self.app, handle_signals=False, access_log=None,
-                                    shutdown_timeout=self.settings.shutdown_grace_s)
+        # header/idle timeouts and connection caps (limits.py)
+        self.runner = GuardedAppRunner(self.app, limits=ConnectionLimits.from_settings(self.settings),
+                                       handle_signals=False, access_log=None,
+                                       shutdown_timeout=self.settings.shutdown_grace_s)
         await self.runner.setup()
         if self._on_bound is not None:
             self._on_bound(self.port)  # before the first request can be answered
@@ -256,6 +267,9 @@ def run_daemon(settings: Settings, *, foreground: bool = True, extra_routes: Ite
     except (DaemonError, TokenError) as exc:
         say(f"trawl daemon: {exc}")
         return 2
+    if not foreground:  # stderr is daemon-start.log: keep it bounded (everything else goes to daemon.log)
+        cap_start_log(settings.state_dir / "logs" / "daemon-start.log")
+        sys.stderr = CappedStderr(sys.stderr)
     log_path = setup_logging(settings.state_dir, foreground=foreground)
     try:
         lock_fd = acquire_daemon_lock(settings.state_dir)
@@ -268,8 +282,20 @@ def run_daemon(settings: Settings, *, foreground: bool = True, extra_routes: Ite
             f"{settings.state_dir} but does not answer; it may be starting. Try again in a few seconds.")
         return 1
     hooks = default_app_hooks() if extra_routes is None else list(extra_routes)
+    soft, _hard = raise_nofile_limit()
+    log.info("open files limit: %d", soft)
     try:
-        return asyncio.run(_serve(settings, str(log_path), say, hooks))
+        code = asyncio.run(_serve(settings, str(log_path), say, hooks))
+        others = [t for t in threading.enumerate() if not t.daemon and t is not threading.current_thread()]
+        end = time.monotonic() + 0.5  # idle pool workers leave at once; a stuck one never does
+        for t in others:
+            t.join(max(0.0, end - time.monotonic()))
+        stuck = [t.name for t in others if t.is_alive()]
+        if stuck:  # a thread that never returns would hold the exit forever: leave without it
+            log.warning("exiting with %d stuck thread(s): %s", len(stuck), ", ".join(stuck[:5]))
+            logging.shutdown()
+            os._exit(code)
+        return code
     finally:
         os.close(lock_fd)
 
@@ -307,8 +333,10 @@ async def _serve(settings: Settings, log_file: str, say: Any, extra_routes: Iter
     say(f"trawl daemon {__version__} listening on {daemon.url}/ (pid {os.getpid()}); log: {log_file}")
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
+    AcceptErrorLimiter().install(loop)  # accept() failures under fd pressure: one line per 10 s, not a flood
+    # SIGTERM/SIGINT arrive in the watchdog's thread even when the loop is stuck; it hard-exits after the grace
+    ShutdownWatchdog(settings.shutdown_grace_s, lambda _sig: loop.call_soon_threadsafe(stop.set),
+                     before_exit=lambda: remove_info(settings.state_dir, os.getpid())).install()
     await stop.wait()
     log.info("shutting down: finishing %d in-flight request(s), up to %.0f s", daemon.state.services.in_flight,
              settings.shutdown_grace_s)
