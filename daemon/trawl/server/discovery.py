@@ -346,9 +346,15 @@ def locate(state_dir: Path, default_port: int, timeout: float = 1.0) -> Located:
             continue
         except OSError:
             continue
-        pid = info.pid if info is not None and info.port == port else 0
-        return Located(daemon=DaemonInfo(pid=pid, port=port, version=str(health.get("version", "")),
-                                         started_at=info.started_at if info else 0.0), session=session)
+        fresh = read_info(state_dir)  # a daemon that was just starting has written its file by now
+        if fresh is not None and fresh.port == port:
+            found = probe_unix(state_dir, port, timeout)
+            if found is not None:  # prefer the Unix socket when it is there
+                return Located(daemon=replace(fresh, pid=found[1] or fresh.pid,
+                                              socket_path=str(socket_path(state_dir))))
+            return Located(daemon=fresh, session=session)
+        return Located(daemon=DaemonInfo(pid=0, port=port, version=str(health.get("version", "")),
+                                         started_at=0.0), session=session)
     return Located(holder=holder)
 
 
