@@ -24,7 +24,8 @@ from trawl.types import TrawlError
 
 from tests.integration.test_daemon_helpers import daemon_settings
 
-KEY = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ\n-----END OPENSSH PRIVATE KEY-----\n"
+KEY = ("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ\n"
+       "-----END OPENSSH PRIVATE KEY-----\n")
 NOTE = "# Project notes\n\nThe build uses the blue pipeline and finishes in twelve minutes on a quiet day.\n"
 
 

@@ -36,7 +36,8 @@ def workspace(tmp_path: Path) -> Path:
     (ws / "docs").mkdir(parents=True)
     (ws / "docs" / "notes.md").write_text(NOTE)
     (ws / ".ssh").mkdir()
-    (ws / ".ssh" / "id_rsa").write_text("-----BEGIN OPENSSH PRIVATE KEY-----\nAAAA\n-----END OPENSSH PRIVATE KEY-----\n")
+    (ws / ".ssh" / "id_rsa").write_text("-----BEGIN OPENSSH PRIVATE KEY-----\nAAAA\n"
+                                        "-----END OPENSSH PRIVATE KEY-----\n")
     (tmp_path / "elsewhere.md").write_text("# Elsewhere\n\nThis file lies outside the client's workspace root.\n")
     return ws
 
@@ -77,31 +78,29 @@ async def check_roots_honoured(c: Client, workspace: Path, tmp_path: Path) -> No
 
 
 async def test_streamable_http_honours_the_clients_roots(tmp_path: Path, workspace: Path) -> None:
-    async with RunningDaemon(daemon_settings(tmp_path, file_roots=()), warm=False) as d:
-        async with http_client(d, list_roots_callback=roots_callback(workspace)) as c:
-            await check_roots_honoured(c, workspace, tmp_path)
+    async with (RunningDaemon(daemon_settings(tmp_path, file_roots=()), warm=False) as d,
+                http_client(d, list_roots_callback=roots_callback(workspace)) as c):
+        await check_roots_honoured(c, workspace, tmp_path)
 
 
-async def test_a_client_without_roots_reads_no_files_but_still_reads_the_web(tmp_path: Path,
-                                                                             workspace: Path) -> None:
-    async with RunningDaemon(daemon_settings(tmp_path, file_roots=()), warm=False) as d:
-        async with http_client(d) as c:
-            res = await c.call_tool("fetch_page", {"url": str(workspace / "docs" / "notes.md")})
-            err = out_of(res).error
-            assert res.is_error is True and err is not None and err.code == "path_not_allowed"
-            assert "client roots: none" in err.message
+async def test_a_client_without_roots_reads_no_files(tmp_path: Path, workspace: Path) -> None:
+    async with RunningDaemon(daemon_settings(tmp_path, file_roots=()), warm=False) as d, http_client(d) as c:
+        res = await c.call_tool("fetch_page", {"url": str(workspace / "docs" / "notes.md")})
+        err = out_of(res).error
+        assert res.is_error is True and err is not None and err.code == "path_not_allowed"
+        assert "client roots: none" in err.message
 
 
 async def test_the_model_cannot_pass_roots_as_an_argument(tmp_path: Path, workspace: Path) -> None:
-    async with RunningDaemon(daemon_settings(tmp_path, file_roots=()), warm=False) as d:
-        async with http_client(d, list_roots_callback=roots_callback(workspace)) as c:
-            tools = {t.name: t for t in (await c.list_tools()).tools}
-            assert "roots" not in tools["fetch_page"].input_schema["properties"]
-            # a prompt-injected model adds its own "roots": it must not open /etc
-            res = await c.call_tool("fetch_page", {"url": "/etc/passwd", "roots": ["file:///"]})
-            assert res.is_error is True
-            text = str(res.content[0].text)  # type: ignore[union-attr]
-            assert "root:x:0:0" not in text
+    async with (RunningDaemon(daemon_settings(tmp_path, file_roots=()), warm=False) as d,
+                http_client(d, list_roots_callback=roots_callback(workspace)) as c):
+        tools = {t.name: t for t in (await c.list_tools()).tools}
+        assert "roots" not in tools["fetch_page"].input_schema["properties"]
+        # a prompt-injected model adds its own "roots": it must not open /etc
+        res = await c.call_tool("fetch_page", {"url": "/etc/passwd", "roots": ["file:///"]})
+        assert res.is_error is True
+        text = str(res.content[0].text)  # type: ignore[union-attr]
+        assert "root:x:0:0" not in text
 
 
 @pytest.mark.slow
