@@ -6,14 +6,15 @@ most ``settings.browser_pages`` pages at once. A browser that crashed or was
 killed is relaunched on the next request (a request it took down with it is
 retried once). Images, fonts and media are never loaded.
 
-Every request the page makes (the navigation, each redirect hop, frames, scripts, fetch/XHR, WebSockets)
-passes :class:`RequestGuard` first: the user's site policy and the private-network rule (the host is
-resolved and every answer checked). Chromium then resolves the name again itself, so a DNS answer that
-changes between the two could still reach a private address; to close that window, the address each
-response actually came from (``Response.server_addr``) is checked before the page is returned, and a page
-that touched a refused address is refused as a whole. Residual risk: bytes a request sent to such an
-address before it was refused (a blind write, no read-back) cannot be recalled; WebRTC and other
-non-HTTP channels are outside what Playwright lets trawl intercept.
+Every request the page starts (the navigation, frames, scripts, fetch/XHR, WebSockets) passes
+:class:`RequestGuard` first: the user's site policy and the private-network rule (the host is resolved and
+every answer checked); a refused request is aborted. Two things escape the route handler: Chromium resolves
+the name again itself (a DNS answer that changes in between), and Playwright does not route redirect hops
+(Chromium follows them internally). Both are closed for reading: the URL and the address of every response
+(``Response.server_addr``, redirects included) are checked before the page is returned, and a page that
+touched a refused site or address is refused as a whole, as is a final URL the policy refuses (pipeline).
+Residual risk: such a request still reaches its target once (a blind GET, nothing read back); WebRTC and
+other non-HTTP channels are outside what Playwright lets trawl intercept.
 
 How a page is waited for and captured: see ``playwright_page.py``. Shadow
 roots arrive as ``<template shadowrootmode>``, the same shape as the
@@ -132,6 +133,7 @@ class RequestGuard:
             if not where or not where.get("ipAddress"):
                 continue
             host, port = default_port(url)
+            check_url(url, self.settings)  # a redirect hop Chromium followed without routing it
             ip = str(where["ipAddress"]).strip("[]")
             try:
                 category = self.net.verdict(host, port, ip)
@@ -163,8 +165,9 @@ class PlaywrightSource:
     name = "playwright"
     priority = 30
 
-    def __init__(self, settings: Settings | None = None) -> None:
+    def __init__(self, settings: Settings | None = None, *, extra_args: tuple[str, ...] = ()) -> None:
         self.settings = settings or Settings.from_env()
+        self.extra_args = extra_args  # more Chromium flags (tests: --host-resolver-rules to mount DNS rebinding)
         self.stats = SettleStats()
         self.cold_start_ms: float | None = None  # first launch of this source
         self.last_launch_ms: float | None = None
@@ -282,7 +285,7 @@ class PlaywrightSource:
             if self._pw is None:
                 self._pw = await async_playwright().start()
             browser = await self._pw.chromium.launch(
-                executable_path=path, headless=True, args=list(LAUNCH_ARGS), timeout=30_000
+                executable_path=path, headless=True, args=[*LAUNCH_ARGS, *self.extra_args], timeout=30_000
             )
         except Exception as exc:  # the driver or the binary failed: start both afresh next time
             pw, self._pw = self._pw, None
