@@ -1,0 +1,173 @@
+"""The site policy is one policy: the extension's options page and the daemon's file stay in step, both ways.
+
+Real Chromium with the real extension, a real daemon; the newer revision wins (see ``trawl.policy``). Each test
+ends with the attack the policy exists for: the denied site read through plain HTTP, which must be refused
+with no fallback and without the site ever being contacted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from trawl.browser import PINNED_EXTENSION_ID
+from trawl.policy import now_revision, policy_path
+from trawl.types import ErrorCode
+
+from tests.e2e.conftest import Linked, LocalSite, close_linked, e2e_settings, launch_linked
+
+from .test_private_hosts import chromium, html
+
+__all__ = ["chromium"]
+
+pytestmark = pytest.mark.e2e
+SECRET = "Statement: the joint account holds 12,940 euros."
+
+
+async def until[T](what: str, probe: Callable[[], Awaitable[T | None]], deadline_s: float = 20.0) -> T:
+    """Wait for ``probe`` to return something truthy (a condition with a deadline, not a sleep)."""
+    end = time.monotonic() + deadline_s
+    last: T | None = None
+    while time.monotonic() < end:
+        last = await probe()
+        if last:
+            return last
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what} (last: {last!r})")
+
+
+async def extension_policy(linked: Linked) -> dict[str, Any]:
+    worker = await linked.worker()
+    stored = await worker.evaluate("chrome.storage.local.get('policy')")
+    policy: dict[str, Any] = stored.get("policy") or {}
+    return policy
+
+
+async def save_in_options(linked: Linked, deny: str) -> None:
+    options = await linked.context.new_page()
+    await options.goto(f"chrome-extension://{PINNED_EXTENSION_ID}/options/options.html")
+    await options.fill("#deny", deny)
+    await options.click("#save")
+    await options.wait_for_selector("#saved:has-text('Saved')")
+    await options.close()
+
+
+@pytest.fixture
+async def bank() -> Any:
+    s = await LocalSite().start()
+    s.add("/statement", html("Statement", f"<p>{SECRET}</p><p>Your last three transfers went to the landlord, "
+                                          "the grocer and the sailing club, all on time this month.</p>"))
+    yield s
+    await s.stop()
+
+
+async def test_options_page_edit_reaches_the_daemon_and_binds_plain_http(
+    tmp_path: Path, chromium: str, bank: LocalSite
+) -> None:
+    linked = await launch_linked(tmp_path, chromium)
+    try:
+        assert await linked.hub.wait_attached(15), linked.hub.describe()
+        url = bank.url("/statement")
+        before = await linked.engine.fetch(url, "account", source="http")
+        assert before.ok, before.error
+        bank.hits.clear()
+
+        pattern = f"127.0.0.1:{bank.port}"
+        await save_in_options(linked, f"mail.example.com\n{pattern}")
+        path = policy_path(linked.settings)
+
+        async def daemon_has_it() -> dict[str, Any] | None:
+            if not path.exists():
+                return None
+            data: dict[str, Any] = json.loads(path.read_text())
+            return data if pattern in data.get("deny", []) else None
+
+        data = await until("the daemon's policy file to take the extension's edit", daemon_has_it)
+        assert data["revision"] == (await extension_policy(linked))["revision"] > 0
+
+        # Plain HTTP, the headless browser and the default plan: refused, final, the bank never contacted.
+        for source in ("http", "playwright", None):
+            res = await linked.engine.fetch(url, "account", source=source, max_age_s=0)
+            assert res.error is not None and res.error.code == ErrorCode.BLOCKED_BY_POLICY, res
+            assert pattern in res.error.message and not res.chunks
+        assert bank.hits.get("/statement", 0) == 0
+    finally:
+        await close_linked(linked)
+
+
+async def test_daemon_file_wins_when_newer_and_edits_are_pushed_to_the_browser(
+    tmp_path: Path, chromium: str, bank: LocalSite
+) -> None:
+    settings = e2e_settings(tmp_path)
+    path = policy_path(settings)
+    path.parent.mkdir(parents=True, mode=0o700, exist_ok=True)
+    # Newer than the extension's never-edited default (revision 0): the extension must adopt it on attach.
+    path.write_text(json.dumps({"mode": "allow_all_except_denied", "allow": [], "deny": ["first.example"],
+                                "revision": now_revision()}))
+    linked = await launch_linked(tmp_path, chromium, settings=settings)
+    try:
+        assert await linked.hub.wait_attached(15), linked.hub.describe()
+
+        async def ext_denies(pattern: str) -> Callable[[], Awaitable[dict[str, Any] | None]]:
+            async def probe() -> dict[str, Any] | None:
+                policy = await extension_policy(linked)
+                return policy if pattern in policy.get("deny", []) else None
+            return probe
+
+        await until("the extension to adopt the daemon's newer file", await ext_denies("first.example"))
+
+        # The user edits the file by hand while the browser is attached: the daemon pushes it.
+        pattern = f"127.0.0.1:{bank.port}"
+        path.write_text(json.dumps({"deny": ["first.example", pattern], "revision": now_revision()}))
+        pushed = await until("the daemon to push the hand edit", await ext_denies(pattern))
+        assert pushed["deny"] == ["first.example", pattern]
+        # The extension now refuses on its own too: reading the open tab is refused by both sides.
+        tab = await linked.open_tab(bank.url("/statement"))
+        for other in linked.context.pages:
+            if other is not tab:
+                await other.close()
+        await tab.bring_to_front()
+        res = await linked.engine.fetch("tab:active", "account")
+        assert res.error is not None and res.error.code == ErrorCode.BLOCKED_BY_POLICY, res
+        await tab.close()
+        options = await linked.context.new_page()
+        await options.goto(f"chrome-extension://{PINNED_EXTENSION_ID}/options/options.html")
+        assert pattern in await options.input_value("#deny")
+        await options.close()
+        hits = bank.hits.get("/statement", 0)
+        res = await linked.engine.fetch(bank.url("/statement"), "account", source="http")
+        assert res.error is not None and res.error.code == ErrorCode.BLOCKED_BY_POLICY
+        assert bank.hits.get("/statement", 0) == hits  # plain HTTP never contacted it
+    finally:
+        await close_linked(linked)
+
+
+async def test_an_older_copy_from_the_extension_does_not_overwrite_the_file(
+    tmp_path: Path, chromium: str
+) -> None:
+    settings = e2e_settings(tmp_path)
+    path = policy_path(settings)
+    path.parent.mkdir(parents=True, mode=0o700, exist_ok=True)
+    rev = now_revision()
+    path.write_text(json.dumps({"deny": ["kept.example"], "revision": rev}))
+    linked = await launch_linked(tmp_path, chromium, settings=settings)
+    try:
+        assert await linked.hub.wait_attached(15)
+        worker = await linked.worker()
+        # A stale copy (older revision) arrives from the browser, e.g. a second profile that was offline.
+        await worker.evaluate("""(rev) => chrome.storage.local.set({policy: {mode: 'allow_all_except_denied',
+            allow: [], deny: ['stale.example'], revision: rev}})""", rev - 60_000)
+
+        async def back_to_newer() -> dict[str, Any] | None:
+            policy = await extension_policy(linked)
+            return policy if policy.get("deny") == ["kept.example"] else None
+
+        await until("the daemon to answer the stale copy with its newer one", back_to_newer)
+        assert json.loads(path.read_text())["deny"] == ["kept.example"]
+    finally:
+        await close_linked(linked)
