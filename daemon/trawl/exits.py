@@ -39,6 +39,7 @@ import secrets
 import time
 from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable, Iterable, Iterator
+from contextvars import ContextVar
 from dataclasses import asdict, dataclass
 from typing import Any
 from urllib.parse import parse_qsl, unquote, unquote_plus, urlsplit
@@ -166,12 +167,18 @@ def _printable(raw: bytes) -> str | None:
     return text if good / len(text) >= 0.9 else None
 
 
+@dataclass(slots=True)
+class _Entry:
+    sites: set[str]
+    first_read: int  # the read (one agent call) that brought it in first
+
+
 class TaintStore:
     """Keyed hashes of tokens and word runs seen in earlier reads, each with the sites it came from (LRU)."""
 
     def __init__(self, max_entries: int = MAX_ENTRIES) -> None:
         self._key = secrets.token_bytes(16)
-        self._seen: OrderedDict[bytes, set[str]] = OrderedDict()
+        self._seen: OrderedDict[bytes, _Entry] = OrderedDict()
         # What the agent itself put in URLs before any read showed it (its own search terms, ids): a page that
         # echoes them back ("results for …") does not make them data from that page.
         self._own: OrderedDict[bytes, None] = OrderedDict()
@@ -199,30 +206,32 @@ class TaintStore:
                 if len(self._own) > self._max // 4:
                     self._own.popitem(last=False)
 
-    def add(self, text: str, origin: str) -> None:
+    def add(self, text: str, origin: str, read: int = 0) -> None:
         for _kind, h, _shown in self.features(text[:MAX_TEXT_CHARS]):
             if origin != FILE_ORIGIN and h in self._own:
                 continue
-            sites = self._seen.get(h)
-            if sites is None:
-                self._seen[h] = {origin}
+            entry = self._seen.get(h)
+            if entry is None:
+                self._seen[h] = _Entry({origin}, read)
                 if len(self._seen) > self._max:
                     self._seen.popitem(last=False)
             else:
-                sites.add(origin)
+                entry.sites.add(origin)
                 self._seen.move_to_end(h)
 
-    def lookup(self, text: str) -> Iterator[tuple[str, str, set[str]]]:
+    def lookup(self, text: str, skip_read: int | None = None) -> Iterator[tuple[str, str, set[str]]]:
+        """Tainted features of ``text``; ``skip_read``: ignore what that read itself first brought in."""
         for kind, h, shown in self.features(text):
-            sites = self._seen.get(h)
-            if sites:
-                yield kind, shown, sites
+            entry = self._seen.get(h)
+            if entry is not None and entry.first_read != skip_read:
+                yield kind, shown, entry.sites
 
     def __len__(self) -> int:
         return len(self._seen)
 
 
 TabsFn = Callable[[], Awaitable[Iterable[str]]]
+_CURRENT_READ: ContextVar[int] = ContextVar("trawl_exit_read", default=0)  # the agent call being served
 
 
 class ExitGuard:
@@ -235,21 +244,33 @@ class ExitGuard:
         self._seen_urls: OrderedDict[str, None] = OrderedDict()
         self.events: deque[ExitEvent] = deque(maxlen=100)
         self.counters = {"checked": 0, "refused": 0, "let_through": 0}
+        self._reads = 0
 
     # ------------------------------------------------------------ remember
     def add_secret(self, value: str) -> None:
         if len(value) >= 8:
             self._secrets.add(value)
 
+    def begin_read(self) -> None:
+        """Start one agent call: what it reads is told apart from what earlier calls read."""
+        self._reads += 1
+        _CURRENT_READ.set(self._reads)
+
     def observe_text(self, text: str, origin_url: str) -> None:
-        if text:
-            self.taint.add(text, site_of(origin_url))
-            for m in _URL_IN_TEXT.finditer(text[:MAX_TEXT_CHARS]):
-                self._remember_url(m.group(0).rstrip(".,;:!?"))
+        if not text:
+            return
+        read = _CURRENT_READ.get()
+        # Links shown to the agent may be followed. Not those that carry data from *earlier* reads elsewhere: a
+        # site echoing a URL the agent composed ("no results for http://attacker/?k=<secret>") must not launder it.
+        for m in _URL_IN_TEXT.finditer(text[:MAX_TEXT_CHARS]):
+            url = m.group(0).rstrip(".,;:!?")
+            if not self.findings(url, formats=False, skip_read=read):
+                self._remember_url(url)
+        self.taint.add(text, site_of(origin_url), read)
 
     def observe_file(self, data: bytes) -> None:
         """Contents of a local file read for an agent (text kinds; PDFs are remembered through their result)."""
-        self.taint.add(data[:MAX_TEXT_CHARS].decode("utf-8", "replace"), FILE_ORIGIN)
+        self.taint.add(data[:MAX_TEXT_CHARS].decode("utf-8", "replace"), FILE_ORIGIN, _CURRENT_READ.get())
 
     def observe_result(self, body: dict[str, Any]) -> None:
         """What an op handed to an agent: a FetchResult body, tab hits or a tab list."""
@@ -284,8 +305,9 @@ class ExitGuard:
             self._seen_urls.popitem(last=False)
 
     # --------------------------------------------------------------- check
-    def findings(self, url: str) -> list[Finding]:
-        """What in ``url`` looks taken from earlier reads, for a request to that URL's site."""
+    def findings(self, url: str, *, formats: bool = True, skip_read: int | None = None) -> list[Finding]:
+        """What in ``url`` looks taken from earlier reads, for a request to that URL's site (``formats``: also
+        well-known secret formats, whatever their origin)."""
         dest = site_of(url)
         found: list[Finding] = []
         seen_reasons: set[str] = set()
@@ -300,10 +322,10 @@ class ExitGuard:
                 for secret in self._secrets:
                     if secret in text:
                         add("trawl's own API token", part)
-                for name, rx in SECRET_FORMATS:
+                for name, rx in SECRET_FORMATS if formats else ():
                     if rx.search(text):
                         add(f"it carries what looks like {name}", part)
-                for kind, shown, sites in self.taint.lookup(text):
+                for kind, shown, sites in self.taint.lookup(text, skip_read):
                     if dest in sites:
                         continue  # data from this same site goes back to it: not an exit
                     where = "a local file" if sites == {FILE_ORIGIN} else "an earlier result from " + ", ".join(
@@ -356,12 +378,21 @@ class ExitGuard:
             "browser.",
         )
 
+    def masked(self, url: str) -> str:
+        """``url`` with the values that carry earlier data shortened (for logs and the status page)."""
+        found = self.findings(url)
+        return _masked_url(url, found) if found else url
+
     def _event(self, action: str, host: str, found: list[Finding], masked: str) -> None:
         self.counters["refused" if action == "refused" else "let_through"] += 1
-        ev = ExitEvent(at=time.time(), action=action, host=host, reason="; ".join(f.reason for f in found)[:500],
-                       url=masked[:300])
+        try:
+            shown_host = urlsplit(masked).hostname or host
+        except ValueError:
+            shown_host = host
+        ev = ExitEvent(at=time.time(), action=action, host=shown_host,
+                       reason="; ".join(f.reason for f in found)[:500], url=masked[:300])
         self.events.appendleft(ev)
-        log.warning("exit %s: %s (%s) %s", action, host, ev.reason, ev.url)
+        log.warning("exit %s: %s (%s) %s", action, shown_host, ev.reason, ev.url)
 
     def describe(self) -> dict[str, Any]:
         return {**self.counters, "remembered": len(self.taint), "allow_hosts": list(self.settings.exit_allow_hosts),

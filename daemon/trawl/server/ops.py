@@ -195,6 +195,7 @@ async def execute(svc: Services, registry: OpRegistry, name: str, payload: Any) 
         _report(svc, name, payload, body, 0.0)
         return OpOutcome(503, body)
     t0 = time.perf_counter()
+    guard_of(svc.extras, svc.settings).begin_read()  # this call's reads, told apart from earlier ones
     svc.in_flight += 1
     task = asyncio.current_task()
     if task is not None:
@@ -225,8 +226,11 @@ async def execute(svc: Services, registry: OpRegistry, name: str, payload: Any) 
         if task is not None:
             svc.tasks.discard(task)
     elapsed = (time.perf_counter() - t0) * 1000.0
-    if body.get("error") is None:
+    failed = body.get("error")
+    if failed is None:
         guard_of(svc.extras, svc.settings).observe_result(body)  # what the agent now knows, for the exit guard
+    elif isinstance(failed, dict) and failed.get("code") == ErrorCode.EXIT_REFUSED:  # the status page: no secrets
+        payload = {**payload, "url": guard_of(svc.extras, svc.settings).masked(str(payload.get("url", "")))}
     _report(svc, name, payload, body, elapsed)
     return OpOutcome(http_status(body), body)
 
