@@ -101,11 +101,12 @@ def render_tabs(out: TabsOut) -> str:
     forged = 0
     for t in out.tabs:
         title, url = one_line(t.title, 300) or "(untitled)", one_line(t.url, 1000)
-        forged += (title + url).count("boundary-like line neutralised")
+        forged += int("boundary-like line neutralised" in title + url)
         lines.append(f"- tab {t.id}{' (active)' if t.active else ''}: {title} — {url}")
     lines.append(frame.close("TAB TITLES"))
     if forged:
-        lines.append(f"flagged: {forged} tab title(s) imitate an untrusted-text boundary (neutralised above).")
+        lines.append(f"flagged: {forged} tab(s) whose title or URL imitate an untrusted-text boundary "
+                     "(neutralised above).")
     lines.append('Next: read_tab(tab=<id> or "active", query="...") or search_tabs(query="...").')
     return "\n".join(lines)
 
