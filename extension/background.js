@@ -338,7 +338,24 @@ async function readTab(tab, hops, msg, policy, deadline, timings, warnings, t0) 
   const created = hops !== null;
   const via = created ? "background_tab" : "open_tab";
   const watch = watchRemoval(tab.id);
+  let settledUrl = "";
   try {
+    return await readChecked();
+  } catch (e) {
+    // A tab that navigated explains many failures ("Frame with ID 0 was removed"): when it went somewhere the
+    // policy denies, or to another site, that is the answer.
+    if (settledUrl && !(e instanceof CaptureError && e.code === "blocked_by_policy")) {
+      if (created) refuseHops(policy, hops.hops());
+      const now = await chrome.tabs.get(tab.id).catch(() => null);
+      const where = now ? now.pendingUrl || now.url : "";
+      if (where) refuseIfMoved(policy, settledUrl, where, "during capture");
+    }
+    throw e;
+  } finally {
+    watch.stop();
+  }
+
+  async function readChecked() {
     const loading = created || tab.status !== "complete";
     if (loading) {
       const load = await waitForLoad(tab.id, deadline, watch, created);
@@ -347,7 +364,7 @@ async function readTab(tab, hops, msg, policy, deadline, timings, warnings, t0) 
       tab = load.tab;
     }
     await checkReadable(tab, policy);
-    const settledUrl = tab.url;
+    settledUrl = tab.url;
     if (created) refuseHops(policy, hops.hops());
     let pdf = false;
     if (loading) {
@@ -390,8 +407,6 @@ async function readTab(tab, hops, msg, policy, deadline, timings, warnings, t0) 
     }
     const got = { kind: "html", contentType: out.contentType || "text/html", html: out.html, finalUrl: out.url };
     return pageReply(msg, tab.id, msg.url || tab.url, out.url, out.title, got, via, warnings, timings, t0);
-  } finally {
-    watch.stop();
   }
 }
 

@@ -2,8 +2,13 @@
 
 Accepts ``tab:<id>`` / ``tab:active`` always (no other source can read a tab), and
 http(s) URLs while a browser is attached and not paused. The user's site policy is
-enforced in the extension; a refused site comes back as BLOCKED_BY_POLICY, and the
-pipeline then falls back to the public fetch (without the user's session).
+enforced in the extension too: on the requested URL, on every redirect hop (a background
+tab's main-frame requests, a PDF fetch's hops, followed by hand), on the URL of the
+document actually serialised and on the tab's URL after it (a tab that moved to another
+site during capture is refused). A refusal comes back as BLOCKED_BY_POLICY, which is final.
+The reply's ``final_url`` is the serialised document's ``location.href`` (or the URL the PDF
+bytes came from), so the daemon checks the same URL again. Captured HTML carries
+``data-trawl-hidden="<reason>"`` on text the browser did not show (extension/hidden.js).
 Pages from this source may be private: the page cache keeps them in memory only.
 """
 
