@@ -21,7 +21,8 @@ PAGE = """<!doctype html><html><head><title>Otters</title></head><body><h1>Otter
 
 
 def _settings(tmp_path: Path) -> Settings:
-    return Settings(state_dir=tmp_path / "state", cache_dir=tmp_path / "cache", port=0, dense="none")
+    return Settings(state_dir=tmp_path / "state", cache_dir=tmp_path / "cache", port=0, dense="none",
+                    file_roots=(str(tmp_path),))
 
 
 async def test_status_page_in_chromium(tmp_path: Path, chromium: str) -> None:
@@ -51,7 +52,7 @@ async def test_status_page_in_chromium(tmp_path: Path, chromium: str) -> None:
                 ctx = await browser.new_context(java_script_enabled=False)
                 p = await ctx.new_page()
                 resp = await p.goto(link)
-                assert resp is not None and resp.status == 200 and p.url == d.url + "/"
+                assert resp is not None and resp.status == 200 and p.url.startswith(d.url + "/s/")  # the secret path
                 body = await p.inner_text("body")
                 assert "trawl daemon" in body
                 assert "Version" in body and "0.1.0" in body

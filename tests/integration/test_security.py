@@ -121,10 +121,11 @@ async def test_status_page_login_flow(daemon: RunningDaemon) -> None:
     assert link.startswith(f"http://127.0.0.1:{daemon.port}/login?code=")
     async with httpx.AsyncClient() as browser:
         r = await browser.get(link)
-        assert r.status_code == 303 and r.headers["Location"] == "/"
+        where = r.headers["Location"]  # the status page's secret per-daemon path, the cookie's Path
+        assert r.status_code == 303 and where.startswith("/s/") and where.endswith("/")
         cookie = r.headers["Set-Cookie"]
-        assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and "Path=/" in cookie
-        page = await browser.get(daemon.url + "/")
+        assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and f"Path={where}" in cookie
+        page = await browser.get(daemon.url + where)
         assert page.status_code == 200 and "trawl daemon" in page.text
         # the session cookie opens the page, not the API
         assert (await browser.get(daemon.url + "/v1/status")).status_code == 401
@@ -136,8 +137,8 @@ async def test_a_session_cookie_sent_from_a_web_page_is_still_refused(daemon: Ru
     async with httpx.AsyncClient(base_url=daemon.url, headers=_auth(daemon)) as c:
         link = (await c.post("/v1/login-code")).json()["url"]
     async with httpx.AsyncClient() as browser:
-        await browser.get(link)
-        r = await browser.get(daemon.url + "/", headers={"Origin": "http://evil.example"})
+        where = (await browser.get(link)).headers["Location"]
+        r = await browser.get(daemon.url + where, headers={"Origin": "http://evil.example"})
         assert r.status_code == 403
-        r = await browser.get(daemon.url + "/", headers={"Sec-Fetch-Site": "cross-site"})
+        r = await browser.get(daemon.url + where, headers={"Sec-Fetch-Site": "cross-site"})
         assert r.status_code == 403

@@ -2,6 +2,9 @@
 
 Disk: one file per entry under ``settings.cache_dir / "pages"``, written atomically (temp
 file + ``os.replace``) so readers in this or another process never see half an entry. The
+directories are private (0700) and each file's name is an HMAC of (source, target) under the
+user's secret cache key (``salt.py``), so other users can neither list nor guess which URLs
+were read. The
 file's mtime is its last use; when the directory grows past ``settings.cache_max_bytes`` the
 least recently used entries go. A corrupt or truncated entry is logged, removed and treated
 as a miss. Freshness: ``settings.page_ttl_s`` by default, ``max_age_s`` per call (0 = refetch).
@@ -14,7 +17,6 @@ they change under us.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import logging
 import os
 import tempfile
@@ -26,6 +28,7 @@ from pathlib import Path
 from ..settings import Settings
 from ..types import Page
 from .codec import CorruptEntry, decode, encode
+from .salt import cache_key, keyed_name, private_dir
 
 log = logging.getLogger("trawl.cache.pages")
 
@@ -41,6 +44,10 @@ class PageCache:
     def __init__(self, settings: Settings, *, mem_entries: int = 32, mem_bytes: int = 64_000_000) -> None:
         self.settings = settings
         self.root = Path(settings.cache_dir) / "pages"
+        self._salt: bytes | None = None  # the user's cache key, read (or created) at the first lookup
+        self._private = False  # cache_dir and root made 0700 (on first write, or now if they exist)
+        if self.root.exists():
+            self._make_private()
         self._mem_entries = mem_entries
         self._mem_bytes_cap = mem_bytes
         self._lock = threading.RLock()
@@ -59,7 +66,7 @@ class PageCache:
         if max_age_s is not None and max_age_s <= 0:
             return self._miss()
         limit = self.settings.page_ttl_s if max_age_s is None else max_age_s
-        key = _key(target, source)
+        key = self._key(target, source)
         now = time.time()
         with self._lock:
             entry = self._mem.get(key)
@@ -80,7 +87,7 @@ class PageCache:
     def put(self, target: str, page: Page) -> None:
         if page.source in UNCACHED_SOURCES:
             return
-        key = _key(target, page.source)
+        key = self._key(target, page.source)
         self._remember(key, target, page)
         if page.source not in MEMORY_ONLY_SOURCES:
             self._write(key, target, page)
@@ -110,6 +117,14 @@ class PageCache:
             for path, _, _ in self._entries():
                 _unlink(path)
             self._disk_bytes, self._disk_entries = 0, 0
+
+    def _key(self, target: str, source: str) -> str:
+        if self._salt is None:
+            self._salt = cache_key(Path(self.settings.state_dir))
+        return keyed_name(self._salt, f"{source}\0{target}".encode("utf-8", "surrogatepass"))
+
+    def _make_private(self) -> None:
+        self._private = private_dir(Path(self.settings.cache_dir)) and private_dir(self.root)
 
     # ------------------------------------------------------------- memory layer
     def _remember(self, key: str, target: str, page: Page) -> None:
@@ -161,8 +176,10 @@ class PageCache:
         if len(blob) > self.settings.cache_max_bytes * _TRIM_TO:
             return
         path = self._path(key)
+        if not self._private:
+            self._make_private()
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             try:
                 old_size = path.stat().st_size
             except FileNotFoundError:
@@ -248,10 +265,6 @@ class PageCache:
             self.errors += 1
             loud = self.errors <= _LOUD_ERRORS
         log.log(logging.WARNING if loud else logging.DEBUG, msg, *args)
-
-
-def _key(target: str, source: str) -> str:
-    return hashlib.sha256(f"{source}\0{target}".encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _mem_size(page: Page) -> int:

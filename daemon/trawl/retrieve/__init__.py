@@ -26,6 +26,7 @@ from typing import Any
 import httpx
 import numpy as np
 
+from ..cache.salt import cache_key
 from ..settings import Settings
 from ..text import approx_tokens
 from ..types import Chunk, Mode
@@ -66,6 +67,7 @@ class Retriever:
             self._embedder.model_id if self._embedder else "none",
             settings.embed_cache_mem_bytes,
             settings.embed_cache_max_bytes,
+            secret=lambda: cache_key(settings.state_dir),  # file names keyed with the user's secret
         )
         self._indexes: OrderedDict[str, BM25Index] = OrderedDict()
         self._qvecs: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()

@@ -1,7 +1,9 @@
-"""Embedding cache: (model id, sha256 of the embedded text) -> vector.
+"""Embedding cache: (model id, keyed hash of the embedded text) -> vector.
 
 Two levels: an in-memory LRU bounded by bytes, and one small file per vector
-under ``<cache_dir>/embeddings/<model slug>/<ab>/<sha>.vec``. Files are written
+under ``<cache_dir>/embeddings/<model slug>/<ab>/<key>.vec``. With a ``secret`` (the
+user's cache key, ``trawl.cache.salt``) the key is HMAC-SHA256 under it, so other users
+cannot test whether a given text was embedded; the directories are 0700. Files are written
 atomically (temp file + ``os.replace``), carry a magic, the dimension and a
 CRC, and a file that fails those checks is deleted and treated as a miss.
 The disk level is trimmed least-recently-used first (by mtime; a read touches
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import hmac
 import logging
 import os
 import re
@@ -20,9 +23,12 @@ import tempfile
 import threading
 import zlib
 from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+
+from ..cache.salt import private_dir
 
 log = logging.getLogger("trawl.retrieve.cache")
 
@@ -30,13 +36,20 @@ _MAGIC = b"TRV1"
 _HEADER = struct.Struct("<4sHI")  # magic, dim, crc32 of the payload
 
 
-def text_key(model_id: str, text: str) -> str:
-    return hashlib.sha256(model_id.encode() + b"\0" + text.encode("utf-8", "surrogatepass")).hexdigest()
+def text_key(model_id: str, text: str, secret: bytes | None = None) -> str:
+    material = model_id.encode() + b"\0" + text.encode("utf-8", "surrogatepass")
+    if secret is not None:
+        return hmac.new(secret, material, hashlib.sha256).hexdigest()
+    return hashlib.sha256(material).hexdigest()
 
 
 class EmbeddingCache:
-    def __init__(self, root: Path | None, model_id: str, mem_max_bytes: int, disk_max_bytes: int) -> None:
+    def __init__(self, root: Path | None, model_id: str, mem_max_bytes: int, disk_max_bytes: int, *,
+                 secret: bytes | Callable[[], bytes] | None = None) -> None:
         self.model_id = model_id
+        self._secret = secret  # bytes, or a callable giving them at the first key (so construction writes nothing)
+        self._root = root
+        self._private = False
         self._mem: OrderedDict[str, np.ndarray] = OrderedDict()
         self._mem_bytes = 0
         self._mem_max = max(0, mem_max_bytes)
@@ -44,6 +57,8 @@ class EmbeddingCache:
         slug = re.sub(r"[^A-Za-z0-9._-]+", "_", model_id)[:80] + "-" + hashlib.sha256(model_id.encode()).hexdigest()[:8]
         self._dir = (root / "embeddings" / slug) if root is not None and disk_max_bytes > 0 else None
         self._disk_bytes: int | None = None  # unknown until the first write scans the directory
+        if self._dir is not None and root is not None and self._dir.exists():  # an older cache: make it private now
+            self._private = all(private_dir(d) for d in (root, root / "embeddings", self._dir))
         # Keys looked for on disk and not found: not probed again (this process is the one that
         # writes them). Bounded; a put removes its key.
         self._absent: OrderedDict[str, None] = OrderedDict()
@@ -53,7 +68,9 @@ class EmbeddingCache:
 
     # ------------------------------------------------------------ public
     def key(self, text: str) -> str:
-        return text_key(self.model_id, text)
+        if callable(self._secret):
+            self._secret = self._secret()
+        return text_key(self.model_id, text, self._secret)
 
     def get_many(self, keys: list[str], use_disk: bool = True) -> dict[str, np.ndarray]:
         found: dict[str, np.ndarray] = {}
@@ -155,8 +172,10 @@ class EmbeddingCache:
         path = self._path(k)
         payload = v.tobytes()
         data = _HEADER.pack(_MAGIC, v.shape[0], zlib.crc32(payload)) + payload
+        if not self._private and self._root is not None:
+            self._private = all(private_dir(d) for d in (self._root, self._root / "embeddings", self._dir))
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
             try:
                 with os.fdopen(fd, "wb") as f:

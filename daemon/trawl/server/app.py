@@ -114,6 +114,7 @@ def create_app(
 
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/", status.status_page)
+    app.router.add_get("/s/{key}/", status.status_page)  # the cookie's path (security.status_prefix)
     app.router.add_get("/login", status.login)
     app.router.add_get("/v1/status", status.status_json)
     app.router.add_post("/v1/login-code", status.login_code)

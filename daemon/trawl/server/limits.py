@@ -17,7 +17,8 @@ Before this, ~1,000 connections that sent half a request header each took /healt
   the per-peer cap mostly matters with ``allow_non_loopback``; connections from other OS users
   never get this far, the peer-uid gate closes them at accept.)
 * **File descriptors**: :func:`raise_nofile_limit` lifts the soft ``RLIMIT_NOFILE`` to the hard
-  limit at daemon start, so the caps, not the fd table, decide.
+  limit at daemon start, and the total cap stays ``FD_RESERVE`` under it, so the caps, not the fd
+  table, decide (accept() does not run out of descriptors while connections can be evicted).
 * **Quiet logs under attack**: :class:`AcceptErrorLimiter` turns the event loop's
   per-failure ``accept()`` errors into at most one line per interval with a count; refusals
   and evictions are logged the same way. :func:`cap_start_log` keeps ``daemon-start.log``
@@ -45,6 +46,7 @@ log = logging.getLogger("trawl.server.limits")
 
 START_LOG_MAX_BYTES = 1_000_000  # daemon-start.log: rotated to .1 when it reaches this at start
 STDERR_MAX_BYTES = 2_000_000  # what a detached daemon writes to stderr in its whole life, at most
+FD_RESERVE = 128  # file descriptors kept for everything but client connections (logs, caches, Chromium pipes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,12 +59,17 @@ class ConnectionLimits:
 
     @classmethod
     def from_settings(cls, settings: Any) -> ConnectionLimits:
+        """The settings' limits, the total cap clamped under the open-files limit (so accept() never runs dry)."""
         d = cls()
+        total = int(getattr(settings, "max_connections", d.max_connections))
+        soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if soft != resource.RLIM_INFINITY:
+            total = min(total, max(16, soft - FD_RESERVE))
         return cls(
             header_timeout_s=float(getattr(settings, "header_timeout_s", d.header_timeout_s)),
             idle_timeout_s=float(getattr(settings, "idle_timeout_s", d.idle_timeout_s)),
-            max_connections=int(getattr(settings, "max_connections", d.max_connections)),
-            max_per_peer=int(getattr(settings, "max_connections_per_peer", d.max_per_peer)),
+            max_connections=total,
+            max_per_peer=min(total, int(getattr(settings, "max_connections_per_peer", d.max_per_peer))),
         )
 
 

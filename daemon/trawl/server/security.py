@@ -10,8 +10,10 @@ Rules, in order:
    link checks the exact extension id itself. ``Sec-Fetch-Site: cross-site`` /
    ``same-site`` is refused the same way.
 3. Everything except the public paths (``/healthz``, ``/login``) and the
-   extension paths needs ``Authorization: Bearer <token>``; the status page
-   (``/``) also accepts the session cookie set by a one-time login link.
+   extension paths needs ``Authorization: Bearer <token>``; the status page at
+   its secret per-daemon path (:func:`status_prefix`) also accepts the session
+   cookie set by a one-time login link, which is scoped to that path. A
+   malformed ``Authorization`` (empty, huge, non-ASCII) is a 401 like any wrong one.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import logging
+import secrets
 
 from aiohttp import web
 from aiohttp.typedefs import Handler
@@ -29,6 +32,7 @@ from .token import same_token
 log = logging.getLogger("trawl.server.security")
 
 SESSION_COOKIE = "trawl_session"
+MAX_TOKEN_CHARS = 512  # tokens are 43 characters; anything near 8 KB is not one
 _LOOPBACK_NAMES = {"localhost", "127.0.0.1", "::1", "ip6-localhost"}
 
 
@@ -51,11 +55,33 @@ def _deny(status: int, message: str, hint: str | None = None) -> web.Response:
 
 
 def bearer(request: web.Request) -> str | None:
+    """The bearer token, or None for anything else: empty, huge, non-ASCII or undecodable values are just wrong."""
     auth = request.headers.get("Authorization", "")
     scheme, _, value = auth.partition(" ")
-    if scheme.lower() != "bearer" or not value.strip():
+    value = value.strip()
+    if scheme.lower() != "bearer" or not value:
         return None
-    return value.strip()
+    if len(value) > MAX_TOKEN_CHARS or not value.isascii() or not value.isprintable():
+        return None  # never reaches the constant-time compare, which raises on non-ASCII text
+    return value
+
+
+def status_prefix(state: AppState) -> str:
+    """The status page's secret path on this daemon (``/s/<random>/``); the session cookie is scoped to it.
+
+    Browsers do not scope cookies by port: a cookie with ``Path=/`` set by this daemon would also be sent to
+    any other server on 127.0.0.1. A random per-daemon path that only this daemon's login redirect reveals
+    keeps the cookie away from them (they would have to know the path to receive it).
+    """
+    prefix = state.extras.get("status_prefix")
+    if not isinstance(prefix, str):
+        prefix = f"/s/{secrets.token_urlsafe(24)}/"
+        state.extras["status_prefix"] = prefix
+    return prefix
+
+
+def is_status_path(path: str, state: AppState) -> bool:
+    return path == "/" or path == status_prefix(state)
 
 
 def has_session(request: web.Request, state: AppState) -> bool:
@@ -95,9 +121,9 @@ async def access_control(request: web.Request, handler: Handler) -> web.StreamRe
         return await handler(request)
     if same_token(bearer(request), state.token) or proof_session(request, state):
         return await handler(request)
-    if path == "/" and has_session(request, state):
+    if path != "/" and is_status_path(path, state) and has_session(request, state):
         return await handler(request)
-    if path == "/":
+    if is_status_path(path, state) or path.startswith("/s/"):
         return web.Response(status=401, content_type="text/html", text=_LOGIN_NEEDED)
     log.info("refused %s %s: missing or wrong token", request.method, path)
     return _deny(401, "missing or wrong bearer token",

@@ -3,7 +3,10 @@
 How a person opens the page: ``trawl status --open`` asks the daemon (with the
 token) for a one-time code, then opens ``http://127.0.0.1:PORT/login?code=…``.
 The daemon consumes the code, sets an HttpOnly, SameSite=Strict session cookie
-and redirects to ``/``. Codes live two minutes and work once.
+scoped to the page's secret per-daemon path (``/s/<random>/``, see
+``security.status_prefix``: browsers send cookies to every port of a host, so
+``Path=/`` would hand the session to any other local server) and redirects
+there. Codes live two minutes and work once. ``/`` still answers a bearer token.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from typing import Any
 
 from aiohttp import web
 
-from .security import SESSION_COOKIE
+from .security import SESSION_COOKIE, status_prefix
 from .state import STATE, AppState
 
 
@@ -213,6 +216,8 @@ def _exits_html(ex: dict[str, Any]) -> str:
 
 
 async def status_page(request: web.Request) -> web.Response:
+    if request.path not in ("/", status_prefix(request.app[STATE])):
+        raise web.HTTPNotFound()
     st = build_status(request.app[STATE])
     return web.Response(text=render_html(st), content_type="text/html",
                         headers={"Cache-Control": "no-store", "X-Frame-Options": "DENY",
@@ -238,7 +243,8 @@ async def login(request: web.Request) -> web.StreamResponse:
         return web.Response(status=403, content_type="text/html",
                             text="<!doctype html><title>trawl</title><p>This link has expired or was already "
                                  "used. Run <code>trawl status --open</code> again.</p>")
-    resp = web.Response(status=303, headers={"Location": "/", "Cache-Control": "no-store"})
-    resp.set_cookie(SESSION_COOKIE, sid, httponly=True, samesite="Strict", path="/",
+    prefix = status_prefix(state)
+    resp = web.Response(status=303, headers={"Location": prefix, "Cache-Control": "no-store"})
+    resp.set_cookie(SESSION_COOKIE, sid, httponly=True, samesite="Strict", path=prefix,
                     max_age=int(state.login.session_ttl_s))
     return resp
