@@ -25,7 +25,7 @@ VENV_BIN = str(Path(sys.executable).parent)
 def _env(tmp_path: Path, port: int) -> dict[str, str]:
     return {**os.environ, "PATH": VENV_BIN + os.pathsep + os.environ.get("PATH", ""),
             "TRAWL_STATE_DIR": str(tmp_path / "state"), "TRAWL_CACHE_DIR": str(tmp_path / "cache"),
-            "TRAWL_PORT": str(port), "TRAWL_DENSE": "none"}
+            "TRAWL_PORT": str(port), "TRAWL_DENSE": "none", "TRAWL_FILE_ROOTS": str(tmp_path)}
 
 
 @pytest.mark.slow
