@@ -5,6 +5,8 @@ display/visibility/opacity, zero-size and clipped boxes, off-screen positioning,
 background's colour, closed <details>, content-visibility, a stylesheet rule, a closed shadow root). Captured
 through the real extension in Chromium and through the headless source, every hidden node (or an ancestor)
 carries ``data-trawl-hidden="<reason>"`` and no visible node does; the live page is left without marks.
+A second page holds what real pages show but naive checks would call hidden (fade-in text, carousel slides,
+light text on a full-page backdrop, a caption over a picture): nothing there is marked.
 """
 
 from __future__ import annotations
@@ -85,6 +87,29 @@ customElements.define('x-card', class extends HTMLElement {{
 </script>
 </body></html>"""
 
+# Pages where nothing is hidden, though a naive check would say so: none of these may be marked.
+VISIBLE_PAGE = f"""<!doctype html><html lang=en><head><title>Studio</title>
+<style>
+  .fade {{ opacity: 0; transition: opacity .6s ease }}  /* "fade in on scroll": shown once the reader scrolls */
+  .track {{ width: 300px; overflow: hidden; white-space: nowrap }}
+  .slide {{ display: inline-block; width: 300px; white-space: normal }}
+  .backdrop {{ position: fixed; inset: 0; background: #101820; z-index: -1 }}
+  .hero {{ position: relative; height: 120px }}
+  .caption {{ position: absolute; bottom: 8px; left: 8px; color: #ffffff }}
+</style></head>
+<body style="color:#f0f0f0">
+<div class=backdrop></div>
+<main>
+  <h1 id=v-light-on-backdrop>Light text on a dark full-page backdrop</h1>
+  <p id=v-backdrop-body>{FILLER}</p>
+  <p id=v-fade class=fade>This paragraph fades in when the reader scrolls to it.</p>
+  <div class=track><div class=slide id=v-slide-1>First slide of the carousel.</div><div class=slide
+    id=v-slide-2>Second slide, shown by the arrows.</div></div>
+  <div class=hero><img alt="" src="data:image/gif;base64,R0lGODlhAQABAAAAACw="><span class=caption
+    id=v-caption>A caption over the picture.</span></div>
+</main></body></html>"""
+NOT_HIDDEN = ["v-light-on-backdrop", "v-backdrop-body", "v-fade", "v-slide-1", "v-slide-2", "v-caption"]
+
 HIDDEN = {
     "h-details": "closed-details",
     "h-display": "display",
@@ -121,6 +146,14 @@ def hidden_reason(node: Tag) -> str | None:
     return None
 
 
+def check_unmarked(html: str) -> None:
+    soup = BeautifulSoup(html, "html.parser")
+    marked = [f"{i}: {hidden_reason(n)}" for i in NOT_HIDDEN
+              if isinstance(n := soup.find(id=i), Tag) and hidden_reason(n) is not None]
+    missing = [i for i in NOT_HIDDEN if soup.find(id=i) is None]
+    assert not missing and not marked, (missing, marked)
+
+
 def check_marks(html: str) -> None:
     soup = BeautifulSoup(html, "html.parser")
     problems: list[str] = []
@@ -149,6 +182,7 @@ async def test_extension_capture_marks_every_hiding_technique(linked: Linked, si
     assert linked.hub.captures[0].via == "background_tab"
     check_marks(page.html or "")
     assert linked.hub.captures[0].timings.get("hidden_marked", 0) >= len(HIDDEN) - 3
+    check_unmarked((await linked.hub.capture(url=site.add("/studio", VISIBLE_PAGE))).html or "")
 
 
 async def test_open_tab_capture_marks_and_leaves_the_live_page_unmarked(linked: Linked, site: LocalSite) -> None:
@@ -168,9 +202,11 @@ async def test_headless_capture_marks_every_hiding_technique(site: LocalSite, tm
     source = PlaywrightSource(settings)
     try:
         page = await source.fetch(FetchRequest(url), settings)
+        visible = await source.fetch(FetchRequest(site.add("/studio", VISIBLE_PAGE)), settings)
     finally:
         await source.aclose()
     check_marks(page.html or "")
+    check_unmarked(visible.html or "")
 
 
 def test_extension_and_headless_share_one_marker() -> None:

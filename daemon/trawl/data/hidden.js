@@ -10,15 +10,19 @@
 //   display       no box at all (display:none here or above, unslotted light DOM, hidden attribute)
 //   closed-details inside a <details> that is closed (not its <summary>)
 //   visibility    visibility:hidden / collapse
-//   opacity       opacity ~0 on the element or an ancestor
+//   opacity       opacity ~0 on the element (or an ancestor, which is marked instead)
 //   zero-size     an overflow-clipping box under 2 px, or text whose rendered boxes have no area (scale(0))
 //   scale-zero    a transform that collapses the element (scale(0), matrix with determinant 0)
-//   clipped       clip: rect() or clip-path with no area, or every line clipped away by an ancestor
+//   clipped       clip: rect() or clip-path with no area
 //   off-screen    every rendered line lies outside the document (left:-9999px and friends)
 //   tiny-font     font-size under 3 px
 //   transparent-text / background-color  text colour transparent, or (near) equal to the background it sits on
 // Reasons that hide a whole subtree mark its top element only (the subtree is skipped).
 // Visible text marked aria-hidden or inert is not marked: the user sees it (the raw-HTML path judges markup).
+// Left unmarked on purpose, so real pages lose nothing a reader would see: text scrolled or slid out of an
+// overflow box (carousels, scroll areas), and elements that animate in (a transition or animation on opacity or
+// transform: "fade in on scroll" pages keep below-the-fold text at opacity 0 until the reader scrolls there).
+// Text on a backdrop that is not an ancestor (a fixed full-page layer) is not judged by colour.
 // The caller serialises while the marks are on, then calls undo(): marking and unmarking happen in one
 // synchronous task, so the page never paints them and its scripts see no change in the DOM afterwards.
 // The walk is bounded (elements and milliseconds); a walk cut short says so (partial: true).
@@ -57,7 +61,11 @@ globalThis.__trawlMarkHidden = function markHidden(doc, opts) {
   const scroll = { x: win.scrollX || 0, y: win.scrollY || 0 };
   const docW = Math.max(root.scrollWidth || 0, win.innerWidth || 0, doc.body ? doc.body.scrollWidth : 0);
   const docH = Math.max(root.scrollHeight || 0, win.innerHeight || 0, doc.body ? doc.body.scrollHeight : 0);
-
+  // The colour the canvas shows where no ancestor paints: white, unless a fixed or absolute layer covers the
+  // viewport (a full-page backdrop that is not an ancestor of the text): then its colour, or unknown (null)
+  // when it is an image or half transparent.
+  let canvas = { r: 255, g: 255, b: 255, a: 1 };
+  let backdrop = false;
   const parseColor = (s) => {
     const m = /rgba?\(\s*([\d.]+)[\s,]+([\d.]+)[\s,]+([\d.]+)(?:[\s,/]+([\d.]+%?))?\s*\)/.exec(String(s || ""));
     if (!m) return null;
@@ -65,6 +73,26 @@ globalThis.__trawlMarkHidden = function markHidden(doc, opts) {
     if (m[4] && m[4].endsWith("%")) a /= 100;
     return { r: +m[1], g: +m[2], b: +m[3], a };
   };
+  try {
+    const vw = win.innerWidth || 0;
+    const vh = win.innerHeight || 0;
+    for (const el of doc.elementsFromPoint(vw / 2, vh / 2)) {
+      if (el === root || el === doc.body) continue;
+      const cs = win.getComputedStyle(el);
+      if (cs.position !== "fixed" && cs.position !== "absolute") continue;
+      const box = el.getBoundingClientRect();
+      if (box.width < 0.9 * vw || box.height < 0.9 * vh) continue;
+      const bg = parseColor(cs.backgroundColor);
+      if (cs.backgroundImage && cs.backgroundImage !== "none") canvas = null;
+      else if (bg && bg.a >= 0.95) canvas = bg;
+      else if (bg && bg.a > 0.05) canvas = null;
+      else continue;
+      backdrop = true;
+      break;
+    }
+  } catch (e) {
+    canvas = null;
+  }
   const luminance = (c) => {
     const ch = (v) => {
       const x = v / 255;
@@ -78,6 +106,7 @@ globalThis.__trawlMarkHidden = function markHidden(doc, opts) {
   // (an image or gradient, a half-transparent layer, or a positioned box that may sit over something else).
   const backgroundOf = (el) => {
     for (let a = el, depth = 0; a && a.nodeType === 1 && depth < 60; depth++) {
+      if (backdrop && (a === root || a === doc.body)) return canvas; // the backdrop paints over their background
       const cs = style(a);
       if (cs.backgroundImage && cs.backgroundImage !== "none") return null;
       const bg = parseColor(cs.backgroundColor);
@@ -90,7 +119,7 @@ globalThis.__trawlMarkHidden = function markHidden(doc, opts) {
     }
     const scheme = String(style(root).colorScheme || "");
     if (scheme.includes("dark")) return null;
-    return { r: 255, g: 255, b: 255, a: 1 }; // the canvas
+    return canvas;
   };
 
   const collapsedTransform = (cs) => {
@@ -120,6 +149,13 @@ globalThis.__trawlMarkHidden = function markHidden(doc, opts) {
     return false;
   };
   const clipsOverflow = (cs) => cs.overflowX !== "visible" || cs.overflowY !== "visible";
+  // Moving in: a transition or an animation on this property (or on all), so the hidden state is a start state.
+  const animates = (cs, prop) => {
+    if (cs.animationName && cs.animationName !== "none") return true;
+    const props = String(cs.transitionProperty || "").split(",").map((p) => p.trim());
+    const times = String(cs.transitionDuration || "").split(",").map((d) => parseFloat(d) || 0);
+    return props.some((p, i) => (p === prop || p === "all") && times[i % Math.max(1, times.length)] > 0);
+  };
 
   // A reason the whole subtree of el is invisible, or "".
   const subtreeReason = (el, cs) => {
@@ -131,9 +167,8 @@ globalThis.__trawlMarkHidden = function markHidden(doc, opts) {
     if (!el.checkVisibility()) {
       return "display";
     }
-    if (!el.checkVisibility({ opacityProperty: true })) return "opacity";
-    if (parseFloat(cs.opacity) < 0.05) return "opacity";
-    if (collapsedTransform(cs)) return "scale-zero";
+    if (parseFloat(cs.opacity) < 0.05 && !animates(cs, "opacity")) return "opacity";
+    if (collapsedTransform(cs) && !animates(cs, "transform")) return "scale-zero";
     if (clippedAway(cs)) return "clipped";
     const box = el.getBoundingClientRect();
     if (clipsOverflow(cs) && (box.width < 2 || box.height < 2)) return "zero-size";
@@ -153,17 +188,6 @@ globalThis.__trawlMarkHidden = function markHidden(doc, opts) {
       if (n.nodeType === 3 && /\S/.test(n.nodeValue)) nodes.push(n);
     }
     return nodes;
-  };
-
-  // Clipping boxes between el and the root: overflow-clipping ancestors and clip/clip-path ones.
-  const clipBoxes = (el) => {
-    const out = [];
-    for (let a = el, depth = 0; a && a.nodeType === 1 && depth < 40; depth++) {
-      const cs = style(a);
-      if (clipsOverflow(cs) && a !== root && a !== doc.body) out.push(a.getBoundingClientRect());
-      a = a.parentElement || (a.parentNode && a.parentNode.host) || null;
-    }
-    return out;
   };
 
   // A reason el's own text is invisible, or "".
@@ -204,13 +228,6 @@ globalThis.__trawlMarkHidden = function markHidden(doc, opts) {
       return x0 + r.width > 0 && y0 + r.height > 0 && x0 < docW && y0 < docH;
     };
     if (!rects.some(inDoc)) return "off-screen";
-    const clips = clipBoxes(el);
-    if (clips.length) {
-      const shows = (r) =>
-        clips.every((c) => Math.min(r.right, c.right) - Math.max(r.left, c.left) >= 1 &&
-          Math.min(r.bottom, c.bottom) - Math.max(r.top, c.top) >= 1);
-      if (!rects.some(shows)) return "clipped";
-    }
     return "";
   };
 
