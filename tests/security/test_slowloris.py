@@ -278,3 +278,33 @@ def test_a_flood_of_malformed_requests_does_not_flood_the_logs(tmp_path: Path) -
         log = (tmp_path / "state" / "logs" / "daemon.log").read_text()
         assert err.stat().st_size < 64_000, err.read_text()[-2000:]
         assert log.count("Error handling request") <= 3 and "Traceback" not in log
+
+
+def test_a_detached_daemon_rotates_a_big_start_log_and_caps_its_stderr(tmp_path: Path) -> None:
+    """What trawl-mcp starts (``python -m trawl.server --background``, stderr appended to daemon-start.log)."""
+    logs = tmp_path / "state" / "logs"
+    logs.mkdir(parents=True, mode=0o700)
+    os.chmod(tmp_path / "state", 0o700)
+    start_log = logs / "daemon-start.log"
+    start_log.write_bytes(b"old noise\n" * 150_000)  # 1.5 MB from earlier runs
+    port = _free_port()
+    env = {**os.environ, "TRAWL_STATE_DIR": str(tmp_path / "state"), "TRAWL_CACHE_DIR": str(tmp_path / "cache"),
+           "TRAWL_PORT": str(port), "TRAWL_DENSE": "none", "TRAWL_SHUTDOWN_GRACE_S": "2",
+           "TRAWL_CHROMIUM_PATH": str(tmp_path / "no-chromium")}
+    with open(start_log, "ab") as fh:
+        proc = subprocess.Popen([sys.executable, "-m", "trawl.server", "--background"], env=env,
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=fh,
+                                start_new_session=True)
+    try:
+        assert healthz_answers(f"http://127.0.0.1:{port}", 60.0)
+        assert (logs / "daemon-start.log.1").stat().st_size == 1_500_000  # rotated away at start
+        for _ in range(300):  # and client-driven errors do not grow it again
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+                s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nX: \x01\r\n\r\n")
+                s.recv(100)
+        assert healthz_answers(f"http://127.0.0.1:{port}", 10.0)
+        assert not start_log.exists() or start_log.stat().st_size < 64_000
+        assert (logs / "daemon-start.log.1").stat().st_size < 1_500_000 + 64_000  # the open fd points here now
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
