@@ -329,3 +329,29 @@ async def test_bad_private_hosts_setting_is_a_typed_error_and_the_daemon_keeps_s
         assert "TRAWL_ALLOW_PRIVATE_HOSTS" in body["error"]["message"]
         async with httpx.AsyncClient(base_url=d.url) as c:
             assert (await c.get("/healthz")).status_code == 200
+
+
+async def test_plain_http_connects_to_the_checked_address_and_keeps_the_name(
+    tmp_path: Path, public: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The pinned connection goes to the address that was checked, while the server still sees the name.
+    seen: list[str] = []
+
+    async def page(request: web.Request) -> web.StreamResponse:
+        seen.append(request.host)
+        return web.Response(text=html("Pinned", f"<p>{PUBLIC}</p>"), content_type="text/html")
+
+    public.pages["/pinned"] = page
+    resolver = Rebinding([["127.0.0.1"]])
+    monkeypatch.setattr(socket, "getaddrinfo", resolver)
+    s = settings_for(tmp_path, allow_private_hosts="none", allow_hosts=(f"rebind.test:{public.port}",))
+    source = HttpSource(s)
+    try:
+        got = await source.fetch(FetchRequest(f"http://rebind.test:{public.port}/pinned"), s)
+        assert source.pinned is not None
+        assert source.pinned.backend.connected[-1] == ("rebind.test", public.port, "127.0.0.1")
+    finally:
+        await source.aclose()
+    assert got.final_url == f"http://rebind.test:{public.port}/pinned"
+    assert seen == [f"rebind.test:{public.port}"]
+    assert resolver.calls == 1  # one resolution, used for both the check and the connection
