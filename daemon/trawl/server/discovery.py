@@ -273,7 +273,7 @@ def port_holder(port: int, timeout: float = 1.0, token: str | None = None) -> Po
     """What holds ``port`` if it is not a daemon that proves it holds ``token``; None when the port is free."""
     foreign = foreign_listener(port)
     if foreign is not None:
-        return PortHolder(port, f"it runs as another user (uid {foreign.uid})", foreign, foreign=True)
+        return PortHolder(port, "another user's program", foreign, foreign=True)
     mine = next(iter(listeners(port)), None)
     if IS_LINUX and mine is None:
         return None
@@ -300,7 +300,7 @@ def foreign_port_warning(port: int) -> str:
     foreign = foreign_listener(port)
     if foreign is None:
         return ""
-    return PortHolder(port, f"it runs as another user (uid {foreign.uid})", foreign, foreign=True).message()
+    return PortHolder(port, "another user's program", foreign, foreign=True).message()
 
 
 def _port_busy(port: int) -> bool:
@@ -328,7 +328,7 @@ def locate(state_dir: Path, default_port: int, timeout: float = 1.0) -> Located:
     for port in [*ports, default_port]:
         foreign = foreign_listener(port)
         if foreign is not None:
-            holder = holder or PortHolder(port, f"it runs as another user (uid {foreign.uid})", foreign, True)
+            holder = holder or PortHolder(port, "another user's program", foreign, True)
             continue
         health = probe(port, timeout)
         if health is None:

@@ -211,8 +211,8 @@ class Listener:
     def describe(self) -> str:
         who = f"uid {self.uid}" + (f" ({_user_name(self.uid)})" if _user_name(self.uid) else "")
         if self.pids:
-            procs = ", ".join(f"pid {p}" + (f" {c}" if c else "") for p, c in zip(self.pids, self.commands,
-                                                                                     strict=False))
+            procs = ", ".join(f"pid {p}" + (f" ({c})" if c else "") for p, c in zip(self.pids, self.commands,
+                                                                                       strict=False))
             return f"{procs}, owned by {who}"
         return f"a process of {who} (its pid is not visible to you)"
 
