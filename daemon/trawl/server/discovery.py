@@ -175,6 +175,8 @@ class _UnixHTTPConnection(http.client.HTTPConnection):
 
 def probe_unix(state_dir: Path, port: int, timeout: float = 1.0) -> tuple[dict[str, Any], int] | None:
     """GET /healthz over the verified Unix socket: (health JSON, daemon pid), or None."""
+    if not hasattr(socket, "AF_UNIX"):
+        return None
     conn = _UnixHTTPConnection(socket_path(state_dir), port, timeout)
     try:
         conn.request("GET", "/healthz", headers={"Host": f"127.0.0.1:{port}"})

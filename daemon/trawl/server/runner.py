@@ -160,9 +160,13 @@ class RunningDaemon:
         self.port = sock.getsockname()[1]
         try:
             unix = bind_unix_socket(socket_path(self.settings.state_dir))
-        except BaseException:
+        except DaemonError:
             sock.close()
             raise
+        except OSError as exc:  # e.g. a path too long for sun_path off Linux: clients fall back to the TCP proof
+            log.warning("no Unix socket in %s (%s); local clients will use TCP with the mutual proof",
+                        self.settings.state_dir, exc)
+            unix = None
         if unix is not None:
             self.socket_path = socket_path(self.settings.state_dir)
             self._socket_ino = os.stat(self.socket_path).st_ino
