@@ -264,7 +264,11 @@ def refusal(host: str, port: int, addr: str, category: str) -> TrawlError:
         hint = (f"To read it, set TRAWL_ALLOW_HOSTS={_rule_text(host, port)} (this host only) or "
                 "TRAWL_ALLOW_PRIVATE_HOSTS=1 (all local and private-network hosts) for the daemon.")
     return TrawlError(ErrorCode.BLOCKED_BY_POLICY,
-                      f"refused by trawl's private-network rule: {where} is a {category} address", hint)
+                      f"refused by trawl's private-network rule: {where} is {a_or_an(category)} address", hint)
+
+
+def a_or_an(word: str) -> str:
+    return f"an {word}" if word[:1] in "aeiou" else f"a {word}"
 
 
 def _rule_text(host: str, port: int) -> str:

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from ..chromium import INSTALL_HINT, LAUNCH_ARGS, require_chromium
-from ..netguard import NetGuard, default_port
+from ..netguard import NetGuard, a_or_an, default_port
 from ..policy import check_url
 from ..settings import Settings
 from ..types import ErrorCode, Page, TrawlError
@@ -142,7 +142,7 @@ class RequestGuard:
             if category is not None:
                 raise TrawlError(
                     ErrorCode.BLOCKED_BY_POLICY,
-                    f"refused by trawl's private-network rule: the browser reached {host} at {ip}, a {category} "
+                    f"refused by trawl's private-network rule: the browser reached {host} at {ip}, {a_or_an(category)} "
                     "address (the name resolved differently when trawl checked it: DNS rebinding?)",
                     "trawl will not return a page that read from a private address it had refused.",
                 )
