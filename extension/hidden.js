@@ -14,7 +14,7 @@
 //   zero-size     an overflow-clipping box under 2 px, or text whose rendered boxes have no area (scale(0))
 //   scale-zero    a transform that collapses the element (scale(0), matrix with determinant 0)
 //   clipped       clip: rect() or clip-path with no area
-//   off-screen    every rendered line lies outside the document (left:-9999px and friends)
+//   off-screen    every rendered line lies left of or above the document (left:-9999px and friends)
 //   tiny-font     font-size under 3 px
 //   transparent-text / background-color  text colour transparent, or (near) equal to the background it sits on
 // Reasons that hide a whole subtree mark its top element only (the subtree is skipped).
@@ -59,8 +59,9 @@ globalThis.__trawlMarkHidden = function markHidden(doc, opts) {
 
   const root = doc.documentElement;
   const scroll = { x: win.scrollX || 0, y: win.scrollY || 0 };
-  const docW = Math.max(root.scrollWidth || 0, win.innerWidth || 0, doc.body ? doc.body.scrollWidth : 0);
-  const docH = Math.max(root.scrollHeight || 0, win.innerHeight || 0, doc.body ? doc.body.scrollHeight : 0);
+  // Off-screen means left of or above the document's origin, where no scrolling reaches (left: -9999px,
+  // text-indent: -9999px). Past the right or bottom edge is not judged: inner scroll areas and carousels live there.
+  const beforeOrigin = (r) => r.right + scroll.x <= 0 || r.bottom + scroll.y <= 0;
   // The colour the canvas shows where no ancestor paints: white, unless a fixed or absolute layer covers the
   // viewport (a full-page backdrop that is not an ancestor of the text): then its colour, or unknown (null)
   // when it is an image or half transparent.
@@ -172,12 +173,8 @@ globalThis.__trawlMarkHidden = function markHidden(doc, opts) {
     if (clippedAway(cs)) return "clipped";
     const box = el.getBoundingClientRect();
     if (clipsOverflow(cs) && (box.width < 2 || box.height < 2)) return "zero-size";
-    if (box.width > 0 || box.height > 0) {
-      const x0 = box.left + scroll.x;
-      const y0 = box.top + scroll.y;
-      if (x0 + box.width <= 0 || y0 + box.height <= 0 || x0 >= docW || y0 >= docH) {
-        if (clipsOverflow(cs) || !el.firstElementChild) return "off-screen";
-      }
+    if ((box.width > 0 || box.height > 0) && beforeOrigin(box)) {
+      if (clipsOverflow(cs) || !el.firstElementChild) return "off-screen";
     }
     return "";
   };
@@ -199,7 +196,13 @@ globalThis.__trawlMarkHidden = function markHidden(doc, opts) {
     const stroke = parseFloat(cs.webkitTextStrokeWidth) > 0;
     const shadow = cs.textShadow && cs.textShadow !== "none";
     const ink = fill && fill.a < 0.05 ? fill : color;
-    if (ink && !stroke && !shadow) {
+    // Gradient or image text (background-clip: text) paints with the background, not the colour.
+    let clipText = false;
+    for (let a = el, i = 0; a && a.nodeType === 1 && i < 4; i++, a = a.parentElement) {
+      const c = style(a);
+      if (c.backgroundClip === "text" || c.webkitBackgroundClip === "text") clipText = true;
+    }
+    if (ink && !stroke && !shadow && !clipText) {
       if (ink.a < 0.05) return "transparent-text";
       const bg = backgroundOf(el);
       if (bg) {
@@ -222,12 +225,7 @@ globalThis.__trawlMarkHidden = function markHidden(doc, opts) {
     }
     if (!rects.length) return "";
     if (rects.every((r) => r.width < 1 || r.height < 1)) return "zero-size";
-    const inDoc = (r) => {
-      const x0 = r.left + scroll.x;
-      const y0 = r.top + scroll.y;
-      return x0 + r.width > 0 && y0 + r.height > 0 && x0 < docW && y0 < docH;
-    };
-    if (!rects.some(inDoc)) return "off-screen";
+    if (rects.every(beforeOrigin)) return "off-screen";
     return "";
   };
 
