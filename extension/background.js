@@ -433,6 +433,12 @@ function pageReply(msg, tabId, url, finalUrl, title, got, via, warnings, timings
 async function handle(msg) {
   if (msg.type === "ping") return { type: "pong", id: msg.id };
   if (msg.type === "policy") return acceptPolicy(msg).then(() => null); // the daemon's newer copy
+  if (msg.type === "notice") {
+    // e.g. the daemon refused an agent's URL that carried data from earlier reads (exit guard): show it in the log
+    logCapture({ t: Date.now(), what: `${msg.what}: ${msg.detail}`.slice(0, 300), ok: false, ms: 0, code: msg.code })
+      .catch(() => {});
+    return Promise.resolve(null);
+  }
   const cfg = await readConfig();
   const policy = await currentPolicy();
   const label = msg.url || (msg.tab ? `tab ${msg.tab}` : "tabs");

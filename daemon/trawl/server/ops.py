@@ -111,10 +111,26 @@ async def _fetch(svc: Services, req: FetchIn) -> dict[str, Any]:
     if kind in ("path", "file") or req.source == "file":
         files.check(local_path(target))
     elif kind == "http":
-        await guard.check(target, _open_tab_urls(svc))
+        try:
+            await guard.check(target, _open_tab_urls(svc))
+        except TrawlError as err:
+            await _tell_browser(svc, err, guard.masked(target))
+            raise
     result = await svc.engine.fetch(req.url, req.query, k=req.k, max_age_s=req.max_age, source=req.source,
                                     files=files)
     return result.to_dict()
+
+
+async def _tell_browser(svc: Services, err: TrawlError, masked_url: str) -> None:
+    """Show a refused exit in the extension's popup log too (the status page always has it)."""
+    notify = getattr(svc.extras.get("browser_hub"), "notify", None)
+    if notify is None:
+        return
+    try:
+        await asyncio.wait_for(notify("notice", code=str(err.code), what=masked_url[:200], detail=err.message[:300]),
+                               timeout=2.0)
+    except Exception as exc:  # the popup log is a courtesy: the refusal stands either way
+        log.debug("could not tell the browser about %s: %s", err.code, exc)
 
 
 def _open_tab_urls(svc: Services) -> TabsFn | None:
