@@ -171,3 +171,25 @@ async def test_an_older_copy_from_the_extension_does_not_overwrite_the_file(
         assert json.loads(path.read_text())["deny"] == ["kept.example"]
     finally:
         await close_linked(linked)
+
+
+async def test_the_daemon_checks_the_url_of_the_document_the_browser_captured(
+    tmp_path: Path, chromium: str, bank: LocalSite
+) -> None:
+    # "tab:active" names no URL the daemon could check up front: the document the extension captured is
+    # checked when it arrives. Loopback is closed here (a rule only the daemon has), so the capture is refused.
+    settings = e2e_settings(tmp_path, allow_private_hosts="none")
+    linked = await launch_linked(tmp_path, chromium, settings=settings)
+    try:
+        assert await linked.hub.wait_attached(15), linked.hub.describe()
+        tab = await linked.open_tab(bank.url("/statement"))
+        for other in linked.context.pages:
+            if other is not tab:
+                await other.close()
+        await tab.bring_to_front()
+        res = await linked.engine.fetch("tab:active", "account")
+        assert res.error is not None and res.error.code == ErrorCode.BLOCKED_BY_POLICY, res
+        assert "private-network rule" in res.error.message and not res.chunks
+        assert linked.hub.captures[0].outcome == "ok"  # the extension did capture it: the daemon refused it
+    finally:
+        await close_linked(linked)
