@@ -271,3 +271,42 @@ def test_default_policy_matches_the_extensions_default() -> None:
     listed = [x.strip().strip('",') for x in block.splitlines()[1:] if x.strip()]
     assert tuple(listed) == SitePolicy().deny
     assert SitePolicy().revision == 0 and '"allow_all_except_denied"' in js
+
+
+POLICY_MESSAGES: list[tuple[str, Any, bool]] = [
+    ("extension", {"type": "policy", "mode": "allow_all_except_denied", "allow": [], "deny": ["a.com"],
+                   "revision": 1764547200000}, True),
+    ("daemon", {"type": "policy", "mode": "deny_all_except_allowed", "allow": ["docs.rs"], "deny": [],
+                "revision": 0}, True),
+    ("extension", {"type": "policy", "mode": "allow_everything", "allow": [], "deny": [], "revision": 1}, False),
+    ("extension", {"type": "policy", "mode": "allow_all_except_denied", "allow": [], "deny": "a.com",
+                   "revision": 1}, False),
+    ("extension", {"type": "policy", "mode": "allow_all_except_denied", "allow": [], "deny": [], "revision": "1"},
+     False),
+    ("extension", {"type": "policy", "mode": "allow_all_except_denied", "allow": [], "deny": []}, False),
+    ("extension", {"type": "policy", "mode": "allow_all_except_denied", "allow": [], "deny": [], "revision": 1,
+                   "extra": True}, False),
+]
+
+
+def test_policy_message_is_validated_alike_on_both_sides(tmp_path: Path) -> None:
+    from trawl.browser import protocol
+
+    for sender, msg, valid in POLICY_MESSAGES:
+        assert (protocol.check(msg, sender) is None) is valid, (msg, protocol.check(msg, sender))
+    if NODE is None:
+        pytest.skip("node is not installed")
+    (tmp_path / "protocol.mjs").write_text((ROOT / "extension" / "protocol.js").read_text())
+    (tmp_path / "protocol.json").write_text((ROOT / "extension" / "protocol.json").read_text())
+    (tmp_path / "cases.json").write_text(json.dumps([[s, m] for s, m, _ in POLICY_MESSAGES]))
+    (tmp_path / "run.mjs").write_text("""
+import { validate } from "./protocol.mjs";
+import { readFileSync } from "node:fs";
+const proto = JSON.parse(readFileSync("protocol.json", "utf8"));
+const cases = JSON.parse(readFileSync("cases.json", "utf8"));
+console.log(JSON.stringify(cases.map(([sender, msg]) => validate(proto, msg, sender))));
+""")
+    out = subprocess.run([NODE, "run.mjs"], capture_output=True, text=True, timeout=30, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    for (_s, msg, valid), verdict in zip(POLICY_MESSAGES, json.loads(out.stdout), strict=True):
+        assert (verdict is None) is valid, (msg, verdict)
