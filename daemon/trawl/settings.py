@@ -43,6 +43,10 @@ class Settings:
 
     # --- extraction -----------------------------------------------------
     extract_max_html_chars: int = 6_000_000  # larger HTML is trimmed before extractors run
+    # Text the page hides from people (CSS, hidden attributes, the browser's data-trawl-hidden mark):
+    # "drop": text never shown is cut, text shown on a click (tabs, accordions) kept between markers and
+    # flagged; "flag": all kept, marked; "strict": all cut. Reported in warnings (trawl/extract/visibility.py).
+    hidden_text: str = "drop"
 
     # --- chunking -------------------------------------------------------
     chunk_chars: int = 450  # target size for alphabetic text
@@ -110,11 +114,11 @@ class Settings:
     extension_settle_max_s: float = 5.0  # a page that never settles is captured after this long, with a warning
     extension_capture_timeout_s: float = 30.0  # one capture through the browser, load included
     extension_search_tabs: int = 12  # search_tabs reads at most this many open tabs
+    extension_max_background_tabs: int = 3  # background captures at once in the browser; the rest queue
     # --- agent file access and exits (roots.py, exits.py) ---------------
     file_roots: tuple[str, ...] = ()  # directories agents may read files under, besides the MCP client's roots
     exit_allow_hosts: tuple[str, ...] = ()  # hosts an agent's URL may carry data from earlier reads to
     exit_guard: bool = True  # refuse agent fetches whose URL carries data taken from earlier reads
-    extension_max_background_tabs: int = 3  # background captures at once in the browser; the rest queue
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None, **overrides: Any) -> Settings:

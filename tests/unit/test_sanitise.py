@@ -214,10 +214,11 @@ def test_hidden_texts_cover_attributes_inline_styles_and_style_rules() -> None:
 
 
 def test_style_rules_inside_media_blocks_and_after_comments_count() -> None:
-    css = "/* screen-reader only */ .sr {position:absolute; left:-10000px} @media print { .np { display:none } }"
-    got = hidden_texts(html_page('<p class="sr">one</p><p class="np">two</p>', head=f"<style>{css}</style>").html
-                       or "")
-    assert got == ["one", "two"]
+    css = ("/* screen-reader only */ .sr {position:absolute; left:-10000px} @media screen { .np { display:none } }"
+           " @media print { .pr { display:none } } @media (max-width: 600px) { .mob { display:none } }")
+    got = hidden_texts(html_page('<p class="sr">one</p><p class="np">two</p><p class="pr">print</p>'
+                                 '<p class="mob">narrow</p>', head=f"<style>{css}</style>").html or "")
+    assert got == ["one", "two"]  # print-only and narrow-screen rules do not hide text on a desktop screen
 
 
 def test_pathological_css_is_scanned_in_linear_time() -> None:

@@ -26,11 +26,15 @@ from .chars import (
 from .detect import find_instructions, is_instruction
 from .hidden import hidden_texts
 
+HIDDEN_OPEN = "⟦hidden⟧"  # the markers trawl.extract.visibility puts around kept hidden passages
+HIDDEN_CLOSE = "⟦/hidden⟧"
+
 __all__ = ["clean_document", "find_instructions", "flag", "is_instruction", "strip_invisible"]
 
 log = logging.getLogger("trawl.sanitise")
 
 INSTRUCTION_LIKE = "instruction_like"
+HIDDEN_TEXT = "hidden_text"  # the chunk holds text the page hides from people (settings.hidden_text == "flag")
 HIDDEN_INSTRUCTION = "hidden_instruction"
 MAX_HIDDEN_KEPT = 20  # hidden instruction texts kept per page
 GIST_CHARS = 160
@@ -56,7 +60,7 @@ def _smuggled(*texts: str | None) -> list[str]:
 def clean_document(doc: Document, page: Page) -> Document:
     """Strip invisible characters from the markdown and title; collect the page's hidden instructions."""
     warnings = list(doc.warnings)
-    hidden: list[str] = list(doc.hidden_text)
+    hidden: list[str] = []
 
     raw = page.html if page.kind == "html" else page.text
     smuggled = _smuggled(doc.markdown, doc.title, raw[:MAX_RAW_SCAN_CHARS] if raw else None)
@@ -79,22 +83,28 @@ def clean_document(doc: Document, page: Page) -> Document:
                                 f"\"{_gist(gist)}\"")
                 break
 
-    if page.kind == "html" and page.html:
+    # The extract stage hands over every hidden passage in doc.hidden_text; a Document built elsewhere
+    # (no extractor named) gets the page scanned here. Only passages that address an AI reader stay.
+    texts: list[str] = list(doc.hidden_text)
+    if not doc.extractor and not texts and page.kind == "html" and page.html:
         try:
             texts = hidden_texts(page.html)
         except Exception as exc:  # a sanitiser failure must not lose the page
             log.warning("hidden-text scan failed for %s: %s", page.final_url or page.url, exc)
             texts = []
-        for t in texts:
-            if len(hidden) >= MAX_HIDDEN_KEPT:
-                break
-            if t not in hidden and is_instruction(t):
-                hidden.append(t)
-                warnings.append(f"{HIDDEN_INSTRUCTION}: the page hides text addressed to AI readers: \"{_gist(t)}\"")
+    for t in texts:
+        if len(hidden) >= MAX_HIDDEN_KEPT:
+            break
+        if t not in hidden and is_instruction(t):
+            hidden.append(t)
+            warnings.append(f"{HIDDEN_INSTRUCTION}: the page hides text addressed to AI readers: \"{_gist(t)}\"")
+
+    if doc.title and is_instruction(doc.title):
+        warnings.append(f"{INSTRUCTION_LIKE}: the page title addresses the AI reader: \"{_gist(doc.title)}\"")
 
     markdown = strip_invisible(doc.markdown)
     title = strip_invisible(doc.title)
-    if markdown is doc.markdown and title is doc.title and hidden == list(doc.hidden_text) \
+    if markdown is doc.markdown and title is doc.title and tuple(hidden) == doc.hidden_text \
             and len(warnings) == len(doc.warnings):
         return doc
     return replace(doc, markdown=markdown, title=title, hidden_text=tuple(hidden), warnings=tuple(warnings))
@@ -105,6 +115,8 @@ def flag(chunks: list[Chunk], hidden_text: tuple[str, ...]) -> list[Chunk]:
     out: list[Chunk] = []
     for c in chunks:
         flags = list(c.flags)
+        if HIDDEN_TEXT not in flags and (HIDDEN_OPEN in c.text or HIDDEN_CLOSE in c.text):
+            flags.append(HIDDEN_TEXT)
         if INSTRUCTION_LIKE not in flags and find_instructions(c.text, c.heading_path):
             flags.append(INSTRUCTION_LIKE)
         if hidden_text and HIDDEN_INSTRUCTION not in flags:

@@ -1,165 +1,336 @@
-"""Text an HTML page hides from people but not from text extractors.
+"""Text an HTML page hides from people but not from text extractors: found, named, cut or marked.
 
-Hidden means, on the element or in a ``<style>`` rule with a simple selector (``tag``, ``.class``,
-``#id``, ``tag.class.other``): display:none, visibility:hidden, opacity:0, font-size:0 (or a fraction
-of a pixel), off-screen positioning (left/top/right/text-indent/margin far negative, translate far
-away), clip: rect(0 0 0 0) / rect(1px 1px 1px 1px), clip-path: inset(50%) / circle(0), zero width or
-height with overflow hidden, colour equal to the background or transparent; and the ``hidden`` and
-``aria-hidden="true"`` attributes.
+:func:`scan` parses the page once (lxml), resolves which elements people cannot see, and returns the
+passages with the reason each is hidden, plus, when asked, the HTML with them cut or marked. Reasons by
+kind (:attr:`Passage.kind`):
 
-One parse and one pass over the elements that carry a class, id, style, hidden or aria-hidden
-attribute (lxml XPath + a loop; no recursion), on at most MAX_HTML_CHARS of HTML. Whole-page wrappers
+invisible (never shown to people; cut before extraction by default)
+    ``font:tiny`` (font-size 2px or less); ``colour:background`` (text coloured like the nearest declared
+    background, or near-white with no background declared anywhere above it, or transparent);
+    ``transform:scale0``; ``offscreen`` (left/top/right/text-indent/margins far negative, translate far
+    away); ``clip`` (clip rect 0/1px, clip-path inset(50%)/circle(0)); and the browser's marks
+    ``browser:<why>`` (``data-trawl-hidden``, set by the extension and the headless source from the
+    computed style) for the same reasons.
+revealable (shown when people open a tab, accordion, menu or ``<details>``; real pages keep content there:
+    cutting it measurably lowers extraction F1 on real pages, so it is kept, between markers, by default)
+    ``display:none``; ``attr:hidden``; ``visibility:hidden``; ``opacity:0``; ``zero-box`` (zero width or
+    height with overflow hidden); ``details:closed`` (the body of a ``<details>`` without ``open``);
+    ``until-found``; the browser's ``display``/``closed-details``/``visibility``/``opacity``/``zero-size``.
+    Also kept and marked, because the raw HTML cannot settle it: ``colour:pale``, near-white text with no
+    background declared above it on a page that loads external stylesheets (which usually paint one).
+seen (on screen; hidden only from assistive technology or input): ``aria-hidden``, ``inert``. Kept as is.
+
+Every passage, whatever its kind, is searched for instructions by the sanitiser.
+
+Declarations come from the ``style`` attribute and from ``<style>`` rules with a real cascade over the
+properties that matter: selectors of any shape (cssselect turns them into XPath), specificity, source
+order and ``!important``, so ``.tab{display:none}`` followed by ``.tab.active{display:block}`` leaves the
+active tab visible. ``@media`` blocks apply as on a 1280 px wide screen (print-only rules do not).
+Pseudo-class selectors (``:hover``, ``:focus``) and pseudo-elements never match.
+
+Bounds: MAX_HTML_CHARS of HTML, MAX_CSS_CHARS per ``<style>``, MAX_SELECTORS evaluated, rules whose last
+compound names a class, id or tag the page does not have are skipped unevaluated. Whole-page wrappers
 that scripts reveal later (an app root holding most of the text) are not "hidden text": elements with
-more than MAX_SHARE of the page's text are skipped.
+more than MAX_SHARE of the page's text are left alone.
 """
 
 from __future__ import annotations
 
 import logging
 import re
-from dataclasses import dataclass, field
+from collections.abc import Callable, Collection, Iterable
+from dataclasses import dataclass
 
+from cssselect import HTMLTranslator, SelectorError
+from cssselect import parse as parse_selectors
+from cssselect import parser as cssp
 from lxml import etree
 
 log = logging.getLogger("trawl.sanitise")
 
 MAX_HTML_CHARS = 6_000_000
 MAX_CSS_CHARS = 1_000_000  # per <style> element
+MAX_SELECTORS = 3_000  # selectors evaluated per page
+MAX_XPATH_SELECTORS = 60  # ... of them with features only XPath evaluates (:nth-child ...)
 MAX_ELEMENTS = 100_000  # elements examined per page
-MAX_ANCESTORS = 200  # how far up to look for an enclosing hidden element
+MAX_ANCESTORS = 200  # how far up to look for an enclosing hidden element or a background
 MAX_SHARE = 0.5  # a hidden element with more of the page's text than this is a whole-page wrapper
 MIN_WHOLE_PAGE_CHARS = 2_000
 MAX_TEXT_PER_ELEMENT = 5_000
 MAX_HIDDEN = 2_000  # outermost hidden elements read per page
+VIEWPORT_PX = 1280  # @media rules are evaluated for a desktop screen this wide
+TINY_FONT_PX = 2.0
 
-_OPACITY_ZERO = re.compile(r"(?<![\w-])opacity:0*(?:\.0+)?(?:;|!|$)")
-_FONT_ZERO = re.compile(r"font-size:(?:0+(?:\.0+)?(?:px|pt|em|rem|%|vw|vh)?|0*\.\d+px)(?:;|!|$)")
-_OFFSCREEN = re.compile(r"(?:^|;)(?:left|top|right|text-indent|margin-left|margin-top):-\d{3,}")
-_TRANSLATE_AWAY = re.compile(r"translate[xy3d]*\(-\d{4,}")
-_CLIP = re.compile(r"clip:rect\(0(?:px)?,?0(?:px)?,?0(?:px)?,?0(?:px)?\)|clip:rect\(1px,?1px,?1px,?1px\)")
-_ZERO_BOX = re.compile(r"(?:^|;)(?:width|height|max-height|max-width):0(?:px)?(?:;|!|$)")
-_COLOR = re.compile(r"(?:^|;)\s*color\s*:\s*([^;!]+)")
-_BACKGROUND = re.compile(r"(?:^|;)\s*background(?:-color)?\s*:\s*([^;!]+)")
-_SIMPLE_SELECTOR = re.compile(r"^([a-z][a-z0-9-]*)?((?:[.#][\w-]+){0,3})$", re.I)
+# What people can do about it: "seen" text is on screen (only hidden from assistive technology or from
+# input), "revealable" text appears when they open a tab, accordion, menu or <details> (real pages keep
+# content there), "invisible" text is never shown to them.
+SEEN = frozenset({"aria-hidden", "inert"})
+REVEALABLE = frozenset({"display:none", "attr:hidden", "visibility:hidden", "opacity:0", "zero-box",
+                        "details:closed", "until-found", "raw", "colour:pale",
+                        # the browser's own reasons (daemon/trawl/data/hidden.js)
+                        "browser:display", "browser:closed-details", "browser:visibility", "browser:opacity",
+                        "browser:zero-size"})
+BROWSER_MARK = "data-trawl-hidden"
+
 _WS = re.compile(r"\s+")
 _UNPARSABLE_CHARS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+_SKIP_TAGS = frozenset({"html", "body", "head", "script", "style", "noscript", "title", "meta", "link", "template"})
+_PROPS = frozenset({
+    "display", "visibility", "opacity", "font-size", "font", "transform", "clip", "clip-path", "color",
+    "background", "background-color", "background-image", "left", "top", "right", "text-indent", "margin-left",
+    "margin-top", "width", "height", "max-height", "max-width", "overflow", "position",
+})
+_BG_PROPS = ("background", "background-color", "background-image")
+
 # Fallback for trees libxml2 refuses to build in full (nesting deeper than it allows): tags with their
 # attributes and the text right after them, read straight from the HTML.
 _RAW_TAG = re.compile(r"<([a-zA-Z][a-zA-Z0-9]*)(\s[^<>]{0,2000})>([^<]{1,5000})")
 _RAW_STYLE = re.compile(r"""\bstyle\s*=\s*(?:"([^"]*)"|'([^']*)')""", re.I)
-_RAW_FLAG = re.compile(r"""(?:^|\s)(?:hidden(?:\s|=|$)|aria-hidden\s*=\s*["']?true)""", re.I)
-_INLINE_CANDIDATES = "//*[@hidden or @aria-hidden or @style]"
-_RULE_CANDIDATES = "//*[@hidden or @aria-hidden or @style or @class or @id]"
-_SKIP_TAGS = frozenset({"html", "body", "head", "script", "style", "noscript", "title", "meta", "link", "main"})
+_RAW_FLAG = re.compile(r"""(?:^|\s)(?:hidden(?:\s|=|$)|aria-hidden\s*=\s*["']?true|data-trawl-hidden)""", re.I)
+
+
+@dataclass(frozen=True, slots=True)
+class Passage:
+    """One hidden element's text and why people cannot see it."""
+
+    reason: str
+    text: str
+
+    @property
+    def kind(self) -> str:
+        """"seen", "revealable" or "invisible" (see REVEALABLE)."""
+        if self.reason in SEEN:
+            return "seen"
+        return "revealable" if self.reason in REVEALABLE else "invisible"
+
+
+@dataclass(frozen=True, slots=True)
+class Scan:
+    passages: tuple[Passage, ...]
+    html: str | None  # the page without its invisible elements (None: nothing was cut, or not asked)
+
+
+# --- declarations --------------------------------------------------------------------------------------
+
+Decls = dict[str, tuple[str, bool]]  # property -> (lower-case value, !important)
+
+
+def parse_declarations(text: str) -> Decls:
+    out: Decls = {}
+    for part in text.split(";"):
+        name, colon, value = part.partition(":")
+        if not colon:
+            continue
+        prop = name.strip().lower()
+        if prop not in _PROPS:
+            continue
+        v = value.strip().lower()
+        important = v.endswith("!important")
+        if important:
+            v = v[: -len("!important")].strip()
+        if prop not in out or important or not out[prop][1]:
+            out[prop] = (" ".join(v.split()), important)
+    return out
+
+
+_NUM = r"(-?\d*\.?\d+)"
+_LENGTH = re.compile(_NUM + r"\s*(px|pt|em|rem|%|vw|vh|ch|ex)?$")
+_SCALE = re.compile(r"scale[xy3d]?\(\s*" + _NUM + r"\s*(?:,\s*" + _NUM + r")?")
+_MATRIX_ZERO = re.compile(r"matrix\(\s*0+(?:\.0+)?\s*,\s*0+(?:\.0+)?\s*,\s*0+(?:\.0+)?\s*,\s*0+(?:\.0+)?\s*,")
+_TRANSLATE_AWAY = re.compile(r"translate[xy3d]*\(\s*-\d{4,}")
+_CLIP_RECT = re.compile(r"rect\(\s*(?:0|1px)(?:px)?\s*,?\s*(?:0|1px)(?:px)?\s*,?\s*(?:0|1px)(?:px)?\s*,?\s*(?:0|1px)")
+
+
+def _px(value: str) -> float | None:
+    m = _LENGTH.match(value.strip())
+    if not m:
+        return None
+    n, unit = float(m.group(1)), m.group(2) or "px"
+    return {"px": n, "pt": n * 4 / 3, "em": n * 16, "rem": n * 16, "%": n * 0.16, "ex": n * 8, "ch": n * 8,
+            "vw": n * 12.8, "vh": n * 8}[unit]
+
+
+def _font_size(decls: Decls) -> float | None:
+    if "font-size" in decls:
+        return _px(decls["font-size"][0])
+    if "font" in decls:  # shorthand: "... 1px/1 sans-serif"
+        for tok in decls["font"][0].replace("/", " ").split():
+            px = _px(tok)
+            if px is not None and not tok.replace(".", "").isdigit():
+                return px
+    return None
+
+
+def _offscreen(decls: Decls) -> bool:
+    for prop in ("left", "top", "right", "text-indent", "margin-left", "margin-top"):
+        if prop in decls:
+            px = _px(decls[prop][0])
+            if px is not None and px <= -999:
+                return True
+    return False
+
+
+def invisible_reason(decls: Decls) -> str | None:
+    """Why these declarations (one element's, cascaded) make its text invisible; None when they do not.
+    Colour against an inherited background is judged by the caller; here only colour against its own."""
+    get = lambda p: decls[p][0] if p in decls else ""  # noqa: E731
+    if get("display") == "none":
+        return "display:none"
+    if get("visibility") in ("hidden", "collapse"):
+        return "visibility:hidden"
+    op = get("opacity")
+    if op:
+        try:
+            if float(op.rstrip("%")) <= 0.01:
+                return "opacity:0"
+        except ValueError:
+            pass
+    size = _font_size(decls)
+    if size is not None and size <= TINY_FONT_PX:
+        return "font:tiny"
+    tf = get("transform")
+    if tf:
+        m = _SCALE.search(tf)
+        if m and any(g is not None and abs(float(g)) <= 0.01 for g in m.groups()):
+            return "transform:scale0"
+        if _MATRIX_ZERO.search(tf):
+            return "transform:scale0"
+        if _TRANSLATE_AWAY.search(tf):
+            return "offscreen"
+    if _offscreen(decls):
+        return "offscreen"
+    clip, clip_path = get("clip"), get("clip-path")
+    if (clip and _CLIP_RECT.search(clip)) or clip_path.startswith(("inset(50%", "inset(100%", "circle(0")):
+        return "clip"
+    if get("overflow") == "hidden" and any(get(p) in ("0", "0px") for p in ("width", "height", "max-height",
+                                                                              "max-width")):
+        return "zero-box"
+    colour = get("color")
+    if colour:
+        c = parse_colour(colour)
+        if c == TRANSPARENT:
+            return "colour:background"
+        bg = background_of(decls)
+        if c is not None and bg is not None and bg != TRANSPARENT and _near(c, bg):
+            return "colour:background"
+    return None
 
 
 def style_hides(style: str) -> bool:
     """An inline style (or a rule's declarations) that makes its element invisible to people."""
-    if not style:
-        return False
-    s = "".join(style.lower().split())  # "display: none" -> "display:none"
-    if "display:none" in s or "visibility:hidden" in s or "visibility:collapse" in s:
-        return True
-    if "opacity:" in s and _OPACITY_ZERO.search(s):
-        return True
-    if "font-size:" in s and _FONT_ZERO.search(s):
-        return True
-    if ":-" in s and _OFFSCREEN.search(s):
-        return True
-    if "translate" in s and _TRANSLATE_AWAY.search(s):
-        return True
-    if "clip" in s and (_CLIP.search(s) or "clip-path:inset(50%" in s or "clip-path:inset(100%" in s
-                        or "clip-path:circle(0" in s):
-        return True
-    if "overflow:hidden" in s and _ZERO_BOX.search(s):
-        return True
-    if "color:" in s:
-        low = style.lower()
-        color = _COLOR.search(low)
-        if color and color.group(1).strip() == "transparent":
-            return True
-        background = _BACKGROUND.search(low)
-        if color and background:
-            bg = background.group(1)
-            if "url(" in bg or "gradient(" in bg:  # an image behind the text: cannot tell
-                return False
-            first = _FIRST_COLOR.match(bg)
-            c, b = _norm_color(color.group(1)), _norm_color(first.group(1) if first else "")
-            return bool(c) and c == b
-    return False
+    return bool(style) and invisible_reason(parse_declarations(style)) is not None
 
 
-_NAMED = {"white": "#ffffff", "black": "#000000", "red": "#ff0000", "transparent": "transparent"}
-_FIRST_COLOR = re.compile(r"\s*(rgba?\([^)]*\)|#[0-9a-f]{3,8}\b|[a-z]+)")
-_RGB = re.compile(r"rgba?\((\d{1,3}),(\d{1,3}),(\d{1,3})(?:,(?:1|1\.0+|100%))?\)$")
+# --- colours -------------------------------------------------------------------------------------------
+
+RGB = tuple[int, int, int]
+TRANSPARENT: RGB = (-1, -1, -1)
+UNKNOWN_BG: RGB = (-2, -2, -2)  # an image or gradient: the colour behind the text cannot be told
+_NAMED: dict[str, RGB] = {
+    "white": (255, 255, 255), "snow": (255, 250, 250), "ivory": (255, 255, 240), "ghostwhite": (248, 248, 255),
+    "whitesmoke": (245, 245, 245), "floralwhite": (255, 250, 240), "mintcream": (245, 255, 250),
+    "azure": (240, 255, 255), "aliceblue": (240, 248, 255), "seashell": (255, 245, 238), "linen": (250, 240, 230),
+    "black": (0, 0, 0), "red": (255, 0, 0), "green": (0, 128, 0), "blue": (0, 0, 255), "gray": (128, 128, 128),
+    "grey": (128, 128, 128), "silver": (192, 192, 192), "yellow": (255, 255, 0), "navy": (0, 0, 128),
+}
+_HEX = re.compile(r"#([0-9a-f]{3,8})\b")
+_RGB_FN = re.compile(r"rgba?\(\s*(\d{1,3}(?:\.\d+)?)[\s,]+(\d{1,3}(?:\.\d+)?)[\s,]+(\d{1,3}(?:\.\d+)?)"
+                     r"(?:\s*[,/]\s*([\d.]+%?))?\s*\)")
 
 
-def _norm_color(value: str) -> str:
-    """'#FFF', 'white', 'rgb(255,255,255)' -> '#ffffff'; anything else as written."""
-    v = value.strip()
-    if v.startswith("rgb"):
-        v = "".join(v.split())
+def parse_colour(value: str) -> RGB | None:
+    v = value.strip().lower()
+    if v == "transparent":
+        return TRANSPARENT
     if v in _NAMED:
         return _NAMED[v]
-    if len(v) == 4 and v.startswith("#"):
-        return "#" + "".join(ch * 2 for ch in v[1:])
-    m = _RGB.match(v)
+    m = _HEX.fullmatch(v) if v.startswith("#") else None
     if m:
-        return "#" + "".join(f"{min(255, int(x)):02x}" for x in m.groups())
-    return v
+        h = m.group(1)
+        if len(h) in (3, 4):
+            if len(h) == 4 and h[3] == "0":
+                return TRANSPARENT
+            return (int(h[0] * 2, 16), int(h[1] * 2, 16), int(h[2] * 2, 16))
+        if len(h) in (6, 8):
+            if len(h) == 8 and h[6:] == "00":
+                return TRANSPARENT
+            return (int(h[0:2], 16), int(h[2:4], 16), int(h[4:6], 16))
+        return None
+    m = _RGB_FN.fullmatch(v)
+    if m:
+        alpha = m.group(4)
+        if alpha is not None and float(alpha.rstrip("%")) == 0:
+            return TRANSPARENT
+        r, g, b = (min(255, int(float(x))) for x in m.groups()[:3])
+        return (r, g, b)
+    return None
+
+
+def background_of(decls: Decls) -> RGB | None:
+    """The colour a declaration block paints behind its text; UNKNOWN_BG for images; None when unset."""
+    for prop in ("background-image", "background"):
+        if prop in decls and ("url(" in decls[prop][0] or "gradient(" in decls[prop][0]):
+            return UNKNOWN_BG
+    for prop in ("background-color", "background"):
+        if prop in decls:
+            v = decls[prop][0]
+            m = _HEX.search(v) or _RGB_FN.search(v)
+            c = parse_colour(m.group(0)) if m else parse_colour(v.split()[0]) if v else None
+            if c is not None:
+                return c
+            if v in ("none", "initial", "unset", "inherit"):
+                continue
+            return UNKNOWN_BG
+    return None
+
+
+def _near(a: RGB, b: RGB) -> bool:
+    return max(abs(x - y) for x, y in zip(a, b, strict=True)) <= 24
+
+
+def _near_white(c: RGB) -> bool:
+    return min(c) >= 235
+
+
+# --- stylesheets ---------------------------------------------------------------------------------------
 
 
 @dataclass(slots=True)
-class _Selectors:
-    """Simple selectors of <style> rules that hide what they match."""
+class _Rule:
+    selector: str
+    decls: Decls
+    order: int
 
-    tags: set[str] = field(default_factory=set)
-    classes: set[str] = field(default_factory=set)
-    ids: set[str] = field(default_factory=set)
-    compound: list[tuple[str | None, frozenset[str], str | None]] = field(default_factory=list)
-    compound_keys: set[str] = field(default_factory=set)  # one class or id of each compound selector
 
-    def __bool__(self) -> bool:
-        return bool(self.tags or self.classes or self.ids or self.compound)
-
-    def add(self, sel: str) -> None:
-        m = _SIMPLE_SELECTOR.match(sel)
-        if not m or not (m.group(1) or m.group(2)):
-            return
-        tag = m.group(1).lower() if m.group(1) else None
-        parts = re.findall(r"[.#][\w-]+", m.group(2) or "")
-        classes = frozenset(p[1:] for p in parts if p[0] == ".")
-        ids = [p[1:] for p in parts if p[0] == "#"]
-        if tag in _SKIP_TAGS or len(ids) > 1:
-            return
-        el_id = ids[0] if ids else None
-        if tag and not classes and not el_id:
-            self.tags.add(tag)
-        elif not tag and len(classes) == 1 and not el_id:
-            self.classes.update(classes)
-        elif not tag and not classes and el_id:
-            self.ids.add(el_id)
-        else:
-            self.compound.append((tag, classes, el_id))
-            self.compound_keys.add(el_id or next(iter(classes)) if (el_id or classes) else "")
-
-    def match(self, el: etree._Element) -> bool:
-        tag = el.tag
-        if tag in self.tags:
+def _media_applies(prelude: str) -> bool:
+    """Whether an @media prelude holds on a VIEWPORT_PX-wide colour screen (unknown features: no)."""
+    for query in prelude.lower().split(","):
+        q = query.strip()
+        if not q or q.startswith("not ") or "print" in q or "speech" in q:
+            continue
+        ok = True
+        for feat, val in re.findall(r"\(\s*([\w-]+)\s*(?::\s*([^)]*))?\)", q):
+            val = val.strip()
+            if feat in ("min-width", "max-width"):
+                px = _px(val)
+                too_narrow = feat == "min-width" and px is not None and px > VIEWPORT_PX
+                too_wide = feat == "max-width" and px is not None and px < VIEWPORT_PX
+                if px is None or too_narrow or too_wide:
+                    ok = False
+            elif feat in ("hover", "pointer", "any-hover", "any-pointer"):
+                ok = ok and val in ("hover", "fine", "")
+            elif feat == "orientation":
+                ok = ok and val == "landscape"
+            elif feat in ("color", "min-resolution", "-webkit-min-device-pixel-ratio", "min-height"):
+                continue
+            else:
+                ok = False
+        if ok:
             return True
-        cls = el.get("class")
-        classes = set(cls.split()) if cls else set()
-        el_id = el.get("id")
-        if classes & self.classes or (el_id is not None and el_id in self.ids):
-            return True
-        if self.compound and (classes & self.compound_keys or el_id in self.compound_keys):
-            for t, cs, i in self.compound:
-                if (t is None or t == tag) and cs <= classes and (i is None or i == el_id):
-                    return True
-        return False
+    return False
 
 
-def _without_comments(css: str) -> str:
+def _strip_comments(css: str) -> str:
     if "/*" not in css:
         return css
     parts: list[str] = []
@@ -174,66 +345,429 @@ def _without_comments(css: str) -> str:
     return "".join(parts)
 
 
-def _hiding_selectors(root: etree._Element) -> _Selectors:
-    sels = _Selectors()
-    for style in root.iter("style"):
-        css = _without_comments((style.text or "")[:MAX_CSS_CHARS])
-        if "{" not in css:
+def css_rules(css: str, start_order: int = 0) -> list[_Rule]:
+    """Style rules (selector list, declarations of interest) in source order, linear in the CSS's size.
+    Blocks of @media rules that do not apply, @keyframes, @font-face and other at-rules are skipped."""
+    css = _strip_comments(css[:MAX_CSS_CHARS])
+    rules: list[_Rule] = []
+    stack: list[bool] = []  # per open block: do its contents apply?
+    pos, n, order = 0, len(css), start_order
+    while pos < n:
+        open_i = css.find("{", pos)
+        close_i = css.find("}", pos)
+        if close_i != -1 and (open_i == -1 or close_i < open_i):
+            if stack:
+                stack.pop()
+            pos = close_i + 1
             continue
-        # Linear split: every "}" closes a block whose selector and declarations sit around its last "{".
-        for block in css.split("}"):
-            sel_text, brace, decls = block.rpartition("{")
-            if not brace or not style_hides(decls):
-                continue
-            sel_text = sel_text.rpartition("{")[2]  # "@media print { .x" -> " .x"
-            for sel in sel_text.split(","):
-                sels.add(sel.strip())
-    return sels
+        if open_i == -1:
+            break
+        prelude = css[pos:open_i].strip()
+        pos = open_i + 1
+        applies = all(stack)
+        if prelude.startswith("@"):
+            kind = prelude[1:].split(None, 1)
+            name = kind[0].lower() if kind else ""
+            if name == "media":
+                stack.append(applies and _media_applies(kind[1] if len(kind) > 1 else ""))
+            elif name in ("supports", "layer", "container", "document", "scope"):
+                stack.append(applies)
+            else:  # @font-face, @keyframes, @page ...: nothing that selects elements
+                stack.append(False)
+            continue
+        end = css.find("}", pos)
+        nested = css.find("{", pos)
+        if nested != -1 and (end == -1 or nested < end):  # CSS nesting: treat the outer block as a group
+            stack.append(applies)
+            continue
+        body = css[pos:] if end == -1 else css[pos:end]
+        pos = n if end == -1 else end + 1
+        if not applies:
+            continue
+        decls = parse_declarations(body)
+        if decls:
+            order += 1
+            rules.append(_Rule(prelude, decls, order))
+    return rules
 
 
-def _is_hidden(el: etree._Element, sels: _Selectors) -> bool:
-    if el.get("hidden") is not None or (el.get("aria-hidden") or "").strip().lower() == "true":
+_LAST_COMPOUND = re.compile(r"[^\s>+~]+$")
+_CLASS_OR_ID = re.compile(r"([.#])(-?[_a-zA-Z][\w-]*)")
+_TAG = re.compile(r"^([a-zA-Z][\w-]*)")
+
+
+def _could_match(selector: str, tags: Collection[str], classes: Collection[str], ids: Collection[str]) -> bool:
+    """Cheap test on the selector's last compound: every class and id it names exists on the page."""
+    m = _LAST_COMPOUND.search(selector.strip())
+    if not m:
         return True
-    style = el.get("style")
-    if style and style_hides(style):
-        return True
-    return bool(sels) and sels.match(el)
-
-
-def _inside(el: etree._Element, hidden: set[etree._Element]) -> bool:
-    for depth, anc in enumerate(el.iterancestors()):
-        if anc in hidden:
-            return True
-        if depth >= MAX_ANCESTORS:
+    last = re.sub(r"\[[^\]]*\]|\([^)]*\)", "", m.group(0))
+    for kind, name in _CLASS_OR_ID.findall(last):
+        if (kind == "." and name not in classes) or (kind == "#" and name not in ids):
             return False
-    return False
+    t = _TAG.match(last)
+    return not t or t.group(1).lower() in tags
 
 
-def _raw_hidden_texts(page_html: str) -> list[str]:
-    """Direct text of tags hidden by attribute or inline style, found without building a tree."""
-    out: list[str] = []
-    for m in _RAW_TAG.finditer(page_html):
-        if m.group(1).lower() in _SKIP_TAGS:
-            continue
-        attrs = m.group(2)
-        style = _RAW_STYLE.search(attrs)
-        if _RAW_FLAG.search(attrs) or (style and style_hides(style.group(1) or style.group(2) or "")):
-            text = _WS.sub(" ", m.group(3)).strip()
-            if text:
-                out.append(text)
-                if len(out) >= MAX_HIDDEN:
-                    break
+class _Unsupported(Exception):
+    """A selector feature the matcher below does not evaluate (it falls back to XPath)."""
+
+
+_NEVER_PSEUDO = frozenset({"hover", "focus", "active", "focus-within", "focus-visible", "visited", "target",
+                           "checked", "indeterminate", "placeholder-shown", "autofill", "invalid", "user-invalid"})
+
+
+def _elements_before(el: etree._Element) -> Iterable[etree._Element]:
+    return (s for s in el.itersiblings(preceding=True) if isinstance(s.tag, str))
+
+
+def _matches(el: etree._Element, t: object) -> bool:
+    """Does ``el`` match the cssselect parse tree ``t``? Right to left, like browsers."""
+    if isinstance(t, cssp.Element):
+        return t.element is None or t.element == "*" or el.tag == t.element.lower()
+    if isinstance(t, cssp.Class):
+        return t.class_name in (el.get("class") or "").split() and _matches(el, t.selector)
+    if isinstance(t, cssp.Hash):
+        return el.get("id") == t.id and _matches(el, t.selector)
+    if isinstance(t, cssp.Attrib):
+        if not _matches(el, t.selector):
+            return False
+        v = el.get(t.attrib.lower()) if t.namespace in (None, "*") else None
+        if t.operator == "exists":
+            return v is not None
+        if v is None or t.value is None:
+            return False
+        want = str(t.value.value)
+        op = t.operator
+        if op == "=":
+            return v == want
+        if op == "~=":
+            return want in v.split()
+        if op == "|=":
+            return v == want or v.startswith(want + "-")
+        if op == "^=":
+            return bool(want) and v.startswith(want)
+        if op == "$=":
+            return bool(want) and v.endswith(want)
+        if op == "*=":
+            return bool(want) and want in v
+        if op == "!=":
+            return v != want
+        raise _Unsupported(op)
+    if isinstance(t, cssp.Negation):
+        return _matches(el, t.selector) and not _matches(el, t.subselector)
+    if isinstance(t, cssp.Pseudo):
+        ident = t.ident.lower()
+        if ident in _NEVER_PSEUDO:
+            return False
+        if not _matches(el, t.selector):
+            return False
+        if ident == "first-child":
+            return next(iter(_elements_before(el)), None) is None
+        if ident == "root":
+            return el.getparent() is None
+        raise _Unsupported(ident)
+    if isinstance(t, cssp.Matching):
+        return _matches(el, t.selector) and any(_matches(el, s) for s in t.selector_list)
+    if isinstance(t, cssp.CombinedSelector):
+        if not _matches(el, t.subselector):
+            return False
+        c = t.combinator
+        if c == " ":
+            return any(_matches(a, t.selector) for i, a in enumerate(el.iterancestors()) if i < MAX_ANCESTORS)
+        if c == ">":
+            parent = el.getparent()
+            return parent is not None and _matches(parent, t.selector)
+        if c == "+":
+            prev = next(iter(_elements_before(el)), None)
+            return prev is not None and _matches(prev, t.selector)
+        if c == "~":
+            return any(_matches(s, t.selector) for s in _elements_before(el))
+        raise _Unsupported(c)
+    raise _Unsupported(type(t).__name__)
+
+
+def _last_compound(t: object) -> object:
+    while isinstance(t, cssp.CombinedSelector):
+        t = t.subselector
+    return t
+
+
+def _pool_key(t: object) -> tuple[str, str]:
+    """The cheapest index key of a compound selector: ("#", id), (".", class), ("", tag) or ("", "*")."""
+    key = ("", "*")
+    while t is not None:
+        if isinstance(t, cssp.Hash):
+            return ("#", t.id)
+        if isinstance(t, cssp.Class):
+            key = (".", t.class_name)
+        elif isinstance(t, cssp.Element) and key == ("", "*") and t.element and t.element != "*":
+            key = ("", t.element.lower())
+        t = getattr(t, "selector", None)
+    return key
+
+
+_PARSED: dict[str, list[tuple[object, tuple[int, int, int], str]]] = {}  # selector -> (tree, specificity, css)
+_MAX_PARSED = 50_000
+
+
+def _parsed(selector: str) -> list[tuple[object, tuple[int, int, int], str]]:
+    got = _PARSED.get(selector)
+    if got is not None:
+        return got
+    out: list[tuple[object, tuple[int, int, int], str]] = []
+    try:
+        for sel in parse_selectors(selector):
+            if sel.pseudo_element is None:
+                a, b, c = sel.specificity()
+                out.append((sel.parsed_tree, (a, b, c), selector))
+    except (SelectorError, ValueError, RecursionError, TypeError):
+        out = []
+    if len(_PARSED) >= _MAX_PARSED:
+        _PARSED.clear()
+    _PARSED[selector] = out
     return out
 
 
-def _text(el: etree._Element) -> str:
-    return _WS.sub(" ", "".join(el.itertext())).strip()
+_TRANSLATOR = HTMLTranslator()
 
 
-def hidden_texts(page_html: str) -> list[str]:
-    """The texts of the page's hidden elements (outermost only), whitespace collapsed, in document order."""
-    if not page_html or not page_html.strip():
+def _xpath_matches(root: etree._Element, selector: str) -> list[etree._Element]:
+    try:
+        found = root.xpath(_TRANSLATOR.css_to_xpath(selector))
+    except (SelectorError, etree.XPathError, ValueError, RecursionError, TypeError):
         return []
+    return [el for el in found if isinstance(el, etree._Element)] if isinstance(found, list) else []
+
+
+# --- the scan ------------------------------------------------------------------------------------------
+
+_Weight = tuple[bool, tuple[int, int, int], int]  # (!important, specificity, source order)
+_INLINE = (1_000_000, 0, 0)
+_EXTERNAL_CSS = "data-trawl-external-css"  # set on the parsed root (never serialised back unless cut/marked)
+
+
+_REVEAL_PROPS = frozenset(_PROPS - set(_BG_PROPS))
+
+
+def _hiding(decls: Decls) -> bool:
+    if invisible_reason(decls) is not None:
+        return True
+    c = parse_colour(decls["color"][0]) if "color" in decls else None
+    return c is not None and (c == TRANSPARENT or _near_white(c))
+
+
+@dataclass(slots=True)
+class _Index:
+    tags: dict[str, list[etree._Element]]
+    classes: dict[str, list[etree._Element]]
+    ids: dict[str, list[etree._Element]]
+    all: list[etree._Element]
+
+    @classmethod
+    def of(cls, root: etree._Element) -> _Index:
+        idx = cls({}, {}, {}, [])
+        for el in root.iter():
+            if not isinstance(el.tag, str):
+                continue
+            idx.all.append(el)
+            idx.tags.setdefault(el.tag, []).append(el)
+            c = el.get("class")
+            if c:
+                for name in c.split():
+                    idx.classes.setdefault(name, []).append(el)
+            i = el.get("id")
+            if i:
+                idx.ids.setdefault(i, []).append(el)
+        return idx
+
+    def could_match(self, selector: str) -> bool:
+        return _could_match(selector, self.tags.keys(), self.classes.keys(), self.ids.keys())
+
+
+def _keys(els: list[etree._Element]) -> tuple[set[str], set[str], set[str]]:
+    tags: set[str] = set()
+    classes: set[str] = set()
+    ids: set[str] = set()
+    for el in els:
+        tags.add(el.tag)
+        c = el.get("class")
+        if c:
+            classes.update(c.split())
+        i = el.get("id")
+        if i:
+            ids.add(i)
+    return tags, classes, ids
+
+
+def _names_one_of(selector: str, tags: set[str], classes: set[str], ids: set[str]) -> bool:
+    """The selector's last compound names a class, id or (alone) a tag among these."""
+    m = _LAST_COMPOUND.search(selector.strip())
+    if not m:
+        return False
+    last = re.sub(r"\[[^\]]*\]|\([^)]*\)", "", m.group(0))
+    named = _CLASS_OR_ID.findall(last)
+    if named:
+        return any((k == "." and n in classes) or (k == "#" and n in ids) for k, n in named)
+    t = _TAG.match(last)
+    if t is None:
+        return False
+    tag = t.group(1).lower()
+    return tag in tags and tag not in _COMMON_TAGS
+
+
+# Tags too common to pick out a rule worth matching by the tag alone (".nav ul li a").
+_COMMON_TAGS = frozenset({"div", "span", "a", "p", "li", "ul", "ol", "img", "i", "b", "strong", "em", "button",
+                          "section", "article", "header", "footer", "nav", "aside", "td", "tr", "table", "input",
+                          "label", "h1", "h2", "h3", "h4", "h5", "h6", "svg", "path", "small", "figure"})
+
+
+def _cascade(root: etree._Element) -> dict[etree._Element, Decls]:
+    """Cascaded declarations of interest for the elements hiding rules or style attributes touch.
+
+    Three passes keep this cheap on pages with thousands of rules: rules that can hide text are matched
+    first; rules that could undo them are matched only when their last compound names a class, id or tag
+    of an element the first pass found; background rules only for the ancestors of near-white text."""
+    rules: list[_Rule] = []
+    for style in root.iter("style"):
+        css = style.text or ""
+        if "{" in css:
+            rules.extend(css_rules(css, len(rules)))
+    winners: dict[etree._Element, dict[str, tuple[_Weight, str]]] = {}
+
+    def put(el: etree._Element, decls: Decls, spec: tuple[int, int, int], order: int) -> None:
+        cur = winners.setdefault(el, {})
+        for prop, (value, important) in decls.items():
+            w: _Weight = (important, spec, order)
+            if prop not in cur or cur[prop][0] <= w:
+                cur[prop] = (w, value)
+
+    budget = [MAX_SELECTORS, MAX_XPATH_SELECTORS]
+
+    def apply(rule: _Rule, idx: _Index, accept: Callable[[str], bool]) -> list[etree._Element]:
+        matched: list[etree._Element] = []
+        for sel_text in rule.selector.split(","):
+            sel_text = sel_text.strip()
+            if not sel_text or budget[0] <= 0 or not accept(sel_text):
+                continue
+            budget[0] -= 1
+            for tree, spec, _ in _parsed(sel_text):
+                kind, name = _pool_key(_last_compound(tree))
+                pool = (idx.ids if kind == "#" else idx.classes if kind == "." else idx.tags).get(name, []) \
+                    if name != "*" else idx.all
+                try:
+                    els = [el for el in pool if _matches(el, tree)]
+                except _Unsupported:
+                    if budget[1] <= 0:
+                        continue
+                    budget[1] -= 1
+                    els = _xpath_matches(root, sel_text)
+                for el in els:
+                    put(el, rule.decls, spec, rule.order)
+                matched.extend(els)
+        return matched
+
+    if rules:
+        idx = _Index.of(root)
+        hiding = [r for r in rules if _hiding(r.decls)]
+        hit: list[etree._Element] = []
+        for rule in hiding:
+            hit.extend(apply(rule, idx, idx.could_match))
+        if hit:
+            tags, classes, ids = _keys(hit)
+            props = set().union(*(r.decls.keys() for r in hiding)) & _REVEAL_PROPS
+            for rule in rules:
+                if rule.decls.keys() & props and not _hiding(rule.decls):
+                    apply(rule, idx, lambda s: _names_one_of(s, tags, classes, ids))
+    for el in root.xpath("//*[@style]"):
+        if isinstance(el, etree._Element):
+            decls = parse_declarations(el.get("style") or "")
+            if decls:
+                put(el, decls, _INLINE, 0)
+    if rules:
+        pale = [el for el, props in winners.items() if "color" in props
+                and (c := parse_colour(props["color"][1])) is not None and _near_white(c)]
+        if pale:
+            above: list[etree._Element] = []
+            for el in pale:
+                above.append(el)
+                above.extend(a for i, a in enumerate(el.iterancestors()) if i < MAX_ANCESTORS)
+            tags, classes, ids = _keys(above)
+            for rule in rules:
+                if rule.decls.keys() & set(_BG_PROPS):
+                    apply(rule, idx, lambda s: _names_one_of(s, tags, classes, ids))
+    return {el: {p: (v, w[0]) for p, (w, v) in props.items()} for el, props in winners.items()}
+
+
+def _reason(el: etree._Element, decls: Decls | None, computed: dict[etree._Element, Decls]) -> str | None:
+    mark = el.get(BROWSER_MARK)
+    if mark is not None:
+        return "browser:" + (_WS.sub("-", mark.strip().lower())[:40] or "hidden")
+    hidden_attr = el.get("hidden")
+    if hidden_attr is not None and (decls is None or "display" not in decls):
+        return "until-found" if hidden_attr.strip().lower() == "until-found" else "attr:hidden"
+    if decls:
+        reason = invisible_reason(decls)
+        if reason:
+            return reason
+        colour = decls.get("color")
+        if colour:
+            verdict = _colour_hidden(el, parse_colour(colour[0]), computed)
+            if verdict == "undeclared":
+                return "colour:pale" if el.getroottree().getroot().get(_EXTERNAL_CSS) else "colour:background"
+            if verdict:
+                return "colour:background"
+    if el.get("inert") is not None:
+        return "inert"
+    if (el.get("aria-hidden") or "").strip().lower() == "true":
+        return "aria-hidden"
+    return None
+
+
+def _colour_hidden(el: etree._Element, colour: RGB | None, computed: dict[etree._Element, Decls]) -> str:
+    """"near" for text coloured like the nearest declared background above it, "undeclared" for near-white
+    text with no background declared above it, "" otherwise."""
+    if colour is None or colour == TRANSPARENT:
+        return ""
+    node: etree._Element | None = el
+    depth = 0
+    while node is not None and depth <= MAX_ANCESTORS:
+        decls = computed.get(node)
+        if decls:
+            bg = background_of(decls)
+            if bg == UNKNOWN_BG:
+                return ""
+            if bg is not None and bg != TRANSPARENT:
+                return "near" if _near(colour, bg) else ""
+        if node.get("bgcolor"):
+            bg2 = parse_colour(node.get("bgcolor") or "")
+            return "near" if bg2 is not None and _near(colour, bg2) else ""
+        node = node.getparent()
+        depth += 1
+    return "undeclared" if _near_white(colour) else ""
+
+
+def _text(el: etree._Element) -> str:
+    return _WS.sub(" ", "".join(t for t in el.itertext() if isinstance(t, str))).strip()
+
+
+def _closed_details_bodies(root: etree._Element) -> list[etree._Element]:
+    out: list[etree._Element] = []
+    for d in root.iter("details"):
+        if d.get("open") is not None:
+            continue
+        summary_seen = False
+        for child in d:
+            if child.tag == "summary" and not summary_seen:
+                summary_seen = True
+                continue
+            if isinstance(child.tag, str):
+                out.append(child)
+    return out
+
+
+def _parse(page_html: str) -> tuple[etree._Element | None, bool]:
+    """(root, complete?): complete is False when libxml2 stopped building the tree (too deep)."""
     src = page_html[:MAX_HTML_CHARS]
     if _UNPARSABLE_CHARS.search(src):  # libxml2 silently stops a text node at these
         src = _UNPARSABLE_CHARS.sub(" ", src)
@@ -242,27 +776,84 @@ def hidden_texts(page_html: str) -> list[str]:
         root = etree.fromstring(src, parser)
     except (etree.ParserError, etree.XMLSyntaxError, ValueError) as exc:
         log.debug("hidden text: unparsable html: %s", exc)
-        return []
+        return None, True
+    complete = not any(e.type_name == "ERR_RESOURCE_LIMIT" for e in parser.error_log)
+    return root, complete
+
+
+def _raw_passages(page_html: str) -> list[Passage]:
+    """Direct text of tags hidden by attribute or inline style, found without building a tree."""
+    out: list[Passage] = []
+    for m in _RAW_TAG.finditer(page_html[:MAX_HTML_CHARS]):
+        if m.group(1).lower() in _SKIP_TAGS:
+            continue
+        attrs = m.group(2)
+        style = _RAW_STYLE.search(attrs)
+        if _RAW_FLAG.search(attrs) or (style and style_hides(style.group(1) or style.group(2) or "")):
+            text = _WS.sub(" ", m.group(3)).strip()
+            if text:
+                out.append(Passage("raw", text))
+                if len(out) >= MAX_HIDDEN:
+                    break
+    return out
+
+
+def _drop(el: etree._Element) -> None:
+    parent = el.getparent()
+    if parent is None:
+        return
+    tail = el.tail
+    if tail:
+        prev = el.getprevious()
+        if prev is not None:
+            prev.tail = (prev.tail or "") + tail
+        else:
+            parent.text = (parent.text or "") + tail
+    parent.remove(el)
+
+
+def scan(page_html: str, *, cut: frozenset[str] = frozenset(), mark: tuple[str, str] | None = None) -> Scan:
+    """The page's hidden passages (outermost hidden elements only, document order, whitespace collapsed),
+    and, when ``cut`` names passage kinds or ``mark`` gives an opening and a closing marker, the page's
+    HTML without the passages of those kinds and with every other revealable or invisible passage
+    between the markers. ``seen`` passages stay as they are."""
+    if not page_html or not page_html.strip():
+        return Scan((), None)
+    root, complete = _parse(page_html)
     if root is None:
-        return []
-    if any(e.type_name == "ERR_RESOURCE_LIMIT" for e in parser.error_log):
-        return _raw_hidden_texts(src)
-    sels = _hiding_selectors(root)
+        return Scan((), None)
+    if not complete:
+        return Scan(tuple(_raw_passages(page_html)), None)
+    computed = _cascade(root)
+    if root.xpath("boolean(//link[contains(translate(@rel, 'STYLEHET', 'stylehet'), 'stylesheet')])"):
+        root.set(_EXTERNAL_CSS, "1")
     etree.strip_elements(root, "script", "style", "noscript", with_tail=False)
-    found = root.xpath(_RULE_CANDIDATES if sels else _INLINE_CANDIDATES)
-    assert isinstance(found, list)
-    hidden: list[etree._Element] = []
-    for el in found[:MAX_ELEMENTS]:
-        if isinstance(el, etree._Element) and isinstance(el.tag, str) and el.tag not in _SKIP_TAGS \
-                and _is_hidden(el, sels):
-            hidden.append(el)
-    if not hidden:
-        return []
-    hidden_set = set(hidden)
+    candidates: dict[etree._Element, None] = dict.fromkeys(computed)
+    for el in root.xpath(f"//*[@hidden or @aria-hidden or @inert or @{BROWSER_MARK}]"):
+        candidates[el] = None
+    reasons: dict[etree._Element, str] = {}
+    for el in list(candidates)[:MAX_ELEMENTS]:
+        if not isinstance(el, etree._Element) or not isinstance(el.tag, str) or el.tag in _SKIP_TAGS:
+            continue
+        if el.getparent() is None:
+            continue
+        r = _reason(el, computed.get(el), computed)
+        if r:
+            reasons[el] = r
+    for body in _closed_details_bodies(root):
+        reasons.setdefault(body, "details:closed")
+    if not reasons:
+        return Scan((), None)
+    # Outermost hidden elements only; an invisible ancestor wins over a collapsed one.
+    ordered = [el for el in root.iter() if el in reasons]
     page_chars = 0
-    out: list[str] = []
-    for el in hidden:
-        if _inside(el, hidden_set):  # outermost only
+    passages: list[Passage] = []
+    covered: set[etree._Element] = set()  # hidden passages: nothing inside them is read again
+    seen: set[etree._Element] = set()  # seen passages: hidden elements inside them are still read
+    changed: list[tuple[etree._Element, bool]] = []  # (element, cut it?) else mark it
+    for el in ordered:
+        visible = reasons[el] in SEEN
+        if _covered(el, covered) or (visible and _covered(el, seen)):
             continue
         text = _text(el)
         if not text:
@@ -271,7 +862,40 @@ def hidden_texts(page_html: str) -> list[str]:
             page_chars = page_chars or len(_text(root))
             if len(text) > MAX_SHARE * page_chars:
                 continue
-        out.append(text[:MAX_TEXT_PER_ELEMENT])
-        if len(out) >= MAX_HIDDEN:
+        (seen if visible else covered).add(el)
+        p = Passage(reasons[el], text[:MAX_TEXT_PER_ELEMENT])
+        passages.append(p)
+        if p.kind in cut:
+            changed.append((el, True))
+        elif mark and not visible:
+            changed.append((el, False))
+        if len(passages) >= MAX_HIDDEN:
             break
-    return out
+    html_out: str | None = None
+    if changed:
+        for el, drop in changed:
+            if drop:
+                _drop(el)
+            elif mark:
+                el.text = f"{mark[0]} {el.text or ''}"
+                end = etree.SubElement(el, "span")
+                end.text = f" {mark[1]}"
+        root.attrib.pop(_EXTERNAL_CSS, None)
+        html_out = "<!DOCTYPE html>\n" + etree.tostring(root, method="html", encoding="unicode")
+    return Scan(tuple(passages), html_out)
+
+
+def _covered(el: etree._Element, covered: set[etree._Element]) -> bool:
+    if not covered:
+        return False
+    for depth, anc in enumerate(el.iterancestors()):
+        if anc in covered:
+            return True
+        if depth >= MAX_ANCESTORS:
+            return False
+    return False
+
+
+def hidden_texts(page_html: str) -> list[str]:
+    """The texts of the page's hidden elements (outermost only), whitespace collapsed, in document order."""
+    return [p.text for p in scan(page_html).passages]
