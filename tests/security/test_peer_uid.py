@@ -227,3 +227,40 @@ async def test_gate_closes_refused_connections_unread_and_hands_the_rest_on() ->
             server.close()
             await server.wait_closed()
     assert len(created) == 1 and PeerGate.refused == before + 1
+
+
+HOLDING_CLIENT = r"""
+import socket, sys
+s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=30)
+print("%s %d" % s.getsockname()[:2], flush=True)
+s.recv(1)
+"""
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "::1"])
+def test_netlink_and_proc_fallback_both_name_another_users_socket(host: str) -> None:
+    """The two ways of reading a TCP peer's owner agree, for IPv4 and IPv6, on a peer that runs as nobody."""
+    from trawl.server import peer
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as srv:
+        srv.bind((host, 0))
+        srv.listen(1)
+        port = srv.getsockname()[1]
+        client = subprocess.Popen([*nobody_python(), "-c", HOLDING_CLIENT, host, str(port)], stdout=subprocess.PIPE,
+                                  text=True, cwd="/")
+        try:
+            conn, _ = srv.accept()
+            with conn:
+                assert client.stdout is not None
+                c_host, c_port = client.stdout.readline().split()
+                ours = conn.getsockname()[:2]
+                assert peer._sock_diag_uid(family, (c_host, int(c_port)), (ours[0], ours[1])) == NOBODY_UID
+                assert peer._proc_peer_uid((c_host, int(c_port)), (ours[0], ours[1])) == NOBODY_UID
+                assert peer.tcp_peer_uid((c_host, int(c_port)), (ours[0], ours[1])) == NOBODY_UID
+                listening = [item for item in peer.listeners(port) if item.uid == os.getuid()]
+                assert listening and os.getpid() in listening[0].pids
+                conn.sendall(b"x")
+        finally:
+            client.kill()
+            client.wait(10)
