@@ -157,6 +157,19 @@ def navigates_after_load(target: str) -> str:
     return article("Innocent", "<p>" + "A harmless article about sailing boats. " * 30 + "</p>" + script)
 
 
+def keeps_changing_then_navigates(target: str) -> str:
+    # For a visible tab: the page keeps changing after load (so it is not settled yet), and leaves for the target
+    # 300 ms after load, after the tab's URL was checked and before the capture is taken.
+    script = f"""<script>
+      addEventListener('load', () => {{
+        let n = 0;
+        setInterval(() => {{ document.getElementById('tick').textContent = 'tick ' + (n++); }}, 30);
+        setTimeout(() => {{ location.href = {json.dumps(target)}; }}, 300);
+      }});
+    </script>"""
+    return article("Innocent", "<p>" + "A harmless article about rowing boats. " * 30 + "</p><p id=tick></p>" + script)
+
+
 async def _pause(request: web.Request) -> web.Response:
     await asyncio.sleep(0.05)
     return web.Response(text="ok")
@@ -176,6 +189,33 @@ async def test_page_navigating_to_a_denied_site_after_load_is_refused(
         assert f"127.0.0.1:{mail.port}" in err.value.message
     listing = await linked.hub.list_tabs()
     assert all(site.url("/") not in t["url"] and mail.url("/") not in t["url"] for t in listing["tabs"])
+
+
+async def test_open_tab_navigating_to_a_denied_site_during_capture_is_refused(
+    linked: Linked, site: LocalSite, mail: LocalSite,
+) -> None:
+    mail.add("/inbox", article("Inbox", f"<p>{INBOX}</p>"))
+    site.add("/pause", _pause)
+    html = keeps_changing_then_navigates(mail.url("/inbox")).encode()
+
+    async def slow_to_finish(request: web.Request) -> web.StreamResponse:
+        # The user's tab is still loading when the agent asks for it: the page's end arrives 0.5 s later.
+        resp = web.StreamResponse(headers={"Content-Type": "text/html; charset=utf-8"})
+        await resp.prepare(request)
+        await resp.write(html[: len(html) // 2])
+        await asyncio.sleep(0.5)
+        await resp.write(html[len(html) // 2 :])
+        await resp.write_eof()
+        return resp
+
+    url = site.add("/innocent-tab", slow_to_finish)
+    await _set_policy(linked, f"127.0.0.1:{mail.port}")
+    tab = await linked.context.new_page()
+    await tab.goto(url, wait_until="commit")
+    with pytest.raises(TrawlError) as err:
+        await linked.hub.capture(url=url)
+    assert err.value.code == ErrorCode.BLOCKED_BY_POLICY, err.value.message
+    assert f"127.0.0.1:{mail.port}" in err.value.message
 
 
 async def test_page_moving_to_another_allowed_site_during_capture_is_refused(
