@@ -99,8 +99,19 @@ class Recorder:
         with self._cond:
             return sum(e["event"] == "conn" for e in self.events)
 
-    def received(self) -> bytes:
+    def received(self, timeout: float = 20.0) -> bytes:
+        """Every byte sent to it, once each connection it accepted is over (so nothing is still in flight)."""
+        deadline = time.monotonic() + timeout
         with self._cond:
+            while True:
+                conns = sum(e["event"] == "conn" for e in self.events)
+                ends = sum(e["event"] == "end" for e in self.events)
+                if ends >= conns or any(e["event"] == "exit" for e in self.events):
+                    break
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise AssertionError(f"{conns - ends} connection(s) to the squatter still open")
+                self._cond.wait(left)
             return b"".join(bytes.fromhex(e["hex"]) for e in self.events if e["event"] == "recv")
 
     def stop(self) -> None:

@@ -5,7 +5,8 @@ daemon is down) or ``python3 http_squatter.py unix PATH`` (listen on a Unix sock
 tests/security/test_squatter.py and test_client_channel.py, or as the test's own user to play an impostor that
 does not hold the token. It answers every HTTP request like a trawl daemon would, as convincingly as it can
 without the token (``/healthz`` says trawl; the challenge gets a made-up proof; anything else gets a session),
-and prints one JSON line per event: ``ready``, ``conn`` (a client connected) and ``recv`` (bytes, hex).
+and prints one JSON line per event: ``ready``, ``conn`` (a client connected), ``recv`` (bytes, hex) and
+``end`` (that client's connection is over).
 """
 
 import json
@@ -61,6 +62,7 @@ def serve(conn):
         return
     finally:
         conn.close()
+        emit(event="end")
 
 
 def main():
