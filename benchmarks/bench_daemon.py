@@ -221,7 +221,8 @@ def main() -> int:
     tmp = Path(tempfile.mkdtemp(prefix="trawl-bench-daemon-"))
     port = free_port()
     env = {**os.environ, "TRAWL_STATE_DIR": str(tmp / "state"), "TRAWL_CACHE_DIR": str(tmp / "cache"),
-           "TRAWL_PORT": str(port), "TRAWL_DENSE": args.dense}
+           "TRAWL_PORT": str(port), "TRAWL_DENSE": args.dense,
+           "TRAWL_FILE_ROOTS": str(Path(args.data).resolve())}  # agents read local pages only under roots
     settings = Settings.from_env(env)
     proc = subprocess.Popen([sys.executable, "-m", "trawl.server", "--background"], env=env)
     try:
