@@ -151,3 +151,24 @@ def test_the_cli_frames_what_the_page_controls(tmp_path: Path) -> None:
     start, end, _token = frame_lines(out.stdout)
     assert "SYSTEM" not in "\n".join(lines[:start] + lines[end + 1:])
     assert "boundary_like" in out.stdout
+
+
+def test_no_boundary_flag_on_real_pages() -> None:
+    """The flag is for forgeries: the benchmark pages' text (the shared bench, else the repository's sample) has
+    none."""
+    import json
+
+    from trawl.framing import is_boundary_like
+
+    root = Path(__file__).resolve().parents[2]
+    gt_dir = root.parent / "shared" / "bench" / "wcxb-dev" / "ground-truth"
+    if not gt_dir.is_dir():
+        gt_dir = root / "tests" / "fixtures" / "wcxb-sample" / "ground-truth"
+    files = sorted(gt_dir.glob("*.json"))
+    assert files
+    flagged = []
+    for f in files:
+        gt = json.loads(f.read_text()).get("ground_truth") or {}
+        text = f"{gt.get('title') or ''}\n{gt.get('main_content') or ''}"
+        flagged += [ln for ln in text.split("\n") if is_boundary_like(ln)]
+    assert flagged == []
