@@ -280,3 +280,30 @@ def check_url(url: str, settings: Settings) -> None:
 
 def now_revision() -> int:
     return int(time.time() * 1000)
+
+
+def describe(settings: Settings) -> dict[str, Any]:
+    """The policy in force and the private-network rule, for the status page and ``GET /v1/status``."""
+    from .netguard import private_mode  # netguard imports settings only; kept local to keep this module light
+
+    store = policy_store(settings)
+    out: dict[str, Any] = {"file": str(store.path), "allow_hosts": list(settings.allow_hosts)}
+    try:
+        out["private_hosts"] = private_mode(settings)
+    except TrawlError as err:
+        out["private_hosts"] = f"invalid: {err.message}"
+    try:
+        p = store.current()
+        out.update(mode=p.mode, allow=len(p.allow), deny=len(p.deny), revision=p.revision, error="")
+    except TrawlError as err:
+        out.update(mode="", allow=0, deny=0, revision=0, error=err.message)
+    return out
+
+
+def summary(info: dict[str, Any]) -> str:
+    if info.get("error"):
+        return f"UNREADABLE, every web page is refused: {info['error']}"
+    mode = "only the allow list" if info["mode"] == "deny_all_except_allowed" else "every site except the deny list"
+    extra = f", allowed hosts: {', '.join(info['allow_hosts'])}" if info["allow_hosts"] else ""
+    return (f"{mode} ({info['deny']} denied, {info['allow']} allowed; {info['file']}); "
+            f"private networks: {info['private_hosts']}{extra}")

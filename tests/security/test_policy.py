@@ -310,3 +310,17 @@ console.log(JSON.stringify(cases.map(([sender, msg]) => validate(proto, msg, sen
     assert out.returncode == 0, out.stderr
     for (_s, msg, valid), verdict in zip(POLICY_MESSAGES, json.loads(out.stdout), strict=True):
         assert (verdict is None) is valid, (msg, verdict)
+
+
+async def test_status_shows_the_policy_in_force_and_a_broken_file(tmp_path: Path) -> None:
+    s = settings_for(tmp_path, allow_private_hosts="0", allow_hosts=("localhost:3000",))
+    async with RunningDaemon(s, warm=False) as d:
+        deny(s, "bank.example", "mail.example")
+        async with httpx.AsyncClient(base_url=d.url) as c:
+            auth = {"Authorization": f"Bearer {d.token}"}
+            info = (await c.get("/v1/status", headers=auth)).json()["site_policy"]
+            assert info["deny"] == 2 and info["mode"] == "allow_all_except_denied" and info["error"] == ""
+            assert info["private_hosts"] == "none" and info["allow_hosts"] == ["localhost:3000"]
+            policy_path(s).write_text("{broken")
+            info = (await c.get("/v1/status", headers=auth)).json()["site_policy"]
+            assert "cannot be read" in info["error"]

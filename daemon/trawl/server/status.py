@@ -19,6 +19,7 @@ from typing import Any
 
 from aiohttp import web
 
+from .. import policy as site_policy
 from .security import SESSION_COOKIE, status_prefix
 from .state import STATE, AppState
 
@@ -57,6 +58,7 @@ def build_status(state: AppState) -> dict[str, Any]:
         "log_file": state.log_file,
         "state_dir": str(state.settings.state_dir),
         "exits": _exits(state),
+        "site_policy": site_policy.describe(state.settings),
     }
 
 
@@ -188,6 +190,7 @@ def render_html(st: dict[str, Any]) -> str:
 <dt>Requests</dt><dd>{req['requests']} served, {_plural(req['errors'], 'error')}, {req['in_flight']} in flight
 (limit {req['queue_limit']})</dd>
 <dt>Browser</dt><dd>{e(st['browser']['summary'])}</dd>
+<dt>Site policy</dt><dd>{e(site_policy.summary(st['site_policy']))}</dd>
 <dt>Log file</dt><dd><code>{e(st['log_file'] or '(stderr only)')}</code></dd>
 </dl>
 <h2>Exits: URLs carrying data from earlier reads</h2>
