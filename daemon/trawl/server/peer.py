@@ -34,7 +34,7 @@ import socket
 import struct
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -161,12 +161,33 @@ def _norm_host(host: str) -> str:
     return str(addr)
 
 
+def _proc_hex(host: str, port: int) -> set[str]:
+    """How /proc/net/tcp{,6} spells ``host:port`` (each 32-bit word in host byte order), v4 and v4-mapped."""
+    addr = ipaddress.ip_address(_norm_host(host))
+
+    def words(packed: bytes) -> str:
+        if sys.byteorder == "little":
+            packed = b"".join(packed[i:i + 4][::-1] for i in range(0, len(packed), 4))
+        return packed.hex().upper()
+
+    spellings = {words(addr.packed)}
+    if isinstance(addr, ipaddress.IPv4Address):
+        spellings.add(words(ipaddress.IPv6Address(b"\0" * 10 + b"\xff\xff" + addr.packed).packed))
+    return {f"{a}:{port:04X}" for a in spellings}
+
+
 def _proc_peer_uid(src: tuple[str, int], dst: tuple[str, int]) -> int | None:
-    want_src = (_norm_host(src[0]), src[1])
-    want_dst = (_norm_host(dst[0]), dst[1])
-    for row in _proc_rows():
-        if row.local == want_src and row.remote == want_dst:
-            return row.uid
+    """The /proc/net/tcp{,6} fallback of :func:`_sock_diag_uid` (string matches, no parsing of other rows)."""
+    want_src, want_dst = _proc_hex(*src), _proc_hex(*dst)
+    for name in ("tcp", "tcp6"):
+        try:
+            text = Path("/proc/net", name).read_text()
+        except OSError:
+            continue
+        for line in text.splitlines()[1:]:
+            parts = line.split(None, 8)
+            if len(parts) > 7 and parts[1] in want_src and parts[2] in want_dst:
+                return int(parts[7])
     return None
 
 
@@ -263,7 +284,7 @@ def _command(pid: int) -> str:
 
 
 
-def listeners(port: int) -> list[Listener]:
+def listeners(port: int, *, with_pids: bool = True) -> list[Listener]:
     """Sockets listening on TCP ``port`` (any address), from /proc/net/tcp{,6}; empty when not Linux."""
     if not IS_LINUX:
         return []
@@ -273,18 +294,22 @@ def listeners(port: int) -> list[Listener]:
         if row.state != _TCP_LISTEN or row.local[1] != port or row.inode in seen:
             continue
         seen.add(row.inode)
-        pids = tuple(pids_holding(row.inode))
-        out.append(Listener(host=row.local[0], port=port, uid=row.uid, inode=row.inode, pids=pids,
-                            commands=tuple(_command(p) for p in pids)))
+        item = Listener(host=row.local[0], port=port, uid=row.uid, inode=row.inode)
+        out.append(_with_pids(item) if with_pids else item)
     return out
+
+
+def _with_pids(item: Listener) -> Listener:
+    pids = tuple(pids_holding(item.inode))
+    return replace(item, pids=pids, commands=tuple(_command(p) for p in pids))
 
 
 def foreign_listener(port: int, uid: int | None = None) -> Listener | None:
     """A listener on ``port`` owned by a uid other than ``uid`` (default: ours), or None."""
     me = os.getuid() if uid is None else uid
-    for item in listeners(port):
+    for item in listeners(port, with_pids=False):
         if item.uid != me:
-            return item
+            return _with_pids(item)  # the /proc/*/fd scan only for the one we report
     return None
 
 
