@@ -435,8 +435,8 @@ async function handle(msg) {
   if (msg.type === "policy") return acceptPolicy(msg).then(() => null); // the daemon's newer copy
   if (msg.type === "notice") {
     // e.g. the daemon refused an agent's URL that carried data from earlier reads (exit guard): show it in the log
-    logCapture({ t: Date.now(), what: `${msg.what}: ${msg.detail}`.slice(0, 300), ok: false, ms: 0, code: msg.code })
-      .catch(() => {});
+    const entry = { t: Date.now(), what: `${msg.what}: ${msg.detail}`.slice(0, 300), ms: 0, code: msg.code };
+    logCapture({ ...entry, ok: msg.code !== "exit_refused", notice: true }).catch(() => {});
     return Promise.resolve(null);
   }
   const cfg = await readConfig();

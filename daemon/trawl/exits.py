@@ -351,36 +351,34 @@ class ExitGuard:
             return False
         return any(pattern_matches(p, host, host) for p in patterns)
 
-    async def check(self, url: str, open_tabs: TabsFn | None = None) -> None:
-        """Raise ``exit_refused`` when ``url`` carries data from earlier reads to a host nobody vouched for."""
+    async def check(self, url: str, open_tabs: TabsFn | None = None) -> ExitEvent | None:
+        """Raise ``exit_refused`` when ``url`` carries data from earlier reads to a host nobody vouched for; return
+        the event when such a URL is let through (None: nothing in it came from earlier reads)."""
         if not self.settings.exit_guard or not url.startswith(("http://", "https://")):
-            return
+            return None
         self.counters["checked"] += 1
         found = self.findings(url)
         if not found:
             for part in url_parts(url):
                 for text in decodings(part):
                     self.taint.mark_own(text)
-            return
+            return None
         try:
             host = (urlsplit(url).hostname or "").lower()
         except ValueError:
             host = ""
         masked = _masked_url(url, found)
         if url in self._seen_urls or unquote(url) in self._seen_urls:
-            self._event("let through: the URL itself was in an earlier result (a link, not composed)", host,
-                        found, masked)
-            return
+            return self._event("let through: the URL itself was in an earlier result (a link, not composed)",
+                               host, found, masked)
         # A vouched-for host that is asked to pass the URL on (an open redirect: ?next=https://attacker/…) is only
         # as good as the hosts it names: every one must be vouched for.
         hosts = [host, *nested_hosts(url)]
         if all(self.allowed_host(h) for h in hosts):
-            self._event("let through: host allowed by the user (TRAWL_EXIT_ALLOW_HOSTS or the site policy's allow "
-                        "list)", host, found, masked)
-            return
+            return self._event("let through: host allowed by the user (TRAWL_EXIT_ALLOW_HOSTS or the site "
+                               "policy's allow list)", host, found, masked)
         if open_tabs is not None and await _hosts_open(open_tabs, hosts, self.allowed_host):
-            self._event("let through: the site is open in your browser", host, found, masked)
-            return
+            return self._event("let through: the site is open in your browser", host, found, masked)
         self._event("refused", host, found, masked)
         raise TrawlError(
             ErrorCode.EXIT_REFUSED,
@@ -396,13 +394,14 @@ class ExitGuard:
         found = self.findings(url)
         return _masked_url(url, found) if found else url
 
-    def _event(self, action: str, host: str, found: list[Finding], masked: str) -> None:
+    def _event(self, action: str, host: str, found: list[Finding], masked: str) -> ExitEvent:
         self.counters["refused" if action == "refused" else "let_through"] += 1
         shown_host = _host_of(masked) or host
         ev = ExitEvent(at=time.time(), action=action, host=shown_host,
                        reason="; ".join(f.reason for f in found)[:500], url=masked[:300])
         self.events.appendleft(ev)
         log.warning("exit %s: %s (%s) %s", action, shown_host, ev.reason, ev.url)
+        return ev
 
     def describe(self) -> dict[str, Any]:
         return {**self.counters, "remembered": len(self.taint), "allow_hosts": list(self.settings.exit_allow_hosts),

@@ -35,7 +35,9 @@ function render(s) {
   for (const r of s.recent || []) {
     const li = document.createElement("li");
     const when = new Date(r.t).toLocaleTimeString();
-    li.textContent = `${when} ${r.ok ? "read" : `refused (${r.code})`} ${r.what} · ${r.ms} ms`;
+    li.textContent = r.notice // something the daemon wants you to see, e.g. an agent's URL held back (exit guard)
+      ? `${when} ${r.code === "exit_refused" ? "refused an agent's URL" : "let an agent's URL through"} ${r.what}`
+      : `${when} ${r.ok ? "read" : `refused (${r.code})`} ${r.what} · ${r.ms} ms`;
     if (!r.ok) li.className = "fail";
     list.append(li);
   }

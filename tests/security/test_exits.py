@@ -343,5 +343,14 @@ async def test_a_site_open_in_the_users_browser_may_receive_it(tmp_path: Path, s
         assert f"/collect?k={TOKEN}" in attacker.hits
         ev = (await status(d))["exits"]["events"][0]
         assert ev["action"] == "let through: the site is open in your browser" and ev["host"] == "127.0.0.1"
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:  # the popup log says it went out, and why
+            recent = await worker.evaluate("async () => (await chrome.storage.session.get('recent')).recent || []")
+            if any(r.get("code") == "exit_let_through" for r in recent):
+                break
+            await asyncio.sleep(0.1)
+        passed = [r for r in recent if r.get("code") == "exit_let_through"]
+        assert passed and "open in your browser" in passed[0]["what"] and passed[0]["notice"] is True
+        assert TOKEN not in json.dumps(passed)  # the notice masks it (the browser's own read log shows its URL)
     finally:
         await close_linked(stack)

@@ -112,25 +112,26 @@ async def _fetch(svc: Services, req: FetchIn) -> dict[str, Any]:
         files.check(local_path(target))
     elif kind == "http":
         try:
-            await guard.check(target, _open_tab_urls(svc))
+            passed = await guard.check(target, _open_tab_urls(svc))
         except TrawlError as err:
-            await _tell_browser(svc, err, guard.masked(target))
+            await _tell_browser(svc, str(err.code), guard.masked(target), err.message)
             raise
+        if passed is not None:  # data from earlier reads went out to a vouched-for host: the user sees that too
+            await _tell_browser(svc, "exit_let_through", passed.url, f"{passed.action}; {passed.reason}")
     result = await svc.engine.fetch(req.url, req.query, k=req.k, max_age_s=req.max_age, source=req.source,
                                     files=files)
     return result.to_dict()
 
 
-async def _tell_browser(svc: Services, err: TrawlError, masked_url: str) -> None:
-    """Show a refused exit in the extension's popup log too (the status page always has it)."""
+async def _tell_browser(svc: Services, code: str, masked_url: str, detail: str) -> None:
+    """Show an exit event in the extension's popup log too (the status page always has it)."""
     notify = getattr(svc.extras.get("browser_hub"), "notify", None)
     if notify is None:
         return
     try:
-        await asyncio.wait_for(notify("notice", code=str(err.code), what=masked_url[:200], detail=err.message[:300]),
-                               timeout=2.0)
-    except Exception as exc:  # the popup log is a courtesy: the refusal stands either way
-        log.debug("could not tell the browser about %s: %s", err.code, exc)
+        await asyncio.wait_for(notify("notice", code=code, what=masked_url[:200], detail=detail[:300]), timeout=2.0)
+    except Exception as exc:  # the popup log is a courtesy: the decision stands either way
+        log.debug("could not tell the browser about %s: %s", code, exc)
 
 
 def _open_tab_urls(svc: Services) -> TabsFn | None:
