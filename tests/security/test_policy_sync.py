@@ -21,7 +21,7 @@ from trawl.types import ErrorCode
 
 from tests.e2e.conftest import Linked, LocalSite, close_linked, e2e_settings, launch_linked
 
-from .test_private_hosts import chromium, html
+from .test_private_hosts import SPELLINGS, chromium, html
 
 __all__ = ["chromium"]
 
@@ -191,5 +191,24 @@ async def test_the_daemon_checks_the_url_of_the_document_the_browser_captured(
         assert res.error is not None and res.error.code == ErrorCode.BLOCKED_BY_POLICY, res
         assert "private-network rule" in res.error.message and not res.chunks
         assert linked.hub.captures[0].outcome == "ok"  # the extension did capture it: the daemon refused it
+    finally:
+        await close_linked(linked)
+
+
+async def test_every_loopback_spelling_is_refused_through_the_extension_too(
+    tmp_path: Path, chromium: str, bank: LocalSite
+) -> None:
+    settings = e2e_settings(tmp_path, allow_private_hosts="none")
+    linked = await launch_linked(tmp_path, chromium, settings=settings)
+    try:
+        assert await linked.hub.wait_attached(15), linked.hub.describe()
+        for spelling in SPELLINGS:
+            url = f"http://{spelling}:{bank.port}/statement"
+            for source in ("extension", None):
+                res = await linked.engine.fetch(url, "account", source=source, max_age_s=0)
+                assert res.error is not None and res.error.code == ErrorCode.BLOCKED_BY_POLICY, (spelling, res)
+                assert "private-network rule" in res.error.message and not res.chunks
+        assert not linked.hub.captures, "the browser was asked to open a private address"
+        assert bank.hits.get("/statement", 0) == 0
     finally:
         await close_linked(linked)

@@ -355,3 +355,27 @@ async def test_plain_http_connects_to_the_checked_address_and_keeps_the_name(
     assert got.final_url == f"http://rebind.test:{public.port}/pinned"
     assert seen == [f"rebind.test:{public.port}"]
     assert resolver.calls == 1  # one resolution, used for both the check and the connection
+
+
+async def test_headless_subresource_redirected_into_a_private_address_spoils_the_page(
+    tmp_path: Path, chromium: str, secret: Server, public: Server
+) -> None:
+    # fetch() of an allowed URL that redirects to a loopback service: Chromium follows the hop without routing
+    # it (a blind request reaches the service), but a page that read from it is refused as a whole.
+    async def bounce(request: web.Request) -> web.StreamResponse:
+        raise web.HTTPFound(secret.url("/api"))
+
+    async def api(request: web.Request) -> web.StreamResponse:  # a dev server that allows every origin
+        return web.Response(text=SECRET, headers={"Access-Control-Allow-Origin": "*"})
+
+    secret.pages["/api"] = api
+    public.pages["/bounce"] = bounce
+    script = """<script>fetch('/bounce').then(r => r.text()).then(t => {
+      document.querySelector('#out').textContent = t; });</script>"""
+    public.pages["/page"] = html("Harbour", f"<p>{PUBLIC}</p><p id=out>waiting</p>{script}")
+    s = settings_for(tmp_path, allow_private_hosts="none", allow_hosts=(f"127.0.0.1:{public.port}",),
+                     chromium_path=chromium)
+    async with RunningDaemon(s, warm=False) as d:
+        body = await v1_fetch(d, public.url("/page"), source="playwright", query="")
+    assert_refused(body)
+    assert "DNS rebinding" in body["error"]["message"] or "127.0.0.1" in body["error"]["message"]
