@@ -16,7 +16,9 @@ connections from another uid before a byte is read, and hands accepted connectio
 (aiohttp's request handler) with ``transport.set_protocol``.
 
 Policy when the uid cannot be determined on Linux (the peer vanished, or neither netlink nor /proc answers):
-**refuse**, and log why. Failing open would let exactly the peers we cannot see through. On systems that are
+**refuse**, and log why. Failing open would let exactly the peers we cannot see through. The one exception is a
+peer on another machine, possible only when the user opted in to a non-loopback address
+(``TRAWL_ALLOW_NON_LOOPBACK``): it has no local socket to look up, so only the token guards it. On systems that are
 not Linux the TCP check is skipped (documented in SECURITY.md): clients there use the Unix socket (whose 0700
 directory does the job) or the mutual proof.
 """
@@ -191,6 +193,13 @@ def _proc_peer_uid(src: tuple[str, int], dst: tuple[str, int]) -> int | None:
     return None
 
 
+def _is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(_norm_host(host)).is_loopback
+    except ValueError:
+        return True  # unknown spelling: treat as local, so the fail-safe refusal applies
+
+
 def tcp_peer_uid(peer: tuple[str, int], ours: tuple[str, int]) -> int:
     """The uid owning the socket at ``peer`` that is connected to our ``ours`` (Linux only).
 
@@ -347,6 +356,8 @@ def same_user_check(uid: int | None = None, *, enforce_tcp: bool = True) -> Peer
         try:
             owner = tcp_peer_uid((str(peer[0]), int(peer[1])), (str(ours[0]), int(ours[1])))
         except PeerUnknown as exc:
+            if not _is_loopback(str(peer[0])):  # another machine (TRAWL_ALLOW_NON_LOOPBACK): no local owner to
+                return None  # read; the token still guards it. Local peers on any address are found and checked.
             return f"cannot tell which user {peer[0]}:{peer[1]} belongs to: {exc}"
         return None if owner == me else f"{peer[0]}:{peer[1]} belongs to uid {owner}, not {me}"
 
