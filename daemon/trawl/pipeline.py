@@ -268,7 +268,7 @@ class Engine:
         try:
             await NetGuard(self.settings).check_url(url)
         except TrawlError as err:
-            if err.code in _FINAL_CODES:
+            if err.code != ErrorCode.NETWORK_ERROR:
                 raise
             # A name this machine cannot resolve: each source reports (or the browser resolves) it itself.
 

@@ -49,6 +49,7 @@ class HttpSource:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._guard_key: tuple[object, ...] = ()
         self.pinned: PinnedTransport | None = None
+        self._closing: set[asyncio.Task[None]] = set()
 
     def accepts(self, req: FetchRequest) -> str | None:
         return "http(s) URL" if classify(req.target).kind == "http" else None
@@ -86,8 +87,9 @@ class HttpSource:
             # A client is bound to the loop it first ran on (asyncio.run makes a new loop per call), and its
             # transport to the private-network settings it checks.
             if self._client is not None and self._loop is loop:
-                old = self._client
-                asyncio.get_running_loop().create_task(old.aclose())
+                task = loop.create_task(self._client.aclose())
+                self._closing.add(task)
+                task.add_done_callback(self._closing.discard)
             transport = self._transport
             if transport is None:
                 transport = self.pinned = PinnedTransport(NetGuard(settings, self._resolver),
