@@ -7,7 +7,7 @@
 - A page that busy-loops after load: the capture ends with ``timeout`` inside its budget, the background tab is
   closed and its renderer does not keep spinning.
 - 24 concurrent captures: never more than ``extension_max_background_tabs`` background tabs (counted through the
-  DevTools protocol) nor requests in flight; all 24 are answered.
+  DevTools protocol) nor requests in flight; all 24 are answered. A full queue answers ``busy`` at once.
 - A worker stopped mid-capture: the restarted worker closes the tab the dead one left open.
 """
 
@@ -370,6 +370,37 @@ async def test_concurrent_captures_never_open_more_than_the_limit(tmp_path: Path
         assert 1 <= seen["max_tabs"] <= limit, seen
         assert len(await page_targets(stack)) == baseline, "background tabs were left open"
     finally:
+        await close_linked(stack)
+
+
+async def test_a_full_capture_queue_answers_busy_at_once(tmp_path: Path, chromium: str, site: LocalSite) -> None:
+    """One background tab allowed, 64 captures may wait: the 66th concurrent capture is refused with ``busy``
+    straight away instead of piling up."""
+    settings = e2e_settings(tmp_path, extension_max_background_tabs=1, extension_capture_timeout_s=20.0)
+    stack = await launch_linked(tmp_path, chromium, settings=settings)
+    release = asyncio.Event()
+
+    async def held(request: web.Request) -> web.Response:
+        await release.wait()
+        return web.Response(text=article("Held", "<p>Held page.</p>"), content_type="text/html")
+
+    tasks: list[asyncio.Task[Any]] = []
+    try:
+        assert await stack.hub.wait_attached(15), stack.hub.describe()
+        urls = [site.add(f"/held/{i}", held) for i in range(66)]
+        tasks = [asyncio.create_task(stack.hub.capture(url=u)) for u in urls]
+        done, _ = await asyncio.wait(tasks, timeout=15, return_when=asyncio.FIRST_COMPLETED)
+        assert done, "no capture was answered: the queue is not bounded"
+        first = done.pop()
+        err = first.exception()
+        assert isinstance(err, TrawlError) and err.code == ErrorCode.BUSY, err
+        assert sum(1 for t in tasks if t.done()) == 1, "only the one capture over the bound may be refused"
+        assert sum(1 for p in await page_targets(stack) if "/held/" in p["url"]) <= 1
+    finally:
+        release.set()
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
         await close_linked(stack)
 
 
