@@ -174,3 +174,17 @@ def test_the_cli_reads_any_file_the_user_names(tmp_path: Path, home: Path) -> No
                          text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert "quarterly plan" in out.stdout
+
+
+@pytest.mark.parametrize(("target", "rule"), [
+    ("/proc/self/environ", "/proc"), ("/proc/1/cmdline", "/proc"), ("/sys/class/net", "/sys"),
+    ("/etc/shadow", "/etc/shadow"), ("/dev/zero", "/dev"), ("/etc/ssh/ssh_host_ed25519_key", "/etc/ssh"),
+])
+async def test_a_root_of_slash_still_never_reads_system_secrets(tmp_path: Path, home: Path, target: str,
+                                                                 rule: str) -> None:
+    # A client that advertises the whole disk as its root (file:///) gets ordinary files, never these.
+    async with RunningDaemon(daemon_settings(tmp_path, file_roots=()), warm=False) as d:
+        body = await fetch(d, target, roots=["file:///"])
+        refused(body, rule)
+        ok = await fetch(d, str(home / "project" / "notes.md"), roots=["file:///"])
+        assert ok["ok"] is True, ok
