@@ -45,7 +45,7 @@ log = logging.getLogger("trawl.server.mcp")
 
 MCP_PATH = "/mcp"
 MCP_MAX_BODY = 1_000_000
-DISCONNECT_POLL_S = 0.2  # how often an open stream checks that its client is still there
+DISCONNECT_POLL_S = 0.5  # how often an open stream checks that its client is still there
 
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
