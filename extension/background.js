@@ -199,13 +199,18 @@ async function openBackgroundTab(deadline) {
   // watching its requests, then navigates it, so no redirect hop goes unseen.
   const tab = await chrome.tabs.create({ url: "about:blank", active: false });
   opened.add(tab.id);
-  await saveOpened();
-  for (;;) {
-    const now = await chrome.tabs.get(tab.id).catch(() => null);
-    if (!now) throw new CaptureError("tab_not_found", "the tab was closed during capture");
-    if (now.status === "complete" && !now.pendingUrl) return now;
-    if (Date.now() >= deadline) throw new CaptureError("timeout", "the browser did not open a tab in time");
-    await new Promise((r) => setTimeout(r, 10));
+  try {
+    await saveOpened();
+    for (;;) {
+      const now = await chrome.tabs.get(tab.id).catch(() => null);
+      if (!now) throw new CaptureError("tab_not_found", "the tab was closed during capture");
+      if (now.status === "complete" && !now.pendingUrl) return now;
+      if (Date.now() >= deadline) throw new CaptureError("timeout", "the browser did not open a tab in time");
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  } catch (e) {
+    await closeBackgroundTab(tab.id);
+    throw e;
   }
 }
 

@@ -294,7 +294,8 @@ export async function waitForLoad(tabId, deadline, watch, fresh = false) {
     }
     if (tab.status === "loading") sawLoading = true;
     const real = Boolean(tab.url) && tab.url !== "about:blank";
-    if (tab.status === "complete" && (sawLoading || real)) return { loaded: true, tab };
+    // A navigation not yet committed (pendingUrl) is still loading, whatever the status says.
+    if (tab.status === "complete" && !tab.pendingUrl && (sawLoading || real)) return { loaded: true, tab };
     if (Date.now() >= deadline) return { loaded: false, tab };
     await sleep(25);
   }

@@ -170,6 +170,33 @@ def keeps_changing_then_navigates(target: str) -> str:
     return article("Innocent", "<p>" + "A harmless article about rowing boats. " * 30 + "</p><p id=tick></p>" + script)
 
 
+def drips_then_navigates(target: str) -> str:
+    # Keeps the page changing after load from a streamed response (promises, not timers: background tabs do not
+    # throttle them), so the capture is still waiting for the page to settle when it leaves for the target.
+    script = f"""<script>
+      addEventListener('load', async () => {{
+        const reader = (await fetch('/drip')).body.getReader();
+        for (;;) {{
+          const {{ done }} = await reader.read();
+          if (done) break;
+          document.getElementById('drip').append('.');
+        }}
+        location.href = {json.dumps(target)};
+      }});
+    </script>"""
+    return article("Mover", "<p>" + "A harmless article about canal boats. " * 30 + "</p><p id=drip></p>" + script)
+
+
+async def _drip(request: web.Request) -> web.StreamResponse:
+    resp = web.StreamResponse(headers={"Content-Type": "text/plain"})
+    await resp.prepare(request)
+    for _ in range(8):
+        await resp.write(b".")
+        await asyncio.sleep(0.03)
+    await resp.write_eof()
+    return resp
+
+
 async def _pause(request: web.Request) -> web.Response:
     await asyncio.sleep(0.05)
     return web.Response(text="ok")
@@ -222,8 +249,8 @@ async def test_page_moving_to_another_allowed_site_during_capture_is_refused(
     linked: Linked, site: LocalSite, mail: LocalSite,
 ) -> None:
     mail.add("/elsewhere", article("Elsewhere", "<p>" + "Another site's page, never checked. " * 20 + "</p>"))
-    site.add("/pause", _pause)
-    url = site.add("/mover", navigates_after_load(mail.url("/elsewhere")))
+    site.add("/drip", _drip)
+    url = site.add("/mover", drips_then_navigates(mail.url("/elsewhere")))
     with pytest.raises(TrawlError) as err:
         await linked.hub.capture(url=url)
     assert err.value.code == ErrorCode.BLOCKED_BY_POLICY, err.value.message
