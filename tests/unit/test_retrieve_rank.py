@@ -149,3 +149,52 @@ def test_concurrent_questions_from_two_workers(tmp_path: Path) -> None:
     assert [res.chunks[0].id for res in results] == [j[4] for j in jobs]
     assert r.wait_ahead(timeout=60)
     r.close()
+
+
+def test_a_racing_second_question_still_gets_dense_ranking(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Attack on correctness: question 1 on a page is mid-embedding (its vectors not cached yet) when
+    question 2 on the same page arrives. Question 2 used to take the "embedded ahead" shortcut with zero
+    vectors and answer BM25-only without a word; now it embeds its own best candidates."""
+    import threading
+
+    r = make(tmp_path, embed_ahead=True)
+    assert r._embedder is not None
+    real = r._embedder.passages
+    first_inside, release = threading.Event(), threading.Event()
+    calls: list[int] = []
+
+    def gated(texts: list[str]) -> object:
+        calls.append(len(texts))
+        if len(calls) == 1:  # question 1's first batch: hold it until question 2 has answered
+            first_inside.set()
+            assert release.wait(120)
+        return real(texts)
+
+    monkeypatch.setattr(r._embedder, "passages", gated)
+    chunks = chunks_of(GERMAN)
+    out: dict[str, object] = {}
+    t1 = threading.Thread(target=lambda: out.update(q1=r.rank("Wo entspringt der Rhein?", chunks, "de", 1, "race")))
+    t1.start()
+    try:
+        assert first_inside.wait(120)
+        # Same language, every term on the page: BM25 sees it, so the shortcut applies.
+        q2 = r.rank("Ist der Kölner Dom eine gotische Kathedrale?", chunks, "de", 1, "race")
+    finally:
+        release.set()
+        t1.join(120)
+    assert q2.mode == "hybrid", (q2.mode, q2.warnings)
+    assert q2.chunks[0].id == "c5"
+    assert not q2.warnings
+    q1 = out["q1"]
+    assert getattr(q1, "mode") == "hybrid" and getattr(q1, "chunks")[0].id == "c1"
+    assert r.wait_ahead(timeout=60)
+    r.close()
+
+
+def test_no_vectors_at_all_is_never_silent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whatever path leaves a question with no vector, the answer says it was ranked by BM25 only."""
+    r = make(tmp_path, embed_ahead=False)
+    monkeypatch.setattr(r, "_embed_within", lambda *a, **k: ({}, False))
+    rk = r.rank("Welche Kathedrale steht in Köln?", chunks_of(GERMAN), "de", 1, "none")
+    assert rk.mode == "bm25-only"
+    assert any("BM25 only" in w for w in rk.warnings)

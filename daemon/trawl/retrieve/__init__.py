@@ -40,6 +40,9 @@ from .tokenize import guess_lang, same_language, script_of, stopwords, tokens
 
 log = logging.getLogger("trawl.retrieve")
 
+# Dense candidates for a question on a page that is being embedded ahead (its best BM25 chunks).
+AHEAD_HEAD = 8
+
 __all__ = ["Ranking", "Retriever", "embed_text"]
 
 
@@ -177,6 +180,8 @@ class Retriever:
                 dense = None
         elif self._embedder is not None:
             warnings.append("dense retrieval skipped: the embedding endpoint failed recently; ranked by BM25 only")
+        if dense is not None and not have_vec and not warnings:
+            warnings.append("no chunk of this page was compared by meaning; ranked by BM25 only")
 
         if dense is not None and have_vec:
             weight = w_bm25 if bm.max() > 0 else 0.0
@@ -239,12 +244,14 @@ class Retriever:
         missing = [i for i, key in enumerate(keys) if key not in vecs]
         late = False
         fresh = 0
+        limit = s.dense_candidates
         if missing and seen and not blind and self._ahead is not None:
-            # A page asked about before is being embedded ahead: answer now from the vectors there are
-            # (BM25 sees the question, so it carries the ranking) and keep the second question fast.
-            missing = []
+            # A page asked about before is being embedded ahead (or another question on it is still
+            # embedding): keep this question fast by embedding only its best BM25 candidates that are
+            # not cached yet. Never none at all: a racing question would otherwise find zero vectors
+            # and silently answer by BM25 alone.
+            limit = min(limit, AHEAD_HEAD)
         if missing:
-            limit = s.dense_candidates
             if blind:
                 sections = self._section_rank(chunks, qvec, deadline)
                 want = select.blind_order(bm, chunks, sections, limit)
