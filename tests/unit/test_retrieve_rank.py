@@ -6,7 +6,7 @@ import time
 from pathlib import Path
 
 import pytest
-from trawl.retrieve import Retriever
+from trawl.retrieve import Ranking, Retriever
 from trawl.settings import Settings
 from trawl.types import Chunk
 
@@ -172,7 +172,7 @@ def test_a_racing_second_question_still_gets_dense_ranking(tmp_path: Path, monke
 
     monkeypatch.setattr(r._embedder, "passages", gated)
     chunks = chunks_of(GERMAN)
-    out: dict[str, object] = {}
+    out: dict[str, Ranking] = {}
     t1 = threading.Thread(target=lambda: out.update(q1=r.rank("Wo entspringt der Rhein?", chunks, "de", 1, "race")))
     t1.start()
     try:
@@ -186,7 +186,7 @@ def test_a_racing_second_question_still_gets_dense_ranking(tmp_path: Path, monke
     assert q2.chunks[0].id == "c5"
     assert not q2.warnings
     q1 = out["q1"]
-    assert getattr(q1, "mode") == "hybrid" and getattr(q1, "chunks")[0].id == "c1"
+    assert q1.mode == "hybrid" and q1.chunks[0].id == "c1"
     assert r.wait_ahead(timeout=60)
     r.close()
 
