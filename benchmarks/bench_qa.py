@@ -2,8 +2,8 @@
 
     .venv/bin/python benchmarks/bench_qa.py [--set qa-dev|qa-dev-long|both] [--limit N] [--data ../shared/bench]
 
-Runs the real stages on each page (extract -> clean -> chunk, once per page as
-the daemon would), then ranks every question on it with the hybrid retriever
+Runs the real stages on each page (``trawl.stages.prepare``: extract -> clean ->
+walls -> chunk, once per page as the daemon would), then ranks every question on it with the hybrid retriever
 and, in the same run, with BM25 alone. Prints per pair: n, ceiling (answer in
 the extracted text), recall@1/@3/@5 and recall@returned (the adaptive-k set)
 for hybrid, recall@1 and @returned for BM25, mean tokens returned against the
@@ -28,13 +28,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gate_qa import PAIRS, found  # one answer matcher for the benchmark and the CI gate
-from trawl import chunk as chunk_stage
-from trawl import extract as extract_stage
-from trawl import sanitise as sanitise_stage
 from trawl.retrieve import Retriever
 from trawl.settings import Settings
+from trawl.stages import prepare
 from trawl.text import approx_tokens
-from trawl.types import Chunk, Page
+from trawl.types import Chunk, Page, TrawlError
 
 
 @dataclass
@@ -77,13 +75,16 @@ def load_questions(root: Path, limit: int | None, pairs: str = "") -> dict[str, 
     return pages
 
 
-def prepare(path: Path, settings: Settings) -> tuple[str, list[Chunk], str]:
+def prepare_file(path: Path, settings: Settings) -> tuple[str, list[Chunk], str]:
+    """The page's markdown, chunks and language through the engine's stage sequence; no chunks for a wall."""
     html = path.read_text(encoding="utf-8")
     page = Page(url=path.as_uri(), final_url=path.as_uri(), kind="html", source="file", html=html)
-    doc = extract_stage.extract(page, settings)
-    doc = sanitise_stage.clean_document(doc, page)
-    chunks = chunk_stage.chunk_document(doc, settings)
-    return doc.markdown, chunks, doc.lang
+    try:
+        ready = prepare(page, settings)
+    except TrawlError as err:  # a wall or an empty page: the user gets an error, so its questions miss
+        print(f"  {path.name}: {err.code}: {err.message}", file=sys.stderr)
+        return "", [], ""
+    return ready.doc.markdown, list(ready.chunks), ready.doc.lang
 
 
 def run_set(name: str, root: Path, args: argparse.Namespace) -> dict[str, Row]:
@@ -102,7 +103,7 @@ def run_set(name: str, root: Path, args: argparse.Namespace) -> dict[str, Row]:
     t_start = time.perf_counter()
     prefetch_s = 0.0
     for pi, (html_path, qs) in enumerate(pages.items()):
-        markdown, chunks, lang = prepare(root / html_path, settings)
+        markdown, chunks, lang = prepare_file(root / html_path, settings)
         page_key = f"{name}:{html_path}"
         if not args.cold:
             t = time.perf_counter()

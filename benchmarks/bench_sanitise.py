@@ -4,7 +4,8 @@
         [--extractor trawl|trafilatura] [--skip-wcxb]
 
 WCXB_DIR defaults to ../shared/bench/wcxb-dev (1,497 real pages). Every page goes through
-extract -> clean_document -> chunk_document -> flag. Prints: how many pages got any flag (each one
+the engine's stage sequence (``trawl.stages.prepare``: extract -> clean -> walls -> chunk), then
+flag. Prints: how many pages got any flag (each one
 listed with the rule and a snippet, to be justified or fixed), how many pages carried hidden
 instructions, the recall over the fixtures (every fixture must be flagged), and the time
 clean_document + flag take per page against a baseline measured in the same run (lxml parsing the
@@ -23,10 +24,10 @@ import time
 from pathlib import Path
 
 from lxml import html as lxml_html
-from trawl.chunk import chunk_document
-from trawl.sanitise import clean_document, find_instructions, flag
+from trawl.sanitise import find_instructions, flag
 from trawl.settings import Settings
-from trawl.types import Chunk, Document, Page
+from trawl.stages import prepare
+from trawl.types import Chunk, Document, Page, TrawlError
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -51,17 +52,13 @@ CHUNK_TIMES: list[tuple[float, int]] = []  # (seconds, markdown chars) per page
 
 
 def run_page(page: Page, settings: Settings, extract) -> tuple[Document, list[Chunk], float, float]:  # type: ignore[no-untyped-def]
-    doc = extract(page, settings)
+    """The engine's stage sequence (``trawl.stages.prepare``, walls included), then ``flag``."""
+    ready = prepare(page, settings, extractor=extract)
+    CHUNK_TIMES.append((ready.timings_ms["chunk"] / 1000.0, len(ready.doc.markdown)))
     t = time.perf_counter()
-    doc = clean_document(doc, page)
-    t_clean = time.perf_counter() - t
-    t = time.perf_counter()
-    chunks = chunk_document(doc, settings)
-    CHUNK_TIMES.append((time.perf_counter() - t, len(doc.markdown)))
-    t = time.perf_counter()
-    flagged = flag(chunks, doc.hidden_text)
+    flagged = flag(list(ready.chunks), ready.doc.hidden_text)
     t_flag = time.perf_counter() - t
-    return doc, flagged, t_clean, t_flag
+    return ready.doc, flagged, ready.timings_ms["clean"] / 1000.0, t_flag
 
 
 def pct(values: list[float], q: float) -> float:
@@ -109,7 +106,7 @@ def bench_wcxb(wcxb: Path, limit: int | None, extract, settings: Settings) -> No
         if (i + 1) % 100 == 0:
             print(f"  {i + 1}/{len(files)} pages", file=sys.stderr)
 
-    print(f"\n== WCXB: {len(files)} pages, {n_chunks} chunks, {errors} extraction errors")
+    print(f"\n== WCXB: {len(files)} pages, {n_chunks} chunks, {errors} refused or failed (walls, empty, errors)")
     print(f"pages with an instruction_like chunk: {len(flagged_pages)}")
     for name, _text, hits in flagged_pages:
         for h in hits:
@@ -143,8 +140,11 @@ def bench_qa(qa: Path, extract, settings: Settings) -> None:  # type: ignore[no-
         if q["html_path"] not in pages:
             html = (qa / q["html_path"]).read_text(encoding="utf-8")
             page = Page(url=q["url"], final_url=q["url"], kind="html", source="file", html=html)
-            doc = clean_document(extract(page, settings), page)
-            pages[q["html_path"]] = (norm(doc.markdown), [norm(c.text) for c in chunk_document(doc, settings)])
+            try:
+                ready = prepare(page, settings, extractor=extract)
+                pages[q["html_path"]] = (norm(ready.doc.markdown), [norm(c.text) for c in ready.chunks])
+            except TrawlError:  # a wall or an empty page: nothing reaches the agent
+                pages[q["html_path"]] = ("", [])
         text, chunks = pages[q["html_path"]]
         answers = [norm(a) for a in q["answers"]]
         if any(a in text for a in answers):

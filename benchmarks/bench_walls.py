@@ -4,11 +4,12 @@
                                                [--limit N] [--skip-wcxb]
 
 Fixtures: ``cases.json`` in the fixture folder lists each page with the wall it is (or ``null`` for a
-negative twin), plus the URL/final URL/status it is served with. Each page goes through trawl's own
-extractor then ``walls.detect``. WCXB: every ``html/NNNN.html.gz`` (real content pages: any wall
+negative twin), plus the URL/final URL/status it is served with. Each page goes through the engine's
+stage sequence (``trawl.stages.prepare``: extract -> clean -> walls -> chunk); a wall is its WallError.
+WCXB: every ``html/NNNN.html.gz`` (real content pages: any wall
 reported there is a false positive unless the page really is one) is run the same way, with the URL
 from its ground truth; each page reported is listed with the rule's message, to be judged by hand.
-Also prints the time ``detect`` takes per page (median / p95 / max), next to extraction's.
+Also prints the time ``detect`` takes per page that is not a wall (median / p95 / max), next to extraction's.
 """
 
 from __future__ import annotations
@@ -18,13 +19,12 @@ import gzip
 import json
 import statistics
 import sys
-import time
 from pathlib import Path
 
-from trawl import walls
-from trawl.extract import extract
 from trawl.settings import Settings
-from trawl.types import Page
+from trawl.stages import prepare
+from trawl.types import Page, TrawlError
+from trawl.walls import WallError
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -41,13 +41,22 @@ def load_fixture_cases(folder: Path) -> list[tuple[dict, Page]]:
     return out
 
 
+def _wall_kind(page: Page, settings: Settings) -> str | None:
+    try:
+        prepare(page, settings)
+    except WallError as err:
+        return err.kind
+    except TrawlError:
+        return None
+    return None
+
+
 def fixtures(folder: Path, settings: Settings) -> None:
     cases = load_fixture_cases(folder)
     tp = fp = fn = tn = exact = 0
     rows = []
     for case, page in cases:
-        doc = extract(page, settings)
-        got = walls.classify(page, doc)
+        got = _wall_kind(page, settings)
         want = case["expect"]
         if want and got:
             tp += 1
@@ -81,20 +90,20 @@ def wcxb(folder: Path, settings: Settings, limit: int | None) -> None:
         html = gzip.decompress(path.read_bytes()).decode("utf-8", errors="replace")
         page = Page(url=url or f"https://example.org/{stem}", final_url=url or f"https://example.org/{stem}",
                     kind="html", source="http", html=html, status=200)
-        t = time.perf_counter()
         try:
-            doc = extract(page, settings)
+            ready = prepare(page, settings)
+        except WallError as err:
+            hits.append((stem, url, str(err.code), err.message))
+            continue
+        except TrawlError:  # an empty page: not a wall
+            continue
         except Exception as exc:  # report, keep going: this bench is about walls, not extraction
             failed += 1
             print(f"  extract failed on {stem}: {exc}", file=sys.stderr)
             continue
-        extract_ms.append((time.perf_counter() - t) * 1000)
-        t = time.perf_counter()
-        err = walls.detect(page, doc)
-        detect_ms.append((time.perf_counter() - t) * 1000)
-        if err is not None:
-            hits.append((stem, url, str(err.code), err.message))
-    print(f"\nWCXB dev: {len(detect_ms)} pages from {folder} ({failed} failed extraction)")
+        extract_ms.append(ready.timings_ms["extract"])
+        detect_ms.append(ready.timings_ms["walls"])
+    print(f"\nWCXB dev: {len(files)} pages from {folder} ({failed} failed extraction)")
     print(f"walls reported: {len(hits)}")
     for stem, url, code, msg in hits:
         print(f"  {stem}  {code:<15} {msg}  <{url}>")

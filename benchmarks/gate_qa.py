@@ -21,12 +21,10 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from trawl import chunk as chunk_stage
-from trawl import extract as extract_stage
-from trawl import sanitise as sanitise_stage
 from trawl.retrieve import Retriever
 from trawl.settings import Settings
-from trawl.types import Page
+from trawl.stages import prepare
+from trawl.types import Page, TrawlError
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "tests" / "fixtures" / "qa-sample"
@@ -76,8 +74,14 @@ def evaluate(sample: Path, cache_dir: Path) -> dict[str, Figures]:
     for html_path, qs in sorted(by_page.items()):
         html = (sample / html_path).read_text(encoding="utf-8")
         page = Page(url=f"file:///{html_path}", final_url=f"file:///{html_path}", kind="html", source="file", html=html)
-        doc = sanitise_stage.clean_document(extract_stage.extract(page, settings), page)
-        chunks = chunk_stage.chunk_document(doc, settings)
+        try:
+            ready = prepare(page, settings)  # the engine's own stage sequence, walls included
+        except TrawlError:  # a wall or an empty page: the user gets an error, so every question misses
+            for q in qs:
+                for f in (out[f"{q['question_lang']}>{q['lang']}"], out["all"]):
+                    f.n += 1
+            continue
+        doc, chunks = ready.doc, list(ready.chunks)
         hybrid.prefetch(chunks)
         page_tokens = sum(approx_tokens(c.text) for c in chunks)
         for q in qs:

@@ -18,10 +18,8 @@ from concurrent.futures import Executor
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
-from . import chunk as chunk_stage
-from . import extract as extract_stage
 from . import sanitise as sanitise_stage
-from . import walls
+from . import stages
 from .cache import PageCache
 from .netguard import NetGuard
 from .policy import check_url
@@ -41,7 +39,7 @@ StatusFn = Callable[[str], None]
 
 @dataclass(frozen=True, slots=True)
 class Prepared:
-    """A page after stages 2-4, kept in memory so another question on it is fast."""
+    """A page after stages 2-4 (:func:`stages.prepare`), kept in memory so another question on it is fast."""
 
     page: Page
     doc: Document
@@ -172,26 +170,14 @@ class Engine:
         await self._guard_page(page)
         timings["fetch"] = _ms(t)
 
-        # 3. extract (CPU-bound: off the event loop), strip invisible characters, refuse walls
-        t = time.perf_counter()
-        doc = await self._run(extract_stage.extract, page, self.settings)
-        doc = await self._run(sanitise_stage.clean_document, doc, page)
-        wall = await self._run(walls.detect, page, doc)
-        timings["extract"] = _ms(t)
-        if wall is not None:
-            raise wall
+        # 3-4. extract, clean, refuse walls, chunk: one stage sequence (stages.prepare), off the event loop
+        ready = await self._run(stages.prepare, page, self.settings)
+        timings.update(ready.timings_ms)
         if not cached:
             self.page_cache.put(req.target, page)
-
-        # 4. chunk
-        t = time.perf_counter()
-        chunks = await self._run(chunk_stage.chunk_document, doc, self.settings)
-        timings["chunk"] = _ms(t)
-        if not chunks:
-            raise TrawlError(ErrorCode.EMPTY_CONTENT, "the page has no readable text")
         # Keep the page's metadata, not its body: the chunks are what later questions need.
         bodiless = replace(page, html=None, text=None, data=None)
-        prep = Prepared(bodiless, doc, tuple(chunks), _page_key(page, doc), reason)
+        prep = Prepared(bodiless, ready.doc, ready.chunks, _page_key(page, ready.doc), reason)
         self._remember(req.target, prep)
         return prep, cached
 

@@ -385,14 +385,22 @@ def _find(page: Page, doc: Document) -> tuple[str, ErrorCode, str] | None:
     return None
 
 
-def detect(page: Page, doc: Document) -> TrawlError | None:
+class WallError(TrawlError):
+    """A wall, as the typed error the agent gets; ``kind`` says which ("paywall", "login", ...)."""
+
+    def __init__(self, kind: str, code: ErrorCode, message: str, hint: str) -> None:
+        super().__init__(code, message, hint)
+        self.kind = kind
+
+
+def detect(page: Page, doc: Document) -> WallError | None:
     """The wall this page is, as a typed error with a hint the agent can pass on; None for content."""
     found = _find(page, doc)
     if found is None:
         return None
     kind, code, why = found
     hints = _EXTENSION_HINTS if page.source == "extension" else _HINTS
-    return TrawlError(code, why, hints[kind])
+    return WallError(kind, code, why, hints[kind])
 
 
 def classify(page: Page, doc: Document) -> str | None:

@@ -1,14 +1,13 @@
-"""Every injection fixture, through the real stages extract -> clean_document -> chunk -> flag, is flagged."""
+"""Every injection fixture, through the engine's stage sequence (stages.prepare) then flag, is flagged."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-from trawl.chunk import chunk_document
-from trawl.extract import extract
-from trawl.sanitise import clean_document, flag
+from trawl.sanitise import flag
 from trawl.settings import Settings
+from trawl.stages import prepare
 from trawl.types import Page
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "injection"
@@ -31,8 +30,9 @@ def test_there_are_enough_fixtures() -> None:
 @pytest.mark.parametrize("path", FILES, ids=[p.name for p in FILES])
 def test_fixture_is_flagged(path: Path, settings: Settings) -> None:
     page = load(path)
-    doc = clean_document(extract(page, settings), page)
-    chunks = flag(chunk_document(doc, settings), doc.hidden_text)
+    ready = prepare(page, settings)  # raises for a wall or an empty page
+    doc = ready.doc
+    chunks = flag(list(ready.chunks), doc.hidden_text)
     assert chunks, "the fixture must still have readable text"
     flags = {f for c in chunks for f in c.flags}
     assert flags & {"instruction_like", "hidden_instruction"}, [c.text[:80] for c in chunks]
