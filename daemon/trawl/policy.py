@@ -30,7 +30,6 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import os
 import socket
 import threading
 import time
@@ -39,6 +38,7 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
+from .atomicfile import write_atomic
 from .settings import Settings
 from .types import ErrorCode, TrawlError
 
@@ -219,13 +219,7 @@ class PolicyStore:
     def save(self, policy: SitePolicy) -> SitePolicy:
         """Write ``policy`` (0600, atomically) and make it current."""
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(policy.to_json(), f, indent=2)
-            f.write("\n")
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, self.path)
+        write_atomic(self.path, json.dumps(policy.to_json(), indent=2) + "\n")
         st = self.path.stat()
         with self._lock:
             self._policy, self._stamp, self._error = policy, (st.st_mtime_ns, st.st_size), ""
