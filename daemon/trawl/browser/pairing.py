@@ -64,6 +64,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..atomicfile import write_atomic
 from ..server.token import ensure_state_dir
 from ..settings import Settings
 from . import protocol
@@ -133,13 +134,7 @@ def new_nonce() -> str:
 
 # ------------------------------------------------------------------ files
 def _write_private(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        os.write(fd, text.encode())
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
+    write_atomic(path, text)
 
 
 def _read_private(path: Path) -> str | None:

@@ -24,6 +24,8 @@ import secrets
 import threading
 from pathlib import Path
 
+from ..atomicfile import write_atomic
+
 log = logging.getLogger("trawl.cache.salt")
 
 KEY_FILE = "cache-key"
@@ -68,20 +70,8 @@ def _load_or_create(state_dir: Path) -> bytes:
         return key
     try:
         private_dir(state_dir)
-        tmp = path.with_name(f".{KEY_FILE}.{os.getpid()}.{secrets.token_hex(4)}")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        try:
-            os.write(fd, secrets.token_hex(_KEY_BYTES).encode())
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        try:
-            os.link(tmp, path)  # atomic, and never replaces a key another process wrote first
-        except FileExistsError:
-            pass
-        finally:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
+        # exclusive: never replaces a key another process wrote first (both then read the same one)
+        write_atomic(path, secrets.token_hex(_KEY_BYTES), exclusive=True)
     except OSError as exc:
         log.warning("cannot store the cache key in %s (%s): this process uses a temporary one", state_dir, exc)
         return secrets.token_bytes(_KEY_BYTES)

@@ -35,6 +35,7 @@ from typing import Any
 import httpcore
 import httpx
 
+from ..atomicfile import write_atomic
 from .peer import IS_LINUX, Listener, PeerUnknown, foreign_listener, listeners, unix_peer
 from .token import ProofError, new_nonce, proof, proof_matches, read_token
 
@@ -60,12 +61,7 @@ class DaemonInfo:
 
 
 def write_info(state_dir: Path, info: DaemonInfo) -> None:
-    path = state_dir / INFO_FILE
-    tmp = path.with_name(f".{INFO_FILE}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as f:
-        json.dump(asdict(info), f)
-    os.replace(tmp, path)
+    write_atomic(state_dir / INFO_FILE, json.dumps(asdict(info)), durable=False)
 
 
 def read_info(state_dir: Path) -> DaemonInfo | None:

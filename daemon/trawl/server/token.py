@@ -19,6 +19,8 @@ import stat
 import time
 from pathlib import Path
 
+from ..atomicfile import write_atomic
+
 log = logging.getLogger("trawl.server.token")
 
 TOKEN_FILE = "token"
@@ -74,13 +76,7 @@ def load_or_create_token(state_dir: Path) -> str:
             return token
         log.warning("token file %s was empty or too short; writing a new token", path)
     token = secrets.token_urlsafe(32)
-    tmp = path.with_name(f".{TOKEN_FILE}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        os.write(fd, (token + "\n").encode())
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
+    write_atomic(path, token + "\n")
     log.info("created a new API token in %s", path)
     return token
 
