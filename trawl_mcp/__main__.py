@@ -15,17 +15,20 @@ import contextlib
 import logging
 import sys
 
-from trawl.settings import Settings
+from trawl.settings import Settings, SettingsError
 
 
 async def _serve(settings: Settings, autostart: bool) -> None:
+    from trawl.capabilities import catalog
+    from trawl.capabilities.mcp import build_server
+
     from .client import DaemonBackend, port_warning
-    from .server import build_server
 
     if held := port_warning(settings):  # another user holds the daemon's port: say so now (nothing is sent)
         logging.getLogger("trawl.mcp").warning("%s", held)
-    backend = DaemonBackend(settings, autostart=autostart)
-    server = build_server(backend)
+    registry = catalog()
+    backend = DaemonBackend(settings, autostart=autostart, registry=registry)
+    server = build_server(registry, backend)
     try:
         await server.run_stdio_async()
     finally:
@@ -38,8 +41,12 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     args = p.parse_args(argv)
     logging.basicConfig(stream=sys.stderr, level=args.log_level, format="trawl-mcp %(levelname)s %(name)s: %(message)s")
+    try:
+        settings = Settings.from_env()
+    except SettingsError as exc:  # a bad TRAWL_* variable: say which, no traceback
+        sys.exit(f"trawl-mcp: {exc}")
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(_serve(Settings.from_env(), autostart=not args.no_start))
+        asyncio.run(_serve(settings, autostart=not args.no_start))
 
 
 if __name__ == "__main__":

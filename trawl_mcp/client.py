@@ -1,6 +1,7 @@
 """The stdio bridge's way to the daemon: find it, start it when none runs, forward calls with the token.
 
-:class:`DaemonBackend` implements the tools' ``Backend``:
+:class:`DaemonBackend` implements ``trawl.capabilities.Backend`` for the tools the bridge generates from the
+capability registry:
 
 * finds the daemon with :func:`trawl.server.discovery.locate`: its Unix socket in the state directory (the
   daemon's uid checked with SO_PEERCRED on every connection before anything is sent), else the TCP port with
@@ -26,13 +27,13 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from pydantic import ValidationError
+from trawl.capabilities import LocalBackend, Registry, Services, catalog, error_body
+from trawl.capabilities.base import failure
 from trawl.server.discovery import DaemonInfo, Located, foreign_port_warning, locate, open_async_client, start_lock
-from trawl.server.ops import failure_body
 from trawl.server.token import ensure_state_dir
 from trawl.settings import Settings, child_environment
-from trawl.types import ErrorCode
-
-from .backend import LocalBackend
+from trawl.types import ErrorCode, TrawlError
 
 log = logging.getLogger("trawl.mcp.client")
 
@@ -115,9 +116,22 @@ def _absolute_target(payload: dict[str, Any]) -> dict[str, Any]:
     return payload
 
 
+def failure_of(registry: Registry, op: str, payload: dict[str, Any], err: TrawlError) -> dict[str, Any]:
+    """A call the bridge could not complete, as the capability's own failed output."""
+    cap = registry.get(op)
+    if cap is None:
+        return error_body(err)
+    try:
+        target = cap.input.model_validate(payload).target()
+    except ValidationError:
+        target = ""
+    return failure(cap, target, err)
+
+
 class DaemonBackend:
-    def __init__(self, settings: Settings, *, autostart: bool = True) -> None:
+    def __init__(self, settings: Settings, *, autostart: bool = True, registry: Registry | None = None) -> None:
         self.settings = settings
+        self.registry = registry or catalog()
         self.autostart = autostart
         self._info: DaemonInfo | None = None
         self._client: httpx.AsyncClient | None = None  # bound to the located daemon (Unix socket or proof session)
@@ -148,10 +162,9 @@ class DaemonBackend:
     def _local_backend(self) -> LocalBackend:
         if self._local is None:
             from trawl.pipeline import Engine
-            from trawl.server.ops import Services, default_ops
 
             engine = Engine(self.settings)
-            self._local = LocalBackend(Services(engine=engine, settings=self.settings), default_ops())
+            self._local = LocalBackend(Services(engine=engine, settings=self.settings), self.registry)
         self._local.warning = (f"the trawl daemon is unavailable ({self.fallback_reason}); this answer was computed "
                                "in the MCP bridge's own process (no shared cache, no browser link)")
         return self._local
@@ -165,9 +178,9 @@ class DaemonBackend:
             try:
                 return await self._post(info, op, payload)
             except httpx.TimeoutException:
-                target = str(payload.get("url") or payload.get("page") or "")
-                return failure_body(target, ErrorCode.TIMEOUT, "the daemon did not answer in time",
-                                    "Retry; `trawl status` shows what it is doing.")
+                late = TrawlError(ErrorCode.TIMEOUT, "the daemon did not answer in time",
+                                  "Retry; `trawl status` shows what it is doing.")
+                return failure_of(self.registry, op, payload, late)
             except (httpx.TransportError, _TokenChanged) as exc:
                 log.warning("lost the daemon at %s (%s); reconnecting", info.url, type(exc).__name__)
                 self._info = None

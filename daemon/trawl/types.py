@@ -156,6 +156,10 @@ class ErrorInfo:
     message: str
     hint: str | None = None
 
+    def to_dict(self) -> dict[str, Any]:
+        """The error object of every JSON body trawl serves (the one place it is built)."""
+        return {"code": str(self.code), "message": self.message, "hint": self.hint}
+
 
 Mode = Literal["hybrid", "hybrid+rerank", "bm25-only", "dense-only", "whole-page", "none"]
 
@@ -198,7 +202,7 @@ class FetchResult:
         d["warnings"] = list(self.warnings)
         d["timings_ms"] = {k: round(v, 2) for k, v in self.timings_ms.items()}
         if self.error is not None:
-            d["error"] = {"code": str(self.error.code), "message": self.error.message, "hint": self.error.hint}
+            d["error"] = self.error.to_dict()
         d["ok"] = self.ok
         d["untrusted_content"] = UNTRUSTED_NOTICE
         return d

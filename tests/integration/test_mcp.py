@@ -18,13 +18,11 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
+from trawl.capabilities import LocalBackend, PageOut, Services, catalog
+from trawl.capabilities.mcp import build_server
 from trawl.pipeline import Engine
 from trawl.server.discovery import read_info
-from trawl.server.ops import Services, default_ops
 from trawl.server.runner import RunningDaemon
-
-from trawl_mcp.backend import LocalBackend
-from trawl_mcp.server import PageOut, build_server
 
 from .test_daemon_helpers import daemon_settings, free_port, write_pages
 
@@ -42,7 +40,8 @@ async def memory(tmp_path: Path) -> AsyncIterator[Client]:
     groups must be entered and left in the same task)."""
     settings = daemon_settings(tmp_path)
     engine = Engine(settings)
-    server = build_server(LocalBackend(Services(engine=engine, settings=settings), default_ops()))
+    registry = catalog()
+    server = build_server(registry, LocalBackend(Services(engine=engine, settings=settings), registry))
     try:
         async with Client(server) as c:
             yield c
@@ -211,7 +210,7 @@ async def test_stdio_bridge_runs_in_process_when_no_daemon_can_start(tmp_path: P
 
 
 def test_text_rendering_shows_heading_paths_flags_and_next_step() -> None:
-    from trawl_mcp.server import render
+    from trawl.capabilities.render import render_page as render
 
     body = {"ok": True, "url": "https://x.example/a", "final_url": "https://x.example/a", "title": "Doc",
             "page_key": "pk1", "source": "http", "mode": "hybrid", "query": "q",
@@ -220,9 +219,7 @@ def test_text_rendering_shows_heading_paths_flags_and_next_step() -> None:
                         "flags": ["instruction_like"]}],
             "coverage": {"chunks_returned": 2, "chunks_total": 9, "tokens_returned": 20, "tokens_total": 400},
             "warnings": ["dense model unavailable"], "error": None}
-    from trawl_mcp.server import page_out
-
-    text = render(page_out(body))
+    text = render(PageOut.model_validate(body))
     assert "## Guide › Limits  (id c1, score 0.900)" in text
     assert "## (top of page)  (id c2, score 0.100)  [flagged: instruction_like]" in text
     assert "2 of 9 passages" in text and "warning: dense model unavailable" in text

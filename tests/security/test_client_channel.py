@@ -28,13 +28,13 @@ from aiohttp import web
 from aiohttp.typedefs import Handler
 from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters
+from trawl.capabilities import PageOut
 from trawl.server.app import AppHook
 from trawl.server.discovery import DaemonInfo, locate, prove, write_info
 from trawl.server.runner import RunningDaemon
 from trawl.server.token import ProofError, load_or_create_token, new_nonce, proof, proof_matches
 
 from trawl_mcp.client import DaemonBackend
-from trawl_mcp.server import PageOut
 
 from ..integration.test_daemon_helpers import daemon_settings, free_port, write_pages
 from .channel_util import Recorder, cli, require_root, trawl_env

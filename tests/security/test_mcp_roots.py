@@ -21,11 +21,11 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp_types import CallToolResult, ListRootsResult, Root
+from trawl.capabilities import PageOut
 from trawl.server.runner import RunningDaemon
 
 from tests.integration.test_daemon_helpers import daemon_settings, free_port
 from tests.integration.test_mcp import TRAWL_MCP, stop_daemon
-from trawl_mcp.server import PageOut
 
 NOTE = "# Workspace notes\n\nThe release train leaves every second Thursday from the green platform.\n"
 

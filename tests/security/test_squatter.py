@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters
+from trawl.capabilities import PageOut
 from trawl.server.discovery import locate, read_info
 from trawl.server.token import load_or_create_token
 
 from trawl_mcp.client import ensure_daemon
-from trawl_mcp.server import PageOut
 
 from ..integration.test_daemon_helpers import daemon_settings, free_port, write_pages
 from .channel_util import NOBODY_UID, Recorder, cli, trawl_env

@@ -8,7 +8,8 @@ Routes:
     GET  /login?code=...   one-time code -> session cookie -> redirect to /
     GET  /v1/status        status JSON
     POST /v1/login-code    a one-time status-page link
-    POST /v1/<op>          fetch, read_more, and ops other parts register
+    POST /v1/<op>          one route per capability in the registry (trawl.capabilities: fetch, read_more,
+                           list_tabs, read_tab, search_tabs): the body is the input model, the answer the output model
     *    /mcp              MCP streamable HTTP
 Other parts add routes with ``extra_routes`` (e.g. the extension link's ``/ext``)
 and mark the paths their own handler authenticates in ``state.extension_paths``.
@@ -24,11 +25,15 @@ from collections.abc import Callable, Iterable
 from aiohttp import web
 from aiohttp.typedefs import Handler
 
+from ..capabilities import Registry, Services, catalog, error_body, execute
+from ..capabilities.base import LocalBackend, unknown_op
+from ..capabilities.mcp import build_server
 from ..exits import guard_of
 from ..pipeline import Engine
 from ..settings import Settings
+from ..types import ErrorCode, TrawlError
 from . import status
-from .ops import OpRegistry, Services, default_ops, execute
+from .mcp_mount import mount_mcp
 from .security import access_control
 from .state import STATE, AppState
 
@@ -45,34 +50,51 @@ async def healthz(request: web.Request) -> web.Response:
     return web.json_response({"ok": True, "service": "trawl", "version": state.version})
 
 
+# How error codes map to HTTP statuses. Page-level outcomes (not found, login required, ...) are a successful API
+# call that says ok=false: 200.
+_STATUS_BY_CODE: dict[str, int] = {
+    ErrorCode.INVALID_REQUEST: 400,
+    ErrorCode.UNSUPPORTED_SCHEME: 400,
+    ErrorCode.QUERY_REQUIRED: 422,
+    ErrorCode.BUSY: 503,
+    ErrorCode.TIMEOUT: 504,
+    ErrorCode.INTERNAL: 500,
+}
+
+
+def http_status(body: dict[str, object]) -> int:
+    err = body.get("error")
+    if not isinstance(err, dict):
+        return 200
+    return _STATUS_BY_CODE.get(str(err.get("code")), 200)
+
+
+def _json(body: dict[str, object], status_code: int) -> web.Response:
+    return web.json_response(body, status=status_code, headers={"Retry-After": "2"} if status_code == 503 else None,
+                             dumps=lambda o: json.dumps(o, ensure_ascii=False))
+
+
 async def run_op(request: web.Request) -> web.Response:
+    """``POST /v1/<op>``: the capability's input model in, its output model out."""
     state = request.app[STATE]
     name = request.match_info["op"]
     if state.ops.get(name) is None:
-        return web.json_response({"ok": False, "error": {"code": "not_found", "message": f"no operation {name!r}",
-                                                         "hint": f"operations: {', '.join(state.ops.names())}"}},
-                                 status=404)
+        return _json(unknown_op(state.ops, name), 404)
     if request.content_length is not None and request.content_length > MAX_BODY_BYTES:
         return _bad(413, f"body is {request.content_length} bytes; the limit is {MAX_BODY_BYTES}")
-    try:
-        raw = await request.content.read(MAX_BODY_BYTES + 1)
-    except ConnectionError:
-        raise
+    raw = await request.content.read(MAX_BODY_BYTES + 1)
     if len(raw) > MAX_BODY_BYTES:
         return _bad(413, f"body is over the {MAX_BODY_BYTES}-byte limit")
     try:
         payload = json.loads(raw or b"null")
     except (ValueError, UnicodeDecodeError) as exc:
         return _bad(400, f"malformed JSON: {exc}")
-    outcome = await execute(state.services, state.ops, name, payload)
-    return web.json_response(outcome.body, status=outcome.status,
-                             headers={"Retry-After": "2"} if outcome.status == 503 else None,
-                             dumps=lambda o: json.dumps(o, ensure_ascii=False))
+    body = await execute(state.services, state.ops, name, payload)
+    return _json(body, http_status(body))
 
 
 def _bad(status_code: int, message: str) -> web.Response:
-    return web.json_response({"ok": False, "error": {"code": "invalid_request", "message": message, "hint": None}},
-                             status=status_code)
+    return _json(error_body(TrawlError(ErrorCode.INVALID_REQUEST, message)), status_code)
 
 
 @web.middleware
@@ -98,13 +120,13 @@ def create_app(
     *,
     token: str,
     port: int,
-    ops: OpRegistry | None = None,
+    ops: Registry | None = None,
     mcp: bool = True,
     extra_routes: Iterable[AppHook] = (),
     log_file: str = "",
 ) -> web.Application:
     """Build the daemon's app around a ready ``engine``. ``port`` is the bound port (for Host checks)."""
-    registry = ops or default_ops()
+    registry = ops or catalog()
     services = Services(engine=engine, settings=settings)
     state = AppState(settings=settings, services=services, ops=registry, token=token, port=port, log_file=log_file)
     services.on_result = state.record
@@ -124,13 +146,8 @@ def create_app(
     for hook in extra_routes:
         hook(app)
 
-    if mcp:
-        from trawl_mcp.backend import LocalBackend
-        from trawl_mcp.server import build_server
-
-        from .mcp_mount import mount_mcp
-
-        server = build_server(LocalBackend(services, registry))
+    if mcp:  # the MCP tools, generated from the same registry as the routes above
+        server = build_server(registry, LocalBackend(services, registry))
         state.extras["mcp_server"] = server
         mount_mcp(app, server)
     return app

@@ -5,15 +5,15 @@ from __future__ import annotations
 import secrets
 import time
 from collections import deque
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
 
 from .. import __version__
+from ..capabilities import Registry, Services
+from ..host import HOST, BrowserProvider, BrowserState
 from ..settings import Settings
-from .ops import OpRegistry, Services
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,18 +28,6 @@ class RequestRecord:
     ms: float
     cached: tuple[str, ...] = ()
     timings_ms: tuple[tuple[str, float], ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class BrowserState:
-    """What the status page says about the browser link. The extension link replaces the provider."""
-
-    attached: bool = False
-    summary: str = "no browser attached"
-    details: dict[str, Any] = field(default_factory=dict)
-
-
-BrowserProvider = Callable[[], BrowserState]
 
 
 def no_browser() -> BrowserState:
@@ -86,7 +74,7 @@ class LoginCodes:
 class AppState:
     settings: Settings
     services: Services
-    ops: OpRegistry
+    ops: Registry
     token: str
     port: int
     version: str = __version__
@@ -137,4 +125,4 @@ class AppState:
         )
 
 
-STATE: web.AppKey[AppState] = web.AppKey("trawl_state", AppState)
+STATE: web.AppKey[AppState] = HOST  # the key parts read the state by (as a trawl.host.Host)

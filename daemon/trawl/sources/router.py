@@ -19,7 +19,9 @@ class Router:
         self.sources = sorted(sources, key=lambda s: s.priority)
 
     def add(self, source: Source) -> None:
-        self.sources = sorted([*self.sources, source], key=lambda s: s.priority)
+        """Add ``source``, replacing any source of the same name (the public hook other parts plug into)."""
+        kept = [s for s in self.sources if s.name != source.name]
+        self.sources = sorted([*kept, source], key=lambda s: s.priority)
 
     def plan(self, req: FetchRequest) -> list[tuple[Source, str]]:
         if not req.target:
