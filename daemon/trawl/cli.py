@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from . import __version__
 from .framing import BOUNDARY_FLAG, Frame, neutralise, one_line
 from .pipeline import Engine
-from .settings import Settings
+from .settings import Settings, SettingsError
 from .types import FetchResult
 
 
@@ -106,6 +106,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.func(args))
+    except SettingsError as exc:  # a bad TRAWL_* variable: say which, no traceback
+        print(f"trawl: {exc}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         return 130
 

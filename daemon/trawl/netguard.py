@@ -80,8 +80,6 @@ _ALLOWED: dict[str, frozenset[str]] = {
     "loopback": frozenset({"loopback", "unspecified"}),
     "all": frozenset({"loopback", "unspecified", "private", "cgnat"}),
 }
-_WORDS = {"0": "none", "false": "none", "no": "none", "off": "none", "none": "none",
-          "1": "all", "true": "all", "yes": "all", "on": "all", "all": "all", "loopback": "loopback"}
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
 _COMPAT = ipaddress.ip_network("::/96")
 
@@ -138,13 +136,7 @@ def is_private(value: str | IPAddress) -> bool:
 
 def private_mode(settings: Settings) -> str:
     """``settings.allow_private_hosts`` as "none" | "loopback" | "all"."""
-    raw = settings.allow_private_hosts
-    if isinstance(raw, bool):
-        return "all" if raw else "none"
-    mode = _WORDS.get(str(raw).strip().lower())
-    if mode is None:
-        raise TrawlError(ErrorCode.INVALID_REQUEST, f"TRAWL_ALLOW_PRIVATE_HOSTS={raw!r} is not 0, 1 or loopback")
-    return mode
+    return settings.allow_private_hosts  # Settings validated it (0/false/1/true/... are stored as words)
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,10 +198,7 @@ class NetGuard:
     def __init__(self, settings: Settings, resolver: Resolver | None = None) -> None:
         self.mode = private_mode(settings)
         self.allowed = _ALLOWED[self.mode]
-        try:
-            self.rules = tuple(HostRule.parse(h) for h in settings.allow_hosts if h.strip())
-        except ValueError as exc:
-            raise TrawlError(ErrorCode.INVALID_REQUEST, f"TRAWL_ALLOW_HOSTS: {exc}") from None
+        self.rules = tuple(HostRule.parse(h) for h in settings.allow_hosts)  # Settings checked each one
         self.resolver = resolver or system_resolve
 
     def verdict(self, host: str, port: int, addr: str | IPAddress) -> str | None:

@@ -282,10 +282,7 @@ def describe(settings: Settings) -> dict[str, Any]:
 
     store = policy_store(settings)
     out: dict[str, Any] = {"file": str(store.path), "allow_hosts": list(settings.allow_hosts)}
-    try:
-        out["private_hosts"] = private_mode(settings)
-    except TrawlError as err:
-        out["private_hosts"] = f"invalid: {err.message}"
+    out["private_hosts"] = private_mode(settings)
     try:
         p = store.current()
         out.update(mode=p.mode, allow=len(p.allow), deny=len(p.deny), revision=p.revision, error="")

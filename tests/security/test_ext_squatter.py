@@ -26,7 +26,6 @@ import pytest
 from playwright.async_api import async_playwright
 from trawl.browser import pairing
 from trawl.browser.pairing import new_pair_code
-from trawl.settings import env_value
 
 from ..e2e.conftest import (
     BROWSER_FLAGS,
@@ -51,7 +50,7 @@ HELLO_FIELDS = {"type", "protocol", "extension_version", "browser", "mode", "non
 def _nobody_python() -> list[str]:
     """setpriv + a Python that the user nobody can execute; skip (never under CI) when we cannot switch users."""
     if os.geteuid() != 0:
-        if env_value("CI").lower() == "true":
+        if os.environ.get("CI", "").lower() == "true":
             pytest.fail("the squatter tests run another OS user (nobody): run them as root under CI")
         pytest.skip("simulating another OS user needs root")
     for py in (sys.executable, "/usr/bin/python3", shutil.which("python3") or ""):

@@ -7,7 +7,10 @@ themselves (plain HTTP and the headless Chromium): a "secret" local server liste
 
 from __future__ import annotations
 
+import os
 import socket
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -21,7 +24,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from trawl.chromium import find_chromium
 from trawl.netguard import NetGuard, classify
 from trawl.server.runner import RunningDaemon
-from trawl.settings import Settings, env_value
+from trawl.settings import Settings, SettingsError
 from trawl.sources.base import FetchRequest
 from trawl.sources.http import HttpSource
 from trawl.sources.playwright import PlaywrightSource
@@ -101,7 +104,7 @@ async def public() -> AsyncIterator[Server]:
 def chromium() -> str:
     path = find_chromium(None)
     if path is None:
-        if env_value("CI").lower() == "true":
+        if os.environ.get("CI", "").lower() == "true":
             pytest.fail("Chromium is required for the headless tests under CI=true")
         pytest.skip("Chromium not found")
     return path
@@ -321,14 +324,19 @@ async def test_dns_rebinding_in_headless_chromium_is_caught_by_the_address_check
     assert secret.hits, "the browser never reached the rebound address: the attack was not mounted"
 
 
-async def test_bad_private_hosts_setting_is_a_typed_error_and_the_daemon_keeps_serving(tmp_path: Path) -> None:
-    s = settings_for(tmp_path, allow_private_hosts="sometimes")
-    async with RunningDaemon(s, warm=False) as d:
-        body = await v1_fetch(d, "http://127.0.0.1:9/")
-        assert body["ok"] is False and body["error"]["code"] == "invalid_request"
-        assert "TRAWL_ALLOW_PRIVATE_HOSTS" in body["error"]["message"]
-        async with httpx.AsyncClient(base_url=d.url) as c:
-            assert (await c.get("/healthz")).status_code == 200
+def test_bad_private_hosts_setting_is_refused_naming_the_variable(tmp_path: Path) -> None:
+    # A value that is neither on, off nor loopback never reaches a running daemon: Settings refuses it, and the
+    # daemon started with it exits at once saying which variable is wrong (no traceback, nothing served).
+    with pytest.raises(SettingsError, match="TRAWL_ALLOW_PRIVATE_HOSTS='sometimes'"):
+        Settings.from_env({"TRAWL_ALLOW_PRIVATE_HOSTS": "sometimes"})
+    with pytest.raises(SettingsError, match="TRAWL_ALLOW_PRIVATE_HOSTS"):
+        settings_for(tmp_path, allow_private_hosts="sometimes")
+    env = {**os.environ, "TRAWL_STATE_DIR": str(tmp_path / "state"), "TRAWL_CACHE_DIR": str(tmp_path / "cache"),
+           "TRAWL_PORT": "0", "TRAWL_ALLOW_PRIVATE_HOSTS": "sometimes"}
+    run = subprocess.run([sys.executable, "-m", "trawl.server"], env=env, capture_output=True, text=True,
+                         timeout=60, check=False)
+    assert run.returncode == 2 and "TRAWL_ALLOW_PRIVATE_HOSTS='sometimes'" in run.stderr
+    assert "Traceback" not in run.stderr and not (tmp_path / "state" / "daemon.json").exists()
 
 
 async def test_plain_http_connects_to_the_checked_address_and_keeps_the_name(

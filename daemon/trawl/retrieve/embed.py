@@ -159,7 +159,8 @@ class OpenAIEmbedder:
             self._url = self._url[: -len("/v1")]
         self._model = settings.embed_model
         self.model_id = f"openai:{self._model or '-'}@{self._url}"
-        headers = {"Authorization": f"Bearer {settings.embed_api_key}"} if settings.embed_api_key else {}
+        key = settings.embed_api_key.get_secret_value()
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
         t = settings.endpoint_timeout_s
         self._client = httpx.Client(
             timeout=httpx.Timeout(t, connect=min(t, 3.0)), headers=headers, transport=transport

@@ -1,11 +1,15 @@
-"""``python -m trawl.server [--background]``: run the daemon (what ``trawl daemon`` and trawl-mcp start)."""
+"""``python -m trawl.server [--background]``: run the daemon (what ``trawl daemon`` and trawl-mcp start).
+
+An entry point: it composes the daemon from its parts (the server plus the browser link); nothing imports it.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from ..settings import Settings
+from ..browser import install_browser_link
+from ..settings import Settings, SettingsError
 from .runner import run_daemon
 
 
@@ -14,10 +18,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--background", action="store_true", help="log to the state directory only (no stderr)")
     p.add_argument("--port", type=int, default=None, help="port (default: settings / TRAWL_PORT)")
     args = p.parse_args(argv)
-    settings = Settings.from_env()
+    try:
+        settings = Settings.from_env()
+    except SettingsError as exc:  # a bad TRAWL_* variable: say which, no traceback
+        print(f"trawl daemon: {exc}", file=sys.stderr)
+        return 2
     if args.port is not None:
         settings = settings.with_(port=args.port)
-    return run_daemon(settings, foreground=not args.background)
+    return run_daemon(settings, foreground=not args.background, extra_routes=[install_browser_link])
 
 
 if __name__ == "__main__":
