@@ -102,8 +102,7 @@ def extractors(settings: Settings) -> dict[str, Extractor]:
     out: dict[str, Extractor] = {"trawl": trawl_extractor(settings)}
     if cands.HAVE_RS:
         out["rs-trafilatura"] = _cand(cands.run_rs, "text")
-    if cands.HAVE_TRAFILATURA:
-        out["trafilatura"] = _cand(lambda h, u: cands.run_trafilatura(h, u))
+    out["trafilatura"] = _cand(lambda h, u: cands.run_trafilatura(h, u))
     out["dom"] = _cand(lambda h, u: cands.run_dom(h))
     return out
 

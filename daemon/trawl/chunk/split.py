@@ -17,17 +17,13 @@ _SENTENCE = re.compile(
 _SPACE = re.compile(r"\s")
 
 
-def sentences(text: str) -> list[str]:
-    """Split at sentence ends; pieces keep their punctuation, whitespace between them is dropped."""
-    return [p for p in (m.strip() for m in _SENTENCE.findall(text)) if p]
-
-
 def _sep(space: str) -> str:
     return "\n" if "\n" in space else (" " if space else "")
 
 
 def sentence_pieces(text: str) -> list[tuple[str, str]]:
-    """Like :func:`sentences`, each with the separator that stood before it ("\n", " " or "")."""
+    """Split at sentence ends, each piece (keeping its punctuation) with the separator that stood before it
+    ("\n", " " or "")."""
     out: list[tuple[str, str]] = []
     pending = ""  # whitespace seen since the last piece
     for m in _SENTENCE.findall(text):

@@ -16,6 +16,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+import trafilatura as _traf
+
 from .align import align_markdown
 from .code import restore_code
 from .dom import extract_dom, parse_html
@@ -24,7 +26,6 @@ from .markdown import to_markdown
 log = logging.getLogger("trawl.extract")
 
 _rs: Any
-_traf: Any
 try:
     import rs_trafilatura as _rs
 
@@ -32,14 +33,6 @@ try:
 except ImportError:  # the wheel exists only for CPython 3.12 on x86-64 Linux
     _rs = None
     HAVE_RS = False
-
-try:
-    import trafilatura as _traf
-
-    HAVE_TRAFILATURA = True
-except ImportError:  # e.g. lxml 6 without lxml-html-clean
-    _traf = None
-    HAVE_TRAFILATURA = False
 
 _MD_LINK = re.compile(r"\[([^\]\n]*)\]\((?:[^()\s]|\([^()\s]*\))*(?:\s+\"[^\"]*\")?\)")
 _MD_IMAGE = re.compile(r"!\[[^\]\n]*\]\([^)\n]*\)")
@@ -95,8 +88,6 @@ def run_rs(html: str, url: str) -> Candidate | None:
 
 
 def run_trafilatura(html: str, url: str, *, precision: bool = False, recall: bool = False) -> Candidate | None:
-    if _traf is None:
-        return None
     try:
         md = _traf.extract(
             html,

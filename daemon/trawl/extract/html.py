@@ -52,10 +52,7 @@ def _primary(html: str, url: str, warnings: list[str]) -> Candidate | None:
         warnings.append("rs-trafilatura failed on this page; used trafilatura")
     else:
         warnings.append("rs-trafilatura is not installed; used trafilatura (lower extraction quality)")
-    cand = cands.run_trafilatura(html, url)
-    if cand is None and not cands.HAVE_TRAFILATURA:
-        warnings.append("trafilatura is not importable; used the basic lxml extractor")
-    return cand
+    return cands.run_trafilatura(html, url)
 
 
 def choose(primary: Candidate | None, html: str) -> tuple[Candidate | None, bool]:

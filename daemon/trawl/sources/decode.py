@@ -13,6 +13,8 @@ import logging
 import re
 from dataclasses import dataclass
 
+from charset_normalizer import from_bytes
+
 log = logging.getLogger("trawl.sources.decode")
 
 _BOMS: tuple[tuple[bytes, str], ...] = (
@@ -136,10 +138,6 @@ def _detect(data: bytes, why: str) -> Decoded:
 
 
 def _guess(sample: bytes) -> str:
-    try:
-        from charset_normalizer import from_bytes
-    except ImportError:  # optional: a plain fallback when the detector is missing
-        return "cp1252"
     try:
         best = from_bytes(sample, cp_isolation=_WEB_ENCODINGS).best()
     except Exception:  # the detector must never break a fetch

@@ -180,7 +180,6 @@ class PlaywrightSource:
         self._slots: asyncio.Semaphore | None = None
         self._closing: set[asyncio.Task[None]] = set()
         self._spare: asyncio.Task[GuardedTab] | None = None  # the next request's tab, opened ahead of time
-        self.last_phases_ms: dict[str, float] = {}  # where the last render spent its time
 
     # ---------------------------------------------------------------- Source
     def accepts(self, req: FetchRequest) -> str | None:
@@ -372,24 +371,20 @@ class PlaywrightSource:
         task.add_done_callback(self._closing.discard)
 
     async def _render(self, browser: Browser, req: FetchRequest, settings: Settings, deadline: float) -> Page:
-        t0 = time.perf_counter()
         tab = await self._take_tab(browser, settings)
-        phases = self.last_phases_ms = {}
-        _phase(phases, "page", t0)
         try:
-            return await self._render_in(tab, req, settings, deadline, phases)
+            return await self._render_in(tab, req, settings, deadline)
         finally:
             self._close_later(tab.ctx)
 
     async def _render_in(
-        self, tab: GuardedTab, req: FetchRequest, settings: Settings, deadline: float, phases: dict[str, float]
+        self, tab: GuardedTab, req: FetchRequest, settings: Settings, deadline: float
     ) -> Page:
         from playwright.async_api import Error as PlaywrightError
         from playwright.async_api import TimeoutError as PlaywrightTimeout
 
         page, browser = tab.page, tab.browser
         warnings: list[str] = []
-        t = time.perf_counter()
         try:
             try:
                 resp = await page.goto(req.target, wait_until="commit", timeout=ms_left(deadline))
@@ -406,15 +401,12 @@ class PlaywrightSource:
             ctype = (await resp.header_value("content-type") or "") if resp is not None else ""
             check_response(req.target, status, ctype, warnings)
             host = urlsplit(page.url).hostname or ""
-            t = _phase(phases, "navigate", t)
             await settle(page, tab.pending, host, self.stats, settings, deadline, warnings)
-            t = _phase(phases, "settle", t)
             left = max(0.5, deadline - time.monotonic() + CAPTURE_RESERVE_S)
             html, title = await asyncio.wait_for(page.evaluate(SERIALIZE), timeout=left)
             final_url = page.url
             await asyncio.wait_for(tab.guard.verify(), timeout=max(1.0, deadline - time.monotonic() + 5.0))
             warnings.extend(tab.guard.warnings())
-            _phase(phases, "capture", t)
         except TimeoutError:
             raise TrawlError(
                 ErrorCode.TIMEOUT,
@@ -435,12 +427,6 @@ class PlaywrightSource:
             status=status,
             warnings=tuple(warnings),
         )
-
-def _phase(phases: dict[str, float], name: str, t0: float) -> float:
-    now = time.perf_counter()
-    phases[name] = (now - t0) * 1000.0
-    return now
-
 
 async def _close_context(ctx: BrowserContext) -> None:
     with contextlib.suppress(Exception):
