@@ -36,8 +36,8 @@ from pathlib import Path
 
 import aiohttp
 import httpx
+from trawl.channel.discovery import probe
 from trawl.pipeline import Engine
-from trawl.server.discovery import probe
 from trawl.settings import Settings
 
 

@@ -3,7 +3,7 @@
 :class:`DaemonBackend` implements ``trawl.capabilities.Backend`` for the tools the bridge generates from the
 capability registry:
 
-* finds the daemon with :func:`trawl.server.discovery.locate`: its Unix socket in the state directory (the
+* finds the daemon with :func:`trawl.channel.discovery.locate`: its Unix socket in the state directory (the
   daemon's uid checked with SO_PEERCRED on every connection before anything is sent), else the TCP port with
   the mutual proof (the token never crosses the wire; the proof's session does);
 * when the port is held by something that is not this user's daemon (another user's squatter, an impostor),
@@ -30,8 +30,8 @@ import httpx
 from pydantic import ValidationError
 from trawl.capabilities import LocalBackend, Registry, Services, catalog, error_body
 from trawl.capabilities.base import failure
-from trawl.server.discovery import DaemonInfo, Located, foreign_port_warning, locate, open_async_client, start_lock
-from trawl.server.token import ensure_state_dir
+from trawl.channel.discovery import DaemonInfo, Located, foreign_port_warning, locate, open_async_client, start_lock
+from trawl.channel.token import ensure_state_dir
 from trawl.settings import Settings, child_environment
 from trawl.types import ErrorCode, TrawlError
 

@@ -1,7 +1,12 @@
 """The ``trawl`` command: fetch a page and answer a question from a terminal.
 
-    trawl fetch <url|path> "<query>" [--k N] [--json] [--max-age S] [--source NAME]
-    trawl daemon | status [--open] | stop | doctor
+    trawl fetch <url|path> "<query>" [--k N] [--json] [--max-age-s S] [--source NAME]
+    trawl daemon | status [--open] | stop | doctor | pair
+
+``fetch``'s arguments are generated from the fetch capability's input model (``trawl.capabilities``): the same
+fields, bounds and help as ``POST /v1/fetch`` and the MCP tool. This module is also the program's entry point: it
+composes the daemon's subcommands (``trawl.server.commands``, with the browser link plugged into ``trawl daemon``)
+and the browser's ``pair``; nothing imports it.
 """
 
 from __future__ import annotations
@@ -13,7 +18,11 @@ import sys
 import textwrap
 from collections.abc import Sequence
 
+from pydantic import ValidationError
+
 from . import __version__
+from .capabilities import FETCH, Capability, FetchIn, PageOut
+from .capabilities.base import validation_message
 from .framing import BOUNDARY_FLAG, Frame, neutralise, one_line
 from .pipeline import Engine
 from .settings import Settings, SettingsError
@@ -64,18 +73,47 @@ def render(result: FetchResult) -> str:
     return "\n\n".join(out)
 
 
+def _scalar(annotation: object) -> type:
+    """The command-line type of a field: ``int | None`` -> int."""
+    for t in (int, float):
+        if annotation is t or t in getattr(annotation, "__args__", ()):
+            return t
+    return str
+
+
+def add_capability_arguments(parser: argparse.ArgumentParser, cap: Capability) -> None:
+    """One argument per field of ``cap``'s input model (positional ones first), with its description as help."""
+    model = cap.input
+    for name in model.positional:
+        info = model.model_fields[name]
+        parser.add_argument(name, nargs=None if info.is_required() else "?", default=info.default,
+                            type=_scalar(info.annotation), help=info.description)
+    for name, info in model.model_fields.items():
+        if name in model.positional or name in model.transport_only:
+            continue
+        aliases = getattr(info.validation_alias, "choices", None) or [name]
+        flags = list(dict.fromkeys(f"--{str(a).replace('_', '-')}" for a in [name, *aliases]))
+        parser.add_argument(*flags, dest=name, default=None, type=_scalar(info.annotation), help=info.description)
+
+
 def _cmd_fetch(args: argparse.Namespace) -> int:
     settings = Settings.from_env()
-    from .server.discovery import foreign_port_warning
+    from .channel.discovery import foreign_port_warning
 
+    fields = {n: getattr(args, n) for n in FetchIn.model_fields if n not in FetchIn.transport_only}
+    try:
+        req = FetchIn.model_validate({k: v for k, v in fields.items() if v is not None})
+    except ValidationError as exc:
+        print(f"trawl: invalid arguments: {validation_message(exc)}", file=sys.stderr)
+        return 2
     if held := foreign_port_warning(settings.port):  # fetch runs in-process; still say who holds the port
         print(f"trawl: warning: {held}", file=sys.stderr)
     engine = Engine(settings, on_status=_status)
-    result = asyncio.run(engine.fetch(args.target, args.query or "", k=args.k, max_age_s=args.max_age,
-                                      source=args.source))
+    # A person at a terminal: no agent roots apply (the capability's handler is the agents' way in).
+    result = asyncio.run(engine.fetch(req.url, req.query, k=req.k, max_age_s=req.max_age_s, source=req.source))
     _clear_status()
     if args.json:
-        print(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
+        print(json.dumps(PageOut.of(result).model_dump(mode="json"), ensure_ascii=False, indent=2))
     else:
         print(render(result))
     return 0 if result.ok else 1
@@ -87,18 +125,23 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     f = sub.add_parser("fetch", help="answer a question from a URL or a local file")
-    f.add_argument("target", help="http(s) URL, file:// URL or local path (HTML, PDF, Markdown, text, JSON, XML)")
-    f.add_argument("query", nargs="?", default="", help="what you want to know; omit to get a small page whole")
-    f.add_argument("--k", type=int, default=None, help="number of chunks (default: adaptive)")
-    f.add_argument("--json", action="store_true", help="print the FetchResult as JSON")
-    f.add_argument("--max-age", type=float, default=None, metavar="S", help="accept a cached page up to S seconds old")
-    f.add_argument("--source", default=None, help="force a source (file, http, playwright, extension)")
+    add_capability_arguments(f, FETCH)
+    f.add_argument("--json", action="store_true", help="print the result as JSON (the /v1/fetch body)")
     f.set_defaults(func=_cmd_fetch)
 
+    from .browser import install_browser_link
     from .server.commands import add_commands  # daemon, status, stop, doctor
 
-    add_commands(sub)
+    add_commands(sub, app_hooks=[install_browser_link])
+    pr = sub.add_parser("pair", help="print a one-time code that pairs the browser extension with this daemon")
+    pr.set_defaults(func=_pair)
     return p
+
+
+def _pair(args: argparse.Namespace) -> int:
+    from .browser.pairing import main as pair_main
+
+    return pair_main()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

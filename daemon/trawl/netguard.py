@@ -36,14 +36,16 @@ import ipaddress
 import socket
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import httpcore
 import httpx
 
-from .settings import Settings
 from .types import ErrorCode, TrawlError
+
+if TYPE_CHECKING:  # annotations only: settings.py validates allow_hosts with HostRule from here
+    from .settings import Settings
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 Resolver = Callable[[str, int], Awaitable[list[str]]]

@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 from aiohttp import web
-from trawl.server.discovery import probe, read_info
+from trawl.channel.discovery import probe, read_info
 from trawl.server.runner import RunningDaemon
 
 from trawl_mcp.client import DaemonBackend, ensure_daemon

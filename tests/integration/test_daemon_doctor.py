@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 from aiohttp import web
-from trawl.server.discovery import DaemonInfo, write_info
+from trawl.channel.discovery import DaemonInfo, write_info
+from trawl.channel.token import load_or_create_token
 from trawl.server.doctor import check_endpoint, check_port, check_token, doctor, run_checks
 from trawl.server.runner import RunningDaemon
-from trawl.server.token import load_or_create_token
 
 from .test_daemon_helpers import daemon_settings, free_port
 

@@ -20,8 +20,8 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 from trawl.capabilities import LocalBackend, PageOut, Services, catalog
 from trawl.capabilities.mcp import build_server
+from trawl.channel.discovery import read_info
 from trawl.pipeline import Engine
-from trawl.server.discovery import read_info
 from trawl.server.runner import RunningDaemon
 
 from .test_daemon_helpers import daemon_settings, free_port, write_pages

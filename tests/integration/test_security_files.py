@@ -9,10 +9,10 @@ from pathlib import Path
 
 import httpx
 import pytest
+from trawl.channel.token import TokenError, load_or_create_token
 from trawl.server.runner import DaemonError, RunningDaemon, check_bind_host
 from trawl.server.security import is_loopback_host
 from trawl.server.state import STATE
-from trawl.server.token import TokenError, load_or_create_token
 
 from .test_daemon_helpers import daemon_settings
 

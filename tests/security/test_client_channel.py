@@ -29,10 +29,10 @@ from aiohttp.typedefs import Handler
 from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters
 from trawl.capabilities import PageOut
+from trawl.channel.discovery import DaemonInfo, locate, prove, write_info
+from trawl.channel.token import ProofError, load_or_create_token, new_nonce, proof, proof_matches
 from trawl.server.app import AppHook
-from trawl.server.discovery import DaemonInfo, locate, prove, write_info
 from trawl.server.runner import RunningDaemon
-from trawl.server.token import ProofError, load_or_create_token, new_nonce, proof, proof_matches
 
 from trawl_mcp.client import DaemonBackend
 

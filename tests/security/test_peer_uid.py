@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from trawl.server.discovery import locate
-from trawl.server.peer import PeerGate, gated, same_user_check
+from trawl.channel.discovery import locate
+from trawl.channel.peer import PeerGate, gated, same_user_check
 
 from ..integration.test_daemon_helpers import free_port
 from .channel_util import NOBODY_UID, nobody_python, require_root, trawl_env
@@ -240,7 +240,7 @@ s.recv(1)
 @pytest.mark.parametrize("host", ["127.0.0.1", "::1"])
 def test_netlink_and_proc_fallback_both_name_another_users_socket(host: str) -> None:
     """The two ways of reading a TCP peer's owner agree, for IPv4 and IPv6, on a peer that runs as nobody."""
-    from trawl.server import peer
+    from trawl.channel import peer
 
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     with socket.socket(family, socket.SOCK_STREAM) as srv:

@@ -17,8 +17,8 @@ import pytest
 from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters
 from trawl.capabilities import PageOut
-from trawl.server.discovery import locate, read_info
-from trawl.server.token import load_or_create_token
+from trawl.channel.discovery import locate, read_info
+from trawl.channel.token import load_or_create_token
 
 from trawl_mcp.client import ensure_daemon
 

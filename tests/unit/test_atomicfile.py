@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 from trawl.atomicfile import TEMP_PREFIX, write_atomic
-from trawl.server.discovery import INFO_FILE, DaemonInfo, read_info, write_info
-from trawl.server.token import TOKEN_FILE, load_or_create_token
+from trawl.channel.discovery import INFO_FILE, DaemonInfo, read_info, write_info
+from trawl.channel.token import TOKEN_FILE, load_or_create_token
 
 
 def _temps(folder: Path) -> list[str]:

@@ -65,7 +65,7 @@ from pathlib import Path
 from typing import Any
 
 from ..atomicfile import write_atomic
-from ..server.token import ensure_state_dir
+from ..channel.token import ensure_state_dir
 from ..settings import Settings
 from . import protocol
 

@@ -37,6 +37,10 @@ class Input(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, populate_by_name=True)
     # Fields a transport fills in (the MCP client's roots) or a person may set (a forced source), never an agent.
     not_for_agents: ClassVar[frozenset[str]] = frozenset()
+    # Fields only a transport fills in (not a command-line argument either).
+    transport_only: ClassVar[frozenset[str]] = frozenset()
+    # Fields a command line takes by position, in order (the rest are --options).
+    positional: ClassVar[tuple[str, ...]] = ()
 
     def target(self) -> str:
         """What this call is about, for error bodies and the status page."""

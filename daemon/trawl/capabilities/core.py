@@ -24,6 +24,8 @@ BROWSER_HUB = "browser_hub"  # where the browser link attaches its hub in Servic
 
 class FetchIn(Input):
     not_for_agents: ClassVar[frozenset[str]] = frozenset({"source", "roots"})
+    transport_only: ClassVar[frozenset[str]] = frozenset({"roots"})
+    positional: ClassVar[tuple[str, ...]] = ("url", "query")
 
     url: str = Field(min_length=1, max_length=8192,
                      description="http(s) URL, or a local file path / file:// URL (HTML, PDF, Markdown, text)")

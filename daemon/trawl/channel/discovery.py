@@ -13,7 +13,7 @@ How a client finds the daemon (:func:`locate`), sending no secret to anything it
 2. Otherwise the TCP port. On Linux, a listener owned by **another uid** is a squatter: it is reported with its
    uid (and pid and command where visible) and is sent nothing at all. A listener of this user that says it is
    trawl must pass the **mutual proof** (HMAC over nonces from both sides, keyed by the token; see
-   :mod:`trawl.server.token`): a listener that cannot prove it holds the token gets nothing more and is
+   :mod:`trawl.channel.token`): a listener that cannot prove it holds the token gets nothing more and is
    reported. Over TCP the client then authenticates with the session the proof opened, never with the token.
 """
 
@@ -466,20 +466,6 @@ def acquire_daemon_lock(state_dir: Path) -> int:
     os.ftruncate(fd, 0)
     os.write(fd, str(os.getpid()).encode())
     return fd
-
-
-def daemon_lock_held(state_dir: Path) -> bool:
-    try:
-        fd = os.open(state_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)
-    return False
 
 
 @contextlib.contextmanager

@@ -8,12 +8,17 @@ import os
 import signal
 import sys
 import webbrowser
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import httpx
 
+from ..channel.discovery import locate, open_client
 from ..settings import Settings
-from .discovery import locate, open_client
 from .lifecycle import HARD_EXIT_MARGIN_S, LockHolder, check_ours, force_stop, hung_message, lock_holder, wait_gone
+
+if TYPE_CHECKING:
+    from .app import AppHook
 
 
 def _daemon(args: argparse.Namespace) -> int:
@@ -22,7 +27,7 @@ def _daemon(args: argparse.Namespace) -> int:
     settings = Settings.from_env()
     if args.port is not None:
         settings = settings.with_(port=args.port)
-    return run_daemon(settings, foreground=True)
+    return run_daemon(settings, foreground=True, extra_routes=args.app_hooks)
 
 
 def _status(args: argparse.Namespace) -> int:
@@ -108,16 +113,12 @@ def _doctor(args: argparse.Namespace) -> int:
     return code
 
 
-def _pair(args: argparse.Namespace) -> int:
-    from ..browser.pairing import main as pair_main
-
-    return pair_main()
-
-
-def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser], *,
+                 app_hooks: Sequence[AppHook] = ()) -> None:
+    """The daemon's subcommands; ``app_hooks`` are the parts ``trawl daemon`` plugs in (the entry point's choice)."""
     d = sub.add_parser("daemon", help="run the local daemon in the foreground (HTTP API, status page, /mcp)")
     d.add_argument("--port", type=int, default=None, help="port (default 8765 or TRAWL_PORT)")
-    d.set_defaults(func=_daemon)
+    d.set_defaults(func=_daemon, app_hooks=list(app_hooks))
 
     s = sub.add_parser("status", help="show what the daemon is doing")
     s.add_argument("--open", action="store_true", help="print a one-time link to the status page and open it")
@@ -132,6 +133,3 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
 
     doc = sub.add_parser("doctor", help="check the installation and say how to fix problems")
     doc.set_defaults(func=_doctor)
-
-    pr = sub.add_parser("pair", help="print a one-time code that pairs the browser extension with this daemon")
-    pr.set_defaults(func=_pair)

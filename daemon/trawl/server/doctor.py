@@ -17,11 +17,11 @@ from typing import Literal
 
 import httpx
 
+from ..channel.discovery import locate
+from ..channel.token import check_token_file, token_path
 from ..settings import Settings
-from .discovery import locate
 from .lifecycle import hung_message, lock_holder
 from .security import is_loopback_host
-from .token import check_token_file, token_path
 
 Level = Literal["ok", "warn", "fail"]
 

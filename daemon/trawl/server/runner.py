@@ -20,11 +20,7 @@ from typing import Any, Self
 from aiohttp import web
 
 from .. import __version__
-from ..pipeline import Engine
-from ..settings import Settings
-from ..sources.base import Source
-from .app import AppHook, create_app
-from .discovery import (
+from ..channel.discovery import (
     DaemonInfo,
     LockHeld,
     acquire_daemon_lock,
@@ -35,6 +31,12 @@ from .discovery import (
     unix_address,
     write_info,
 )
+from ..channel.peer import GatedSockSite, proof_routes, same_user_check
+from ..channel.token import ProofLedger, TokenError, ensure_state_dir, load_or_create_token
+from ..pipeline import Engine
+from ..settings import Settings
+from ..sources.base import Source
+from .app import AppHook, create_app
 from .lifecycle import ShutdownWatchdog
 from .limits import (
     AcceptErrorLimiter,
@@ -45,10 +47,8 @@ from .limits import (
     raise_nofile_limit,
 )
 from .logs import setup_logging
-from .peer import GatedSockSite, proof_routes, same_user_check
 from .security import is_loopback_host
 from .state import STATE, AppState
-from .token import ProofLedger, TokenError, ensure_state_dir, load_or_create_token
 
 log = logging.getLogger("trawl.server")
 
@@ -249,21 +249,9 @@ class RunningDaemon:
         await self.stop()
 
 
-def default_app_hooks() -> list[AppHook]:
-    """What the real daemon plugs into its app: the browser link (``/ext``, tab ops), when installed."""
-    try:
-        from ..browser import install_browser_link
-    except ImportError as exc:
-        log.warning("browser link unavailable: %s", exc)
-        return []
-    def browser_link(app: web.Application) -> None:
-        install_browser_link(app)
-
-    return [browser_link]
-
-
-def run_daemon(settings: Settings, *, foreground: bool = True, extra_routes: Iterable[AppHook] | None = None) -> int:
-    """The ``trawl daemon`` process. Returns the exit code. ``extra_routes`` defaults to :func:`default_app_hooks`."""
+def run_daemon(settings: Settings, *, foreground: bool = True, extra_routes: Iterable[AppHook] = ()) -> int:
+    """The ``trawl daemon`` process. Returns the exit code. ``extra_routes`` are what the entry point plugs in
+    (``python -m trawl.server`` and ``trawl daemon`` plug in the browser link: the server does not import it)."""
     say = (lambda m: print(m, file=sys.stderr)) if foreground else (lambda m: None)
     try:
         check_bind_host(settings)
@@ -285,7 +273,7 @@ def run_daemon(settings: Settings, *, foreground: bool = True, extra_routes: Ite
         say("trawl daemon: another daemon holds the lock in "
             f"{settings.state_dir} but does not answer; it may be starting. Try again in a few seconds.")
         return 1
-    hooks = default_app_hooks() if extra_routes is None else list(extra_routes)
+    hooks = list(extra_routes)
     soft, _hard = raise_nofile_limit()
     log.info("open files limit: %d", soft)
     try:

@@ -26,8 +26,8 @@ import secrets
 from aiohttp import web
 from aiohttp.typedefs import Handler
 
+from ..channel.token import same_token
 from .state import STATE, AppState
-from .token import same_token
 
 log = logging.getLogger("trawl.server.security")
 
