@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import re
 
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
+from .lang import CJK_CLASS
+
+_CJK = re.compile(f"[{CJK_CLASS}]+")
 _NON_WORD = re.compile(r"\W+")
 
 

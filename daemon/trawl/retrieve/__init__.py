@@ -157,8 +157,8 @@ class Retriever:
         index, seen = self._index(page_key, chunks)
         qterms = tokens(query)
         bm = index.scores(qterms)
-        qlang = guess_lang(query)
         plang = page_lang or guess_lang(" ".join(c.text for c in chunks[:8])[:3000])
+        qlang = guess_lang(query, plang)  # the page's language settles a short, ambiguous question
         w_bm25 = fuse.bm25_weight(same_language(qlang, plang), index.coverage(qterms, stopwords(qlang)))
         blind = w_bm25 < 0.5
 
