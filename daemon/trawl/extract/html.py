@@ -27,7 +27,7 @@ from .guard import flatten_nesting, looks_binary, strip_heavy, too_deep, trim_ht
 from .lang import detect_language
 from .meta import declared_language, html_title
 from .shadow import flatten_shadow_roots
-from .visibility import split_hidden
+from .visibility import apply_hidden, find_hidden
 
 log = logging.getLogger("trawl.extract")
 
@@ -93,7 +93,7 @@ def extract_html(page: Page, settings: Settings) -> Document:
     if "\x00" in raw:
         raw = raw.replace("\x00", "")
     raw = flatten_shadow_roots(raw)  # captured shadow DOM (extension, headless, saved pages) is content
-    raw, hidden = split_hidden(raw, settings, warnings)  # text people cannot see is not the page
+    hidden_scan = find_hidden(raw)  # text people cannot see is not the page (cut or marked below)
     html, trimmed = trim_html(strip_heavy(raw), settings.extract_max_html_chars)
     if trimmed:
         warnings.append(f"page HTML trimmed to {settings.extract_max_html_chars} characters before extraction")
@@ -110,12 +110,14 @@ def extract_html(page: Page, settings: Settings) -> Document:
         chosen, _ = choose(primary, html)
     title = _title(page, html, primary, chosen)
     if chosen is None or not chosen.markdown.strip():
-        return Document(markdown="", title=title, extractor="none", hidden_text=hidden, warnings=tuple(warnings))
+        return Document(markdown="", title=title, extractor="none", hidden_text=hidden_scan.texts,
+                        warnings=tuple(warnings))
+    markdown, hidden = apply_hidden(chosen.markdown, hidden_scan, settings, warnings)
     lang = detect_language(chosen.text or chosen.markdown, declared_language(html))
     if chosen.name == "dom" and primary is not None:
         log.debug("dom fallback replaced %s on %s", primary.name, url)
     return Document(
-        markdown=chosen.markdown,
+        markdown=markdown,
         title=title,
         lang=lang,
         extractor=chosen.name,

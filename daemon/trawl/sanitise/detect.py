@@ -13,6 +13,7 @@ import unicodedata
 from dataclasses import dataclass
 
 from .chars import strip_invisible
+from .cues import find_cues
 from .patterns import RULES, Rule
 
 MAX_SCAN_CHARS = 200_000  # longer texts are scanned in their first part only
@@ -61,10 +62,13 @@ _MENTION_CONTEXT = re.compile(
 )
 
 
+_APOSTROPHE = re.compile(r"(?<=\w)['’](?=\w)")  # it's, don't, l'utilisateur: letters, not quotation marks
+
+
 def _quoted(text: str, start: int, end: int) -> bool:
     """The match sits inside a short quotation (an opening quote shortly before, a closing one after)."""
-    before = text[max(0, start - 40) : start]
-    after = text[end : end + 80]
+    before = _APOSTROPHE.sub("", text[max(0, start - 40) : start])
+    after = _APOSTROPHE.sub("", text[end : end + 80])
     return any(q in before for q in _QUOTES) and any(q in after for q in _QUOTES)
 
 
@@ -85,13 +89,32 @@ def _unmask(m: re.Match[str]) -> str:
     return word.translate(_LOOKALIKE) if _SCRIPT_SEAM.search(word) else word
 
 
+# Letters spaced out one by one ("I g n o r e  a l l"): words are joined back; two or more spaces (or a
+# slash or a dot) between letters separate words.
+_SPACED_RUN = re.compile(r"(?<![^\W_])(?:[^\W\d_][ \t\u00a0./|_-]{1,3}){5,}[^\W\d_](?![^\W_])")
+_SPACED_GAP = re.compile(r"[ \t\u00a0]{2,}|\s*[/|]\s*")
+
+
+def _unspace(m: re.Match[str]) -> str:
+    run = m.group(0)
+    parts = _SPACED_GAP.split(run)
+    if len(parts) == 1:  # single spaces throughout: no word breaks to recover, keep the letters together
+        return re.sub(r"[ \t\u00a0._-]", "", run)
+    return " ".join(re.sub(r"[ \t\u00a0._-]", "", p) for p in parts)
+
+
+def unspace_letters(text: str) -> str:
+    """``text`` with letter-spaced runs ("I g n o r e") joined into words."""
+    return _SPACED_RUN.sub(_unspace, text) if " " in text else text
+
+
 def normalise(text: str) -> str:
     text = strip_invisible(text[:MAX_SCAN_CHARS])
     if not text.isascii():
         text = unicodedata.normalize("NFKC", text)
         if _SCRIPT_SEAM.search(text):
             text = _WORD.sub(_unmask, text)
-    return _SPACES.sub(" ", text)
+    return _SPACES.sub(" ", unspace_letters(text))
 
 
 def prose_only(text: str) -> str:
@@ -126,7 +149,31 @@ def find_instructions(text: str, headings: tuple[str, ...] = ()) -> list[Hit]:
             lo, hi = max(0, m.start() - 40), min(len(hay), m.end() + 40)
             hits.append(Hit(rule.name, " ".join(hay[lo:hi].split())))
             break
+    if not hits:
+        prose = prose if prose is not None else prose_only(full)
+        cue = find_cues(prose)
+        if cue is not None and not is_mention(prose, cue.start, cue.end):
+            lo, hi = max(0, cue.start - 40), min(len(prose), cue.end + 40)
+            hits.append(Hit(cue.rule, " ".join(prose[lo:hi].split())))
+        elif " " in text and _spaced_override(text):
+            hits.append(Hit("override.spaced", " ".join(full[:120].split())))
     return hits
+
+
+# Letter-spaced text written with single spaces only joins into one long word; these are searched there.
+_SQUEEZE_NEEDLES = ("ignoreallprevious", "ignorepreviousinstructions", "ignoreallinstructions",
+                    "ignoreyourinstructions", "disregardallprevious", "disregardpreviousinstructions",
+                    "forgetallprevious", "forgetpreviousinstructions", "ignoretheaboveinstructions",
+                    "ignorealltheprevious", "youarenow", "newinstructions", "systemprompt", "donottelltheuser",
+                    "donotmentionthis", "yourrealtask")
+
+
+def _spaced_override(text: str) -> bool:
+    for m in _SPACED_RUN.finditer(text):
+        squeezed = re.sub(r"[^a-z]", "", m.group(0).lower())
+        if any(n in squeezed for n in _SQUEEZE_NEEDLES):
+            return True
+    return False
 
 
 def is_instruction(text: str, headings: tuple[str, ...] = ()) -> bool:

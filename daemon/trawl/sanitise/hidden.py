@@ -73,6 +73,7 @@ REVEALABLE = frozenset({"display:none", "attr:hidden", "visibility:hidden", "opa
 BROWSER_MARK = "data-trawl-hidden"
 
 _WS = re.compile(r"\s+")
+_WORDS = re.compile(r"\w+")
 _UNPARSABLE_CHARS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 _SKIP_TAGS = frozenset({"html", "body", "head", "script", "style", "noscript", "title", "meta", "link", "template"})
 _PROPS = frozenset({
@@ -107,7 +108,11 @@ class Passage:
 @dataclass(frozen=True, slots=True)
 class Scan:
     passages: tuple[Passage, ...]
-    html: str | None  # the page without its invisible elements (None: nothing was cut, or not asked)
+    visible_words: str  # lower-case \w+ words of the page without its hidden passages, space-separated
+
+    @property
+    def texts(self) -> tuple[str, ...]:
+        return tuple(p.text for p in self.passages)
 
 
 # --- declarations --------------------------------------------------------------------------------------
@@ -544,7 +549,7 @@ def _xpath_matches(root: etree._Element, selector: str) -> list[etree._Element]:
 
 _Weight = tuple[bool, tuple[int, int, int], int]  # (!important, specificity, source order)
 _INLINE = (1_000_000, 0, 0)
-_EXTERNAL_CSS = "data-trawl-external-css"  # set on the parsed root (never serialised back unless cut/marked)
+_EXTERNAL_CSS = "data-trawl-external-css"  # set on the parsed root: the page loads external stylesheets
 
 
 _REVEAL_PROPS = frozenset(_PROPS - set(_BG_PROPS))
@@ -812,18 +817,16 @@ def _drop(el: etree._Element) -> None:
     parent.remove(el)
 
 
-def scan(page_html: str, *, cut: frozenset[str] = frozenset(), mark: tuple[str, str] | None = None) -> Scan:
+def scan(page_html: str) -> Scan:
     """The page's hidden passages (outermost hidden elements only, document order, whitespace collapsed),
-    and, when ``cut`` names passage kinds or ``mark`` gives an opening and a closing marker, the page's
-    HTML without the passages of those kinds and with every other revealable or invisible passage
-    between the markers. ``seen`` passages stay as they are."""
+    and the words of the text that remains when every revealable and invisible passage is taken out."""
     if not page_html or not page_html.strip():
-        return Scan((), None)
+        return Scan((), "")
     root, complete = _parse(page_html)
     if root is None:
-        return Scan((), None)
+        return Scan((), "")
     if not complete:
-        return Scan(tuple(_raw_passages(page_html)), None)
+        return Scan(tuple(_raw_passages(page_html)), "")
     computed = _cascade(root)
     if root.xpath("boolean(//link[contains(translate(@rel, 'STYLEHET', 'stylehet'), 'stylesheet')])"):
         root.set(_EXTERNAL_CSS, "1")
@@ -843,14 +846,13 @@ def scan(page_html: str, *, cut: frozenset[str] = frozenset(), mark: tuple[str, 
     for body in _closed_details_bodies(root):
         reasons.setdefault(body, "details:closed")
     if not reasons:
-        return Scan((), None)
-    # Outermost hidden elements only; an invisible ancestor wins over a collapsed one.
+        return Scan((), "")
+    # Outermost hidden elements only; a hidden element inside a "seen" one is read on its own.
     ordered = [el for el in root.iter() if el in reasons]
     page_chars = 0
     passages: list[Passage] = []
     covered: set[etree._Element] = set()  # hidden passages: nothing inside them is read again
     seen: set[etree._Element] = set()  # seen passages: hidden elements inside them are still read
-    changed: list[tuple[etree._Element, bool]] = []  # (element, cut it?) else mark it
     for el in ordered:
         visible = reasons[el] in SEEN
         if _covered(el, covered) or (visible and _covered(el, seen)):
@@ -863,26 +865,15 @@ def scan(page_html: str, *, cut: frozenset[str] = frozenset(), mark: tuple[str, 
             if len(text) > MAX_SHARE * page_chars:
                 continue
         (seen if visible else covered).add(el)
-        p = Passage(reasons[el], text[:MAX_TEXT_PER_ELEMENT])
-        passages.append(p)
-        if p.kind in cut:
-            changed.append((el, True))
-        elif mark and not visible:
-            changed.append((el, False))
+        passages.append(Passage(reasons[el], text[:MAX_TEXT_PER_ELEMENT]))
         if len(passages) >= MAX_HIDDEN:
             break
-    html_out: str | None = None
-    if changed:
-        for el, drop in changed:
-            if drop:
-                _drop(el)
-            elif mark:
-                el.text = f"{mark[0]} {el.text or ''}"
-                end = etree.SubElement(el, "span")
-                end.text = f" {mark[1]}"
-        root.attrib.pop(_EXTERNAL_CSS, None)
-        html_out = "<!DOCTYPE html>\n" + etree.tostring(root, method="html", encoding="unicode")
-    return Scan(tuple(passages), html_out)
+    visible_words = ""
+    if covered:
+        for el in covered:
+            _drop(el)
+        visible_words = " ".join(_WORDS.findall(" ".join(t for t in root.itertext() if isinstance(t, str)).lower()))
+    return Scan(tuple(passages), visible_words)
 
 
 def _covered(el: etree._Element, covered: set[etree._Element]) -> bool:

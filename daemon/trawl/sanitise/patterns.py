@@ -230,6 +230,12 @@ RULES: tuple[Rule, ...] = (
         r"override|from\s+now|new\s+instructions|the\s+(?:assistant|ai|model)\b|important\b|attention\b))",
         "prose",
     ),
+    # "Human: ... Assistant: ..." turns, also once whitespace has folded them into one line.
+    _r(
+        "role.turns",
+        r"(?:^|(?<=[\s.!?:;>\]\)\"'”]))(?:human|user)\s*:\s*\S[^\n]{0,400}?(?<=[\s.!?\"'”])assistant\s*:\s*\S",
+        "prose",
+    ),
     _r(
         "role.heading",
         r"^#{1,6}\s*(?:system|system\s+prompt|instruction|assistant|response)\s*:\s*$",
@@ -348,6 +354,7 @@ _NEEDLES: dict[str, tuple[tuple[str, ...], ...]] = {
     "role.line": (("assistant", "system", "human", "user", "developer message"), (":",)),
     "role.instructions": (("instructions",), (":",)),
     "role.heading": (("#",), (":",), ("system", "instruction", "assistant", "response")),
+    "role.turns": (("human", "user"), ("assistant",), (":",)),
     "role.tag": (("<system", "</system", "<tool", "</tool", "<function", "</function", "<antml", "</antml"),),
     "role.line.zh_ja": (("系统", "系統", "システム", "助手", "アシスタント"),),
     "secrecy.en": (("tell", "inform", "notify", "alert", "let", "mention", "reveal", "hide", "conceal", "keep",
