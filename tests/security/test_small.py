@@ -25,10 +25,10 @@ import numpy as np
 import pytest
 import pytest_asyncio
 from aiohttp import web
+from trawl.cache.embeddings import EmbeddingCache, text_key
 from trawl.cache.pages import PageCache
 from trawl.cache.salt import KEY_FILE, cache_key
 from trawl.chromium import find_chromium
-from trawl.retrieve.cache import EmbeddingCache, text_key
 from trawl.server.runner import RunningDaemon
 from trawl.settings import Settings
 from trawl.types import Page

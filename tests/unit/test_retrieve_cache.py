@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from trawl.retrieve.cache import EmbeddingCache
+from trawl.cache.embeddings import EmbeddingCache
 
 
 def vec(seed: int, dim: int = 384) -> np.ndarray:

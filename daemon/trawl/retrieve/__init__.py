@@ -26,6 +26,7 @@ from typing import Any
 import httpx
 import numpy as np
 
+from ..cache.embeddings import EmbeddingCache
 from ..cache.salt import cache_key
 from ..settings import Settings
 from ..text import approx_tokens
@@ -33,7 +34,6 @@ from ..types import Chunk, Mode
 from . import fuse, select
 from .ahead import EmbedAhead
 from .bm25 import BM25Index
-from .cache import EmbeddingCache
 from .embed import CALIBRATION_TEXT, Embedder, EmbedError, embed_text, make_embedder
 from .rerank import Reranker, RerankError, apply_scores
 from .tokenize import guess_lang, same_language, script_of, stopwords, tokens
