@@ -128,16 +128,21 @@ def script_of(lang: str) -> str:
 
 
 # ---------------------------------------------------------------- identification
-def _cld2(text: str, hint: str) -> tuple[str, bool]:
+def _cld2(text: str, hint: str = "") -> tuple[str, bool]:
     """CLD2's best language for ``text`` and whether it calls that reliable; ("", False) when it has none."""
     if _UNENCODABLE.search(text):
         text = _UNENCODABLE.sub(" ", text)
-    hint = _HINT_CODES.get(hint, hint)
     try:
-        reliable, _, found = pycld2.detect(text, bestEffort=True, hintLanguage=hint if hint in _CLD2_HINTS else None)
+        reliable, _, found = pycld2.detect(text, bestEffort=True)
+        code = primary_tag(found[0][1])
+        cld2_hint = _HINT_CODES.get(hint, hint)
+        if hint and cld2_hint in _CLD2_HINTS and not _close(code, hint):
+            # Only a disagreement is worth a hinted second look (a hint costs CLD2 ~50x a plain call).
+            reliable, _, found = pycld2.detect(text, bestEffort=True, hintLanguage=cld2_hint)
+            code = primary_tag(found[0][1])
     except pycld2.error:  # bytes CLD2 refuses despite the clean-up: no answer rather than an error
         return "", False
-    return primary_tag(found[0][1]), bool(reliable)
+    return code, bool(reliable)
 
 
 def _by_script(text: str) -> str:
@@ -175,13 +180,16 @@ def detect_language(text: str, declared: str = "") -> str:
     sample = text[:SAMPLE_CHARS]
     if not tag:
         return detect(sample)
-    found, reliable = _cld2(sample, tag) if len(_LETTER.findall(sample)) >= MIN_LETTERS else ("", False)
-    if not found or _close(found, tag):
-        script = dominant_script(sample)
-        return tag if not script or script == script_of(tag) else (_by_script(sample) or found)
+    letters = len(_LETTER.findall(sample))
+    found, reliable = _cld2(sample, tag) if letters >= MIN_LETTERS else ("", False)
     if tag in ("zh", "ja") and found in ("zh", "ja"):
         return detect(sample) or tag  # a "zh" page full of kana is Japanese
-    if reliable and len(_LETTER.findall(sample)) >= 100:
+    if found and _close(found, tag):
+        return tag
+    if not found:
+        script = dominant_script(sample)
+        return tag if not script or script == script_of(tag) else (_by_script(sample) or found)
+    if reliable and letters >= 100:
         return found
     return tag if dominant_script(sample) in ("", script_of(tag)) else found
 
