@@ -295,3 +295,18 @@ async def test_data_from_one_tenant_cannot_go_to_another_on_a_shared_suffix(tmp_
     with pytest.raises(TrawlError) as caught:
         await guard.check(f"https://attacker.{suffix}/c?k={secret}")
     assert caught.value.code == ErrorCode.EXIT_REFUSED
+
+
+# ------------------------------------------------------------------------------------------ private networks
+@pytest.mark.xfail(strict=True, reason="R10 (low): Azure's WireServer 168.63.129.16 (a public-range platform "
+                                       "endpoint that hands VMs their extension settings and certificates) is not "
+                                       "on netguard.CLOUD_METADATA, so agents may read it")
+@pytest.mark.parametrize("mode", ["none", "loopback", "all"])
+async def test_azure_wireserver_is_refused_like_cloud_metadata(tmp_path: Path, mode: str) -> None:
+    from trawl.netguard import NetGuard
+    from trawl.types import ErrorCode, TrawlError
+
+    guard = NetGuard(daemon_settings(tmp_path, allow_private_hosts=mode))
+    with pytest.raises(TrawlError) as caught:  # a literal: no resolution, no connection is made
+        await guard.check_host("168.63.129.16", 80)
+    assert caught.value.code == ErrorCode.BLOCKED_BY_POLICY
