@@ -34,6 +34,7 @@ class Host(Protocol):
     services: Services
     ops: Registry
     extension_paths: set[str]  # where a chrome-extension:// Origin is the part's business (it checks the id itself)
+    public_paths: set[str]  # paths that need no token (the part authenticates them itself)
     extras: dict[str, Any]
     browser: BrowserProvider
 

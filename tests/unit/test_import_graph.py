@@ -35,6 +35,30 @@ def _type_checking_only(tree: ast.AST) -> set[int]:
     return skip
 
 
+def _resolve(name: str, node: ast.ImportFrom, is_pkg: bool) -> str:
+    if not node.level:
+        return node.module or ""
+    base = name.split(".") if is_pkg else name.split(".")[:-1]
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join([*base, node.module] if node.module else base)
+
+
+def dangling() -> list[str]:
+    """Imports of trawl / trawl_mcp modules that do not exist (a moved module's old name, say)."""
+    mods = modules()
+    bad = []
+    for name, path in mods.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                mod = _resolve(name, node, path.name == "__init__.py")
+                if mod.split(".")[0] in PACKAGES and mod not in mods:
+                    bad.append(f"{name}: from {mod} import ...")
+            elif isinstance(node, ast.Import):
+                bad += [f"{name}: import {a.name}" for a in node.names
+                        if a.name.split(".")[0] in PACKAGES and a.name not in mods]
+    return bad
+
+
 def imports_of(name: str, path: Path, known: set[str]) -> set[str]:
     is_pkg = path.name == "__init__.py"
     out: set[str] = set()
@@ -47,12 +71,7 @@ def imports_of(name: str, path: Path, known: set[str]) -> set[str]:
         if isinstance(node, ast.Import):
             targets = [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = name.split(".") if is_pkg else name.split(".")[:-1]
-                base = base[: len(base) - (node.level - 1)]
-                mod = ".".join([*base, node.module] if node.module else base)
-            else:
-                mod = node.module or ""
+            mod = _resolve(name, node, is_pkg)
             targets = [mod, *(f"{mod}.{a.name}" for a in node.names)]
         for t in targets:
             while t and t not in known:  # the longest known module the name falls in
@@ -79,6 +98,10 @@ def test_the_graph_is_read_from_real_source() -> None:
     assert "trawl.capabilities.mcp" in g and "trawl_mcp.client" in g
     assert "trawl.capabilities" in g["trawl.server.app"]  # the daemon's routes and tools come from the registry
     assert "trawl.capabilities" in g["trawl_mcp.__main__"]  # and so do the bridge's tools
+
+
+def test_every_internal_import_names_a_real_module() -> None:
+    assert not dangling()
 
 
 def test_no_face_imports_another_face_and_the_core_imports_none() -> None:

@@ -481,9 +481,9 @@ def proof_routes(ledger: ProofLedger) -> Callable[[web.Application], None]:
         return web.json_response({"ok": True, "session": sid, "expires_in_s": ledger.session_ttl_s})
 
     def install(app: web.Application) -> None:
-        from .state import STATE
+        from ..host import host_of
 
-        state = app[STATE]
+        state = host_of(app)
         state.extras["proof"] = ledger
         state.public_paths |= PROOF_PATHS
         app.router.add_post("/auth/challenge", challenge)
