@@ -1,16 +1,21 @@
-"""Sanitiser figures: false flags on real pages, recall on injection fixtures, cost per page.
+"""Sanitiser figures: recall on placed attacks (per hiding technique, per language, dev and test split), false
+flags on real pages, cost per page. "before" (phrase rules only) and "after" (phrase rules + structural cues)
+are computed on the same chunks in the same run.
 
-    .venv/bin/python benchmarks/bench_sanitise.py [WCXB_DIR] [--fixtures DIR] [--limit N]
-        [--extractor trawl|trafilatura] [--skip-wcxb]
+    .venv/bin/python benchmarks/bench_sanitise.py [--bench ../shared/bench] [--hosts 2] [--limit N]
+        [--skip-fp] [--skip-attacks] [--fixtures tests/fixtures/injection]
 
-WCXB_DIR defaults to ../shared/bench/wcxb-dev (1,497 real pages). Every page goes through
-the engine's stage sequence (``trawl.stages.prepare``: extract -> clean -> walls -> chunk), then
-flag. Prints: how many pages got any flag (each one
-listed with the rule and a snippet, to be justified or fixed), how many pages carried hidden
-instructions, the recall over the fixtures (every fixture must be flagged), and the time
-clean_document + flag take per page against a baseline measured in the same run (lxml parsing the
-same HTML once), plus chunk_document's time per page. With --qa DIR it also reports how often a QA
-answer span survives inside a single chunk.
+Attacks: tests/fixtures/injection/attacks/{dev,test}.jsonl (see the README there), each placed in every
+PLACEMENT inside each of --hosts real pages (wcxb-dev articles, read from --bench at run time), then run
+through the real stages extract -> clean_document -> chunk_document -> flag. An attack counts as
+
+- *marked* when the agent is told: a chunk holding its words carries instruction_like / hidden_instruction /
+  hidden_text, or the page's warnings report it (a hidden_instruction or an instruction_like title);
+- *kept away* when its words reach no chunk and the page's warnings report hidden text (cut by default);
+- *missed* otherwise (its words reach the agent unflagged, or vanish unreported: the extractor dropped them).
+
+"delivered" attacks are those whose words reach a chunk. Recall = marked or kept away, over all placed attacks.
+False positives: pages of wcxb-dev, qa-dev and qa-dev-long with any flagged chunk or title, for each detector.
 """
 
 from __future__ import annotations
@@ -18,185 +23,285 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import re
 import statistics
 import sys
 import time
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
-from lxml import html as lxml_html
-from trawl.sanitise import find_instructions, flag
-from trawl.settings import Settings
-from trawl.stages import prepare
-from trawl.types import Chunk, Document, Page, TrawlError
-
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "daemon"))
+
+from trawl.chunk import chunk_document  # noqa: E402
+from trawl.extract import extract  # noqa: E402
+from trawl.sanitise import clean_document, detect, find_instructions, flag  # noqa: E402
+from trawl.settings import Settings  # noqa: E402
+from trawl.types import Chunk, Document, Page  # noqa: E402
+
+ATTACKS = ROOT / "tests" / "fixtures" / "injection" / "attacks"
+MARK_FLAGS = {"instruction_like", "hidden_instruction", "hidden_text"}
+_WORD = re.compile(r"\w+")
 
 
-def extractor(name: str):  # type: ignore[no-untyped-def]
-    if name == "trafilatura":
-        import trafilatura
-
-        def via_trafilatura(page: Page, settings: Settings) -> Document:
-            if page.kind != "html":
-                return Document(markdown=page.text or "", title=page.title)
-            md = trafilatura.extract(page.html or "", output_format="markdown", include_tables=True) or ""
-            return Document(markdown=md, title=page.title, extractor="trafilatura")
-
-        return via_trafilatura
-    from trawl.extract import extract
-
-    return extract
+def _esc(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-CHUNK_TIMES: list[tuple[float, int]] = []  # (seconds, markdown chars) per page
+# name -> (what goes into <head>, what goes into the body)
+PLACEMENTS: dict[str, Callable[[str], tuple[str, str]]] = {
+    "visible": lambda t: ("", f"<p>{_esc(t)}</p>"),
+    "display-none": lambda t: ("", f'<div style="display:none"><p>{_esc(t)}</p></div>'),
+    "offscreen": lambda t: ("", f'<p style="position:absolute;left:-9999px">{_esc(t)}</p>'),
+    "tiny-font": lambda t: ("", f'<p style="font-size:1px">{_esc(t)}</p>'),
+    "white-text": lambda t: ("", f'<p style="color:#fefefe">{_esc(t)}</p>'),
+    "scale-zero": lambda t: ("", f'<p style="transform: scale(0)">{_esc(t)}</p>'),
+    "stylesheet": lambda t: ("<style>main > p.note, body p.note {display:none}</style>",
+                             f'<p class="note">{_esc(t)}</p>'),
+    "closed-details": lambda t: ("", f"<details><summary>More</summary><p>{_esc(t)}</p></details>"),
+    "aria-hidden": lambda t: ("", f'<p aria-hidden="true">{_esc(t)}</p>'),
+    "title": lambda t: ("", ""),
+}
 
 
-def run_page(page: Page, settings: Settings, extract) -> tuple[Document, list[Chunk], float, float]:  # type: ignore[no-untyped-def]
-    """The engine's stage sequence (``trawl.stages.prepare``, walls included), then ``flag``."""
-    ready = prepare(page, settings, extractor=extract)
-    CHUNK_TIMES.append((ready.timings_ms["chunk"] / 1000.0, len(ready.doc.markdown)))
-    t = time.perf_counter()
-    flagged = flag(list(ready.chunks), ready.doc.hidden_text)
-    t_flag = time.perf_counter() - t
-    return ready.doc, flagged, ready.timings_ms["clean"] / 1000.0, t_flag
+def place(host: str, attack: str, placement: str) -> str:
+    head, body = PLACEMENTS[placement](attack)
+    html = host
+    if placement == "title":
+        html, n = re.subn(r"<title[^>]*>", lambda m: m.group(0) + _esc(attack) + " | ", html, count=1, flags=re.I)
+        if not n:
+            html = re.sub(r"<head[^>]*>", lambda m: m.group(0) + f"<title>{_esc(attack)}</title>", html, count=1,
+                          flags=re.I)
+        return html
+    if head:
+        html = re.sub(r"</head>", head + "</head>", html, count=1, flags=re.I)
+    # Into the main text: after the third paragraph of the page (or at the start of the body).
+    ends = [m.end() for m in re.finditer(r"</p>", html, flags=re.I)]
+    at = ends[min(2, len(ends) - 1)] if ends else (m.end() if (m := re.search(r"<body[^>]*>", html, re.I)) else 0)
+    return html[:at] + body + html[at:]
 
 
-def pct(values: list[float], q: float) -> float:
-    if not values:
-        return 0.0
-    s = sorted(values)
-    return s[min(len(s) - 1, int(q * len(s)))]
+@contextmanager
+def phrase_rules_only() -> Iterator[None]:
+    """The detector as it was: phrase rules, no structural cues."""
+    orig = detect.find_cues
+    detect.find_cues = lambda text: None  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        detect.find_cues = orig
 
 
-def bench_wcxb(wcxb: Path, limit: int | None, extract, settings: Settings) -> None:  # type: ignore[no-untyped-def]
-    files = sorted((wcxb / "html").glob("*.html.gz"))[:limit]
-    if not files:
-        print(f"no pages under {wcxb / 'html'}")
-        return
-    flagged_pages: list[tuple[str, str, list[str]]] = []
-    hidden_pages: list[tuple[str, tuple[str, ...]]] = []
-    t_clean: list[float] = []
-    t_flag: list[float] = []
-    t_parse: list[float] = []
-    n_chunks = 0
-    errors = 0
-    for i, f in enumerate(files):
-        html = gzip.decompress(f.read_bytes()).decode("utf-8", "replace")
-        page = Page(url=f"https://wcxb.example/{f.name}", final_url=f"https://wcxb.example/{f.name}",
-                    kind="html", source="file", html=html)
-        t = time.perf_counter()
-        lxml_html.document_fromstring(html) if html.strip() else None
-        t_parse.append(time.perf_counter() - t)
-        try:
-            doc, chunks, tc, tf = run_page(page, settings, extract)
-        except Exception as exc:  # count, keep going
-            errors += 1
-            print(f"  {f.name}: {type(exc).__name__}: {exc}", file=sys.stderr)
+def run(page: Page, settings: Settings) -> tuple[Document, list[Chunk]]:
+    doc = clean_document(extract(page, settings), page)
+    return doc, flag(chunk_document(doc, settings), doc.hidden_text)
+
+
+def words(text: str) -> str:
+    return " ".join(w.lower() for w in _WORD.findall(text))
+
+
+def outcome(attack: str, doc: Document, chunks: list[Chunk]) -> tuple[str, bool]:
+    """("marked" | "kept-away" | "missed", delivered?)"""
+    key = words(attack)
+    probe = " ".join(key.split()[:6])
+    holding = [c for c in chunks if probe in words(c.text)]
+    reported_hidden = any(w.startswith(("hidden_instruction", "hidden_text")) for w in doc.warnings)
+    title_flag = any(w.startswith("instruction_like: the page title") for w in doc.warnings) and probe in words(
+        doc.title)
+    if holding:
+        marked = any(set(c.flags) & MARK_FLAGS for c in holding) or title_flag
+        return ("marked" if marked else "missed"), True
+    if title_flag or any(w.startswith("hidden_instruction") for w in doc.warnings):
+        return "marked", probe in words(doc.title)
+    if reported_hidden and any(probe in words(t) for t in doc.hidden_text):
+        return "kept-away", False
+    return "missed", probe in words(doc.title)
+
+
+def hosts(bench: Path, n: int) -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
+    gt = bench / "wcxb-dev" / "ground-truth"
+    for f in sorted((bench / "wcxb-dev" / "html").glob("*.html.gz")):
+        meta = json.loads((gt / (f.name.split(".")[0] + ".json")).read_text(encoding="utf-8"))
+        if meta.get("_internal", {}).get("page_type", {}).get("primary") != "article":
             continue
-        t_clean.append(tc)
-        t_flag.append(tf)
+        html = gzip.decompress(f.read_bytes()).decode("utf-8", "replace")
+        if len(html) > 400_000 or html.lower().count("</p>") < 6:
+            continue
+        out.append((f.name, html))
+        if len(out) >= n:
+            break
+    return out
+
+
+def bench_attacks(bench: Path, n_hosts: int, settings: Settings) -> None:
+    pages = hosts(bench, n_hosts)
+    print(f"\n== placed attacks: {len(pages)} host pages ({', '.join(n for n, _ in pages)}), "
+          f"{len(PLACEMENTS)} placements")
+    for split in ("dev", "test"):
+        rows = [json.loads(line) for line in (ATTACKS / f"{split}.jsonl").open(encoding="utf-8")]
+        tally: dict[str, dict[tuple[str, str], list[int]]] = {"placement": defaultdict(lambda: [0, 0, 0, 0, 0]),
+                                                               "lang": defaultdict(lambda: [0, 0, 0, 0, 0])}
+        delivered = [0, 0, 0]  # delivered, marked before, marked after
+        misses: list[str] = []
+        for r in rows:
+            for placement in PLACEMENTS:
+                for host_name, host in pages:
+                    html = place(host, r["text"], placement)
+                    url = f"https://attack.example/{host_name}"
+                    page = Page(url=url, final_url=url, kind="html", source="file", html=html)
+                    doc, chunks = run(page, settings)
+                    after, reached = outcome(r["text"], doc, chunks)
+                    with phrase_rules_only():  # same extraction, flags as the phrase rules alone set them
+                        bdoc = _phrase_doc(doc)
+                        bchunks = flag([replace(c, flags=()) for c in chunks], bdoc.hidden_text)
+                    before, _ = outcome(r["text"], bdoc, bchunks)
+                    for key in (("placement", placement), ("lang", r["lang"])):
+                        t = tally[key[0]][(split, key[1])]
+                        t[0] += 1
+                        t[1] += before != "missed"
+                        t[2] += after != "missed"
+                        t[3] += reached
+                        t[4] += reached and after == "marked"
+                    if reached:
+                        delivered[0] += 1
+                        delivered[1] += before == "marked"
+                        delivered[2] += after == "marked"
+                    if after == "missed" and len(misses) < 400:
+                        misses.append(f"{r['id']:16s} {placement:15s} {host_name}")
+        print(f"\n-- {split} split: {len(rows)} attacks x {len(PLACEMENTS)} placements x {len(pages)} hosts")
+        print(f"delivered to chunks: {delivered[0]}; flagged: before {delivered[1]} "
+              f"({delivered[1] / max(1, delivered[0]):.1%}), after {delivered[2]} "
+              f"({delivered[2] / max(1, delivered[0]):.1%})")
+        for dim in ("placement", "lang"):
+            print(f"{dim:15s} {'n':>5s} {'before':>8s} {'after':>8s} {'delivered':>10s} {'flagged':>8s}")
+            for (sp, name), (n, b, a, d, m) in sorted(tally[dim].items()):
+                if sp == split:
+                    print(f"{name:15s} {n:5d} {b / n:8.1%} {a / n:8.1%} {d:10d} {m / max(1, d):8.1%}")
+        if misses:
+            print(f"missed ({len(misses)}):")
+            for line in misses[:60]:
+                print("  " + line)
+
+
+def _hidden_instructions(doc: Document) -> tuple[str, ...]:
+    return tuple(t for t in doc.hidden_text if find_instructions(t))
+
+
+def _phrase_doc(doc: Document) -> Document:
+    """Warnings as the phrase rules alone would write them (title and hidden instructions re-tested)."""
+    keep = [w for w in doc.warnings if not w.startswith(("hidden_instruction", "instruction_like"))]
+    hidden = _hidden_instructions(doc)
+    keep += [f"hidden_instruction: {t[:60]}" for t in hidden]
+    if doc.title and find_instructions(doc.title):
+        keep.append(f"instruction_like: the page title addresses the AI reader: {doc.title[:60]}")
+    return replace(doc, warnings=tuple(keep), hidden_text=hidden)
+
+
+def fp_pages(bench: Path, limit: int | None, settings: Settings) -> list[tuple[str, Page]]:
+    out: list[tuple[str, Page]] = []
+    for f in sorted((bench / "wcxb-dev" / "html").glob("*.html.gz"))[:limit]:
+        html = gzip.decompress(f.read_bytes()).decode("utf-8", "replace")
+        out.append((f"wcxb-dev/{f.name}", Page(url=f"https://wcxb.example/{f.name}",
+                                               final_url=f"https://wcxb.example/{f.name}", kind="html",
+                                               source="file", html=html)))
+    for name in ("qa-dev", "qa-dev-long"):
+        seen: set[str] = set()
+        qfile = bench / name / "questions.jsonl"
+        if not qfile.exists():
+            continue
+        for line in qfile.open(encoding="utf-8"):
+            q = json.loads(line)
+            if q["html_path"] in seen:
+                continue
+            seen.add(q["html_path"])
+            html = (bench / name / q["html_path"]).read_text(encoding="utf-8")
+            out.append((f"{name}/{q['html_path']}", Page(url=q["url"], final_url=q["url"], kind="html",
+                                                         source="file", html=html)))
+    return out
+
+
+def bench_fp(bench: Path, limit: int | None, settings: Settings) -> None:
+    pages = fp_pages(bench, limit, settings)
+    n_chunks = 0
+    flagged: dict[str, list[str]] = {"before": [], "after": []}
+    hidden_pages = 0
+    t_detect: dict[str, list[float]] = {"before": [], "after": []}
+    t_stage: list[float] = []
+    for name, page in pages:
+        t = time.perf_counter()
+        doc = clean_document(extract(page, settings), page)
+        t_stage.append(time.perf_counter() - t)
+        chunks = chunk_document(doc, settings)
         n_chunks += len(chunks)
-        if doc.hidden_text:
-            hidden_pages.append((f.name, doc.hidden_text))
-        for c in chunks:
-            if "instruction_like" in c.flags:
-                hits = find_instructions(c.text, c.heading_path)
-                flagged_pages.append((f.name, c.text, [f"{h.rule}: {h.snippet}" for h in hits]))
-                break
-        if (i + 1) % 100 == 0:
-            print(f"  {i + 1}/{len(files)} pages", file=sys.stderr)
-
-    print(f"\n== WCXB: {len(files)} pages, {n_chunks} chunks, {errors} refused or failed (walls, empty, errors)")
-    print(f"pages with an instruction_like chunk: {len(flagged_pages)}")
-    for name, _text, hits in flagged_pages:
-        for h in hits:
-            print(f"  {name}  {h}")
-    print(f"pages with hidden instructions: {len(hidden_pages)}")
-    for name, texts in hidden_pages:
-        for t in texts:
-            print(f"  {name}  hidden: {t[:160]!r}")
+        hidden_pages += any(w.startswith("hidden_text") for w in doc.warnings)
+        for label in ("before", "after"):
+            t = time.perf_counter()
+            if label == "before":
+                with phrase_rules_only():
+                    hits = [find_instructions(c.text, c.heading_path) for c in chunks]
+                    title = find_instructions(doc.title) if doc.title else []
+                    hid = [find_instructions(x) for x in doc.hidden_text]
+            else:
+                hits = [find_instructions(c.text, c.heading_path) for c in chunks]
+                title = find_instructions(doc.title) if doc.title else []
+                hid = [find_instructions(x) for x in doc.hidden_text]
+            t_detect[label].append(time.perf_counter() - t)
+            found = [h[0] for h in hits if h] + list(title[:1]) + [h[0] for h in hid if h]
+            if found:
+                flagged[label].append(f"{name}  {found[0].rule}: {found[0].snippet[:140]}")
+    print(f"\n== false positives: {len(pages)} real pages (wcxb-dev, qa-dev, qa-dev-long), {n_chunks} chunks; "
+          f"{hidden_pages} pages report hidden text")
+    for label in ("before", "after"):
+        print(f"pages with a flagged chunk, title or hidden passage ({label}): {len(flagged[label])}")
+        for line in flagged[label]:
+            print("  " + line)
     ms = 1000.0
-    print("cost per page (ms)            median    p95     max")
-    for label, vals in (("lxml parse (baseline)", t_parse), ("clean_document", t_clean), ("flag (all chunks)", t_flag)):
-        print(f"  {label:26s} {statistics.median(vals) * ms:7.2f} {pct(vals, 0.95) * ms:7.2f} {max(vals) * ms:7.2f}")
-    print(f"  clean_document / lxml parse, median ratio: {statistics.median(t_clean) / statistics.median(t_parse):.2f}")
-    t_chunk = [t for t, _ in CHUNK_TIMES]
-    big = [t for t, n in CHUNK_TIMES if n >= 100_000]
-    print(f"  chunk_document             {statistics.median(t_chunk) * ms:7.2f} {pct(t_chunk, 0.95) * ms:7.2f} "
-          f"{max(t_chunk) * ms:7.2f}   ({len(big)} pages with >= 100k chars of markdown: "
-          f"max {max(big, default=0) * ms:.1f} ms)")
+    print("cost per page (ms)                         median    p95     max")
+    for label, vals in (("extract + clean_document", t_stage), ("detector, all chunks (before)", t_detect["before"]),
+                        ("detector, all chunks (after)", t_detect["after"])):
+        s = sorted(vals)
+        print(f"  {label:38s} {statistics.median(s) * ms:7.2f} {s[int(0.95 * (len(s) - 1))] * ms:7.2f} "
+              f"{s[-1] * ms:7.2f}")
 
 
-def bench_qa(qa: Path, extract, settings: Settings) -> None:  # type: ignore[no-untyped-def]
-    """Chunker check: how often the answer span survives inside one chunk (vs. anywhere in the text)."""
-    questions = [json.loads(line) for line in (qa / "questions.jsonl").open(encoding="utf-8")]
-
-    def norm(t: str) -> str:
-        return " ".join(t.split()).casefold()
-
-    pages: dict[str, tuple[str, list[str]]] = {}
-    in_text = in_chunk = 0
-    for q in questions:
-        if q["html_path"] not in pages:
-            html = (qa / q["html_path"]).read_text(encoding="utf-8")
-            page = Page(url=q["url"], final_url=q["url"], kind="html", source="file", html=html)
-            try:
-                ready = prepare(page, settings, extractor=extract)
-                pages[q["html_path"]] = (norm(ready.doc.markdown), [norm(c.text) for c in ready.chunks])
-            except TrawlError:  # a wall or an empty page: nothing reaches the agent
-                pages[q["html_path"]] = ("", [])
-        text, chunks = pages[q["html_path"]]
-        answers = [norm(a) for a in q["answers"]]
-        if any(a in text for a in answers):
-            in_text += 1
-            in_chunk += any(a in c for a in answers for c in chunks)
-    n_chunks = sum(len(c) for _, c in pages.values())
-    print(f"\n== QA answers kept whole by the chunker: {qa}")
-    print(f"{len(questions)} questions, {len(pages)} pages, {n_chunks} chunks; answer in extracted text: {in_text}; "
-          f"inside one chunk: {in_chunk} ({in_chunk / max(1, in_text):.4f})")
-
-
-def fixture_page(path: Path) -> Page:
-    text = path.read_text(encoding="utf-8")
-    url = f"https://fixtures.example/{path.name}"
-    if path.suffix == ".html":
-        return Page(url=url, final_url=url, kind="html", source="file", html=text)
-    return Page(url=url, final_url=url, kind="markdown" if path.suffix == ".md" else "text", source="file", text=text)
-
-
-def bench_fixtures(fixtures: Path, extract, settings: Settings) -> None:  # type: ignore[no-untyped-def]
+def bench_fixtures(fixtures: Path, settings: Settings) -> None:
     files = sorted(p for p in fixtures.iterdir() if p.name[:2].isdigit())
     caught = 0
     print(f"\n== injection fixtures: {fixtures}")
     for f in files:
-        doc, chunks, _, _ = run_page(fixture_page(f), settings, extract)
+        text = f.read_text(encoding="utf-8")
+        url = f"https://fixtures.example/{f.name}"
+        kind = "html" if f.suffix == ".html" else "markdown" if f.suffix == ".md" else "text"
+        page = Page(url=url, final_url=url, kind=kind, source="file", html=text if kind == "html" else None,
+                    text=None if kind == "html" else text)
+        doc, chunks = run(page, settings)
         flags = sorted({fl for c in chunks for fl in c.flags})
-        rules = sorted({h.rule for c in chunks for h in find_instructions(c.text, c.heading_path)})
-        hidden_rules = sorted({h.rule for t in doc.hidden_text for h in find_instructions(t)})
-        ok = bool(flags)
+        ok = bool(flags) or any(w.startswith(("hidden_instruction", "hidden_text")) for w in doc.warnings)
         caught += ok
-        print(f"  {'ok  ' if ok else 'MISS'} {f.name:36s} flags={','.join(flags) or '-'} "
-              f"rules={','.join(rules + hidden_rules) or '-'}")
+        print(f"  {'ok  ' if ok else 'MISS'} {f.name:36s} flags={','.join(flags) or '-'}")
     print(f"recall: {caught}/{len(files)} = {caught / max(1, len(files)):.3f}")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("wcxb", nargs="?", default=str(ROOT.parent / "shared" / "bench" / "wcxb-dev"))
+    ap.add_argument("--bench", default=str(ROOT.parent / "shared" / "bench"))
     ap.add_argument("--fixtures", default=str(ROOT / "tests" / "fixtures" / "injection"))
-    ap.add_argument("--limit", type=int, default=None)
-    ap.add_argument("--extractor", choices=["trawl", "trafilatura"], default="trawl")
-    ap.add_argument("--skip-wcxb", action="store_true")
-    ap.add_argument("--qa", default=None, help="also check answer spans against chunks (e.g. ../shared/bench/qa-dev)")
+    ap.add_argument("--hosts", type=int, default=2)
+    ap.add_argument("--limit", type=int, default=None, help="wcxb-dev pages for the false-positive count")
+    ap.add_argument("--skip-fp", action="store_true")
+    ap.add_argument("--skip-attacks", action="store_true")
     args = ap.parse_args()
     settings = Settings()
-    extract = extractor(args.extractor)
-    print(f"extractor: {args.extractor}")
-    bench_fixtures(Path(args.fixtures), extract, settings)
-    if args.qa:
-        bench_qa(Path(args.qa), extract, settings)
-    if not args.skip_wcxb:
-        bench_wcxb(Path(args.wcxb), args.limit, extract, settings)
+    bench_fixtures(Path(args.fixtures), settings)
+    if not args.skip_attacks:
+        bench_attacks(Path(args.bench), args.hosts, settings)
+    if not args.skip_fp:
+        bench_fp(Path(args.bench), args.limit, settings)
 
 
 if __name__ == "__main__":

@@ -103,12 +103,12 @@ class _Words:
 
 def apply_hidden(markdown: str, found: Scan, settings: Settings, warnings: list[str]) -> tuple[str, tuple[str, ...]]:
     """(the markdown with hidden passages cut or marked, the texts of every hidden passage)."""
+    if markdown and ("⟦" in markdown or "⟧" in markdown):  # page text must not forge the markers
+        markdown = markdown.replace("⟦", "[").replace("⟧", "]")
     if not found.passages:
         return markdown, ()
     mode = settings.hidden_text if settings.hidden_text in _CUT else "drop"
     cut_kinds = _CUT[mode]
-    if markdown and ("⟦" in markdown or "⟧" in markdown):  # page text must not forge the markers
-        markdown = markdown.replace("⟦", "[").replace("⟧", "]")
     edits: list[tuple[int, int, bool]] = []  # (start char, end char, cut?) in the markdown
     done: dict[str, list[Passage]] = {"cut from the text": [], "kept between ⟦hidden⟧ markers": []}
     words_md = _Words(markdown) if markdown else None
