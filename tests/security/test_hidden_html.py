@@ -98,7 +98,7 @@ def test_text_no_one_sees_is_cut_and_reported(technique: str, text: str, setting
 @pytest.mark.parametrize("text", [BENIGN, ATTACK], ids=["benign", "attack"])
 def test_text_people_can_open_is_kept_and_flagged(technique: str, text: str, settings: Settings) -> None:
     head, element = REVEALABLE[technique]
-    doc, chunks = run(page_html(head, element, text), settings)
+    _doc, chunks = run(page_html(head, element, text), settings)
     assert holding(chunks, ARTICLE[0])
     kept = holding(chunks, text)
     if kept:  # the extractor kept it: it is marked as hidden where it stands
