@@ -135,7 +135,7 @@ async def test_tab_closed_mid_capture_is_a_typed_error(linked: Linked, site: Loc
             break
         await asyncio.sleep(0.05)
     assert pages, "the background tab never appeared"
-    await asyncio.sleep(0.3)
+    await pages[0].wait_for_load_state("domcontentloaded")  # loaded: the extension now waits for it to settle
     await pages[0].close()
     with pytest.raises(TrawlError) as err:
         await asyncio.wait_for(task, 15)

@@ -92,8 +92,13 @@ async def _challenge(request: web.Request) -> web.Response:
     return web.Response(status=403, text=(WALLS / "challenge-cloudflare.html").read_text(), content_type="text/html")
 
 
+SLOW_DATA_ASKED: list[asyncio.Event] = []  # set when the browser asks for /slow-data (the page is mid-load)
+
+
 async def _slow_data(request: web.Request) -> web.Response:
-    await asyncio.sleep(2.5)
+    for ev in SLOW_DATA_ASKED:
+        ev.set()
+    await asyncio.sleep(2.5)  # a slow server, not an ordering device
     return web.json_response({"text": "slow data arrived"})
 
 
@@ -302,8 +307,13 @@ async def test_browser_killed_mid_request(engine: Engine, settings: Settings, si
     await source.fetch(FetchRequest(f"{site_url}/static"), settings)  # make sure a browser runs
     pid, launches = source.browser_pid, source.launches
     assert pid is not None
-    task = asyncio.create_task(source.fetch(FetchRequest(f"{site_url}/slow"), settings))
-    await asyncio.sleep(0.8)
+    asked = asyncio.Event()
+    SLOW_DATA_ASKED.append(asked)
+    try:
+        task = asyncio.create_task(source.fetch(FetchRequest(f"{site_url}/slow"), settings))
+        await asyncio.wait_for(asked.wait(), timeout=30)  # the page is loaded and waiting on its data
+    finally:
+        SLOW_DATA_ASKED.remove(asked)
     os.kill(pid, signal.SIGKILL)
     try:
         page = await task  # retried once on a fresh browser while time remained
