@@ -186,6 +186,7 @@ const DEFAULT_BACKGROUND_TABS = 3;
 const MAX_QUEUED = 64;
 const opened = new Set();
 let openedSaved = Promise.resolve();
+/** @type {{running: number, waiting: Array<() => void>}} */
 const slots = { running: 0, waiting: [] };
 
 function saveOpened() {
@@ -202,7 +203,7 @@ async function openBackgroundTab(deadline) {
   try {
     await saveOpened();
     for (;;) {
-      const now = await chrome.tabs.get(tab.id).catch(() => null);
+      const now = await chrome.tabs.get(/** @type {number} */ (tab.id)).catch(() => null);
       if (!now) throw new CaptureError("tab_not_found", "the tab was closed during capture");
       if (now.status === "complete" && !now.pendingUrl) return now;
       if (Date.now() >= deadline) throw new CaptureError("timeout", "the browser did not open a tab in time");
@@ -246,7 +247,7 @@ async function takeSlot(limit, deadline) {
       throw new CaptureError("busy", `${slots.running} background captures are running and ${slots.waiting.length} ` +
         "wait; try again shortly");
     }
-    await new Promise((wake) => {
+    await /** @type {Promise<void>} */ (new Promise((wake) => {
       const entry = () => {
         clearTimeout(timer);
         wake();
@@ -257,7 +258,7 @@ async function takeSlot(limit, deadline) {
         wake();
       }, left);
       slots.waiting.push(entry);
-    });
+    }));
   }
 }
 
@@ -351,7 +352,7 @@ async function readTab(tab, hops, msg, policy, deadline, timings, warnings, t0) 
     // policy denies, or to another site, that is the answer.
     if (settledUrl && !(e instanceof CaptureError && e.code === "blocked_by_policy")) {
       if (created) refuseHops(policy, hops.hops());
-      const now = await chrome.tabs.get(tab.id).catch(() => null);
+      const now = await chrome.tabs.get(/** @type {number} */ (tab.id)).catch(() => null);
       const where = now ? now.pendingUrl || now.url : "";
       if (where) refuseIfMoved(policy, settledUrl, where, "during capture");
     }
@@ -460,7 +461,7 @@ async function handle(msg) {
     throw new CaptureError("invalid_request", `the extension does not handle ${msg.type}`);
   } catch (e) {
     const code = e instanceof CaptureError ? e.code : "capture_failed";
-    const message = e instanceof CaptureError ? e.message : `capture failed: ${e.message || e}`;
+    const message = e instanceof CaptureError ? e.message : `capture failed: ${/** @type {any} */ (e).message || e}`;
     if (msg.type === "capture") {
       logCapture({ t: Date.now(), what: label, ok: false, ms: Date.now() - t0, code }).catch(() => {});
     }

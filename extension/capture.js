@@ -38,9 +38,9 @@ function probeSettle() {
   }
   let last = g.__trawlProbe.last;
   try {
-    const nav = performance.getEntriesByType("navigation")[0];
+    const nav = /** @type {PerformanceNavigationTiming | undefined} */ (performance.getEntriesByType("navigation")[0]);
     if (nav) last = Math.max(last, nav.domContentLoadedEventEnd || 0, nav.loadEventEnd || 0);
-    const res = performance.getEntriesByType("resource");
+    const res = /** @type {PerformanceResourceTiming[]} */ (performance.getEntriesByType("resource"));
     for (let i = Math.max(0, res.length - 50); i < res.length; i++) last = Math.max(last, res[i].responseEnd || 0);
   } catch (e) {
     last = now;
@@ -53,14 +53,14 @@ function probeSettle() {
     const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT, {
       acceptNode: (n) => (n.parentElement && skip.has(n.parentElement.tagName) ? 2 : 1),
     });
-    while (text < enough && walker.nextNode()) text += walker.currentNode.nodeValue.trim().length;
+    while (text < enough && walker.nextNode()) text += /** @type {string} */ (walker.currentNode.nodeValue).trim().length;
     if (text < enough) {
       // Web-component apps keep their text in shadow roots (small DOMs here: this is the "little text" case).
       const els = document.body.querySelectorAll("*");
       for (let i = 0; i < els.length && i < 5000 && text < enough; i++) {
         let root = null;
         try {
-          root = chrome.dom.openOrClosedShadowRoot(els[i]);
+          root = chrome.dom.openOrClosedShadowRoot(/** @type {HTMLElement} */ (els[i]));
         } catch (e) {
           root = els[i].shadowRoot;
         }
@@ -200,7 +200,7 @@ async function injected(tabId, call, deadline, floorMs, what) {
     if (e instanceof CaptureError) throw e;
     const gone = await chrome.tabs.get(tabId).then(() => false, () => true);
     if (gone) throw new CaptureError("tab_not_found", "the tab was closed during capture");
-    const why = String(e.message || e);
+    const why = String(/** @type {any} */ (e).message || e);
     if (/error page/i.test(why)) {
       throw new CaptureError("network_error", "the tab shows the browser's error page: the site did not load");
     }
@@ -245,6 +245,11 @@ const fetchRedirects = new Map();
 const redirectWaiters = new Map();
 const WEB = ["http://*/*", "https://*/*"];
 
+/**
+ * @param {number} tabId
+ * @param {string | undefined} url
+ * @returns {undefined}
+ */
 function hopSeen(tabId, url) {
   const hops = tabHops.get(tabId);
   if (hops && url) hops.push(url);
@@ -257,7 +262,7 @@ if (chrome.webRequest) {
     { urls: WEB, types: ["main_frame"] },
   );
   chrome.webRequest.onHeadersReceived.addListener(
-    (d) => {
+    /** @returns {undefined} */ (d) => {
       if (d.tabId !== -1 || d.statusCode < 300 || d.statusCode >= 400) return;
       const own = `chrome-extension://${chrome.runtime.id}`;
       if (d.initiator && d.initiator !== own) return;
@@ -307,6 +312,14 @@ export async function waitForLoad(tabId, deadline, watch, fresh = false) {
 // `onHref(url)` sees the document's URL at every probe (and may throw: the tab navigated).
 const MIN_TEXT = 200;
 
+/**
+ * @param {number} tabId
+ * @param {number} quietMs
+ * @param {number} deadline
+ * @param {{check: () => void}} watch
+ * @param {(href: string) => void} [onHref]
+ * @param {number} [emptyWaitMs]
+ */
 export async function settle(tabId, quietMs, deadline, watch, onHref = () => {}, emptyWaitMs = 3000) {
   const start = Date.now();
   let polls = 0;
@@ -429,7 +442,7 @@ export async function fetchPdf(url, check, maxBytes, deadline) {
         res = await fetch(current, { credentials: "include", redirect: "manual", signal: ctrl.signal });
       } catch (e) {
         if (ctrl.signal.aborted) throw new CaptureError("timeout", `fetching ${current} took too long`);
-        throw new CaptureError("network_error", `cannot fetch ${current}: ${e.message || e}`);
+        throw new CaptureError("network_error", `cannot fetch ${current}: ${/** @type {any} */ (e).message || e}`);
       }
       if (res.type === "opaqueredirect" || (res.status >= 300 && res.status < 400)) {
         const loc = await redirectTarget(current, deadline);

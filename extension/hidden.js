@@ -65,7 +65,7 @@ globalThis.__trawlMarkHidden = function markHidden(doc, opts) {
   // The colour the canvas shows where no ancestor paints: white, unless a fixed or absolute layer covers the
   // viewport (a full-page backdrop that is not an ancestor of the text): then its colour, or unknown (null)
   // when it is an image or half transparent.
-  let canvas = { r: 255, g: 255, b: 255, a: 1 };
+  let canvas = /** @type {{r: number, g: number, b: number, a: number} | null} */ ({ r: 255, g: 255, b: 255, a: 1 });
   let backdrop = false;
   const parseColor = (s) => {
     const m = /rgba?\(\s*([\d.]+)[\s,]+([\d.]+)[\s,]+([\d.]+)(?:[\s,/]+([\d.]+%?))?\s*\)/.exec(String(s || ""));

@@ -99,8 +99,11 @@ export class Link {
     this.ws = null;
     this.status = { state: "disconnected", detail: "", since: Date.now() };
     this.attempt = 0;
+    /** @type {any} timer ids, or null when none runs */
     this.retryTimer = null;
+    /** @type {any} */
     this.pingTimer = null;
+    /** @type {any} */
     this.pongTimer = null;
     this.lostAt = Date.now();
     this.nextId = 1;
@@ -148,6 +151,7 @@ export class Link {
     this.ws = ws;
     this.setStatus("connecting");
     // Handshake state of this socket. phase: hello -> auth -> open (or dead).
+    /** @type {{phase: string, mode: string, ne: string, nd: string, key: Uint8Array | null, code: string, version: number}} */
     const hs = { phase: "hello", mode: "none", ne: "", nd: "", key: null, code: "", version: 0 };
     let chain = Promise.resolve();
 

@@ -95,7 +95,7 @@ export function cleanPolicy(policy, revision) {
 }
 
 export async function loadPolicy() {
-  const { policy } = await chrome.storage.local.get("policy");
+  const { policy } = /** @type {{policy?: any}} */ (await chrome.storage.local.get("policy"));
   if (!policy || typeof policy !== "object") return { ...DEFAULT_POLICY, deny: [...DEFAULT_POLICY.deny] };
   // A policy saved before revisions existed was edited by the user: it beats the daemon's untouched default.
   return cleanPolicy(policy, revisionOf(policy.revision, 1));

@@ -2,21 +2,26 @@
 
 import { loadPolicy, savePolicy } from "../policy.js";
 
-const $ = (id) => document.getElementById(id);
+/**
+ * An element of options.html by id (every id used here is in the page).
+ * @param {string} id
+ * @returns {HTMLInputElement}
+ */
+const $ = (id) => /** @type {HTMLInputElement} */ (document.getElementById(id));
 const lines = (text) => text.split(/\r?\n/).map((l) => l.trim()).filter(Boolean);
 
 async function load() {
   const policy = await loadPolicy();
-  for (const radio of document.querySelectorAll('input[name="mode"]')) radio.checked = radio.value === policy.mode;
+  for (const radio of /** @type {NodeListOf<HTMLInputElement>} */ (document.querySelectorAll('input[name="mode"]'))) radio.checked = radio.value === policy.mode;
   $("deny").value = policy.deny.join("\n");
   $("allow").value = policy.allow.join("\n");
-  const { port } = await chrome.storage.local.get("port");
-  $("port").value = port || "";
+  const { port } = /** @type {{port?: number}} */ (await chrome.storage.local.get("port"));
+  $("port").value = /** @type {any} */ (port) || "";
   $("port").placeholder = "8765";
 }
 
 $("save").addEventListener("click", async () => {
-  const mode = document.querySelector('input[name="mode"]:checked')?.value || "allow_all_except_denied";
+  const mode = /** @type {HTMLInputElement | null} */ (document.querySelector('input[name="mode"]:checked'))?.value || "allow_all_except_denied";
   const saved = await savePolicy({ mode, deny: lines($("deny").value), allow: lines($("allow").value) });
   const port = Number($("port").value);
   if (port >= 1 && port <= 65535) await chrome.storage.local.set({ port });

@@ -1,6 +1,11 @@
 // The popup: link and pairing state, recent reads, the pause switch.
 
-const $ = (id) => document.getElementById(id);
+/**
+ * An element of popup.html by id (every id used here is in the page; inputs are the only ones read).
+ * @param {string} id
+ * @returns {HTMLInputElement}
+ */
+const $ = (id) => /** @type {HTMLInputElement} */ (document.getElementById(id));
 
 function send(cmd, extra = {}) {
   return chrome.runtime.sendMessage({ cmd, ...extra });
@@ -55,7 +60,7 @@ $("pair-form").addEventListener("submit", async (ev) => {
   $("pair-code").value = "";
   setTimeout(refresh, 600);
 });
-$("paused").addEventListener("change", async (ev) => render(await send("pause", { paused: ev.target.checked })));
+$("paused").addEventListener("change", async (ev) => render(await send("pause", { paused: /** @type {HTMLInputElement} */ (ev.target).checked })));
 $("reconnect").addEventListener("click", async (ev) => {
   ev.preventDefault();
   render(await send("reconnect"));
