@@ -26,6 +26,16 @@ SAMPLE_CHARS = 3000  # of a page: enough for a sure answer, bounded cost
 MIN_LETTERS = 3  # fewer letters than this say nothing about a language
 _TAG = re.compile(r"^[A-Za-z]{2,3}(?=$|[-_])")
 _LETTER = re.compile(r"[^\W\d_]")
+_WORD = re.compile(r"[^\W\d_]+")
+_UK_LETTERS = re.compile("[іїєґІЇЄҐ]")
+_BE_LETTERS = re.compile("[ўЎ]")
+_SR_LETTERS = re.compile("[ђћџљњЂЋЏЉЊ]")
+_FA_LETTERS = re.compile("[پچژگ]")
+# Letters that only some Cyrillic alphabets have: without one, a short text is not in that language.
+_CYRILLIC_MARKS = {
+    lang: re.compile(f"[{letters}]", re.IGNORECASE)
+    for lang, letters in (("uk", "іїєґ"), ("be", "ўі"), ("sr", "ђћџљњј"), ("mk", "ѓќѕјљњ"))
+}
 # CLD2 rejects text that is not valid UTF-8 (lone surrogates) and reads markup-ish control characters badly.
 _UNENCODABLE = re.compile(r"[\ud800-\udfff\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
@@ -128,24 +138,51 @@ def script_of(lang: str) -> str:
 
 
 # ---------------------------------------------------------------- identification
-def _cld2(text: str, hint: str = "") -> tuple[str, bool]:
-    """CLD2's best language for ``text`` and whether it calls that reliable; ("", False) when it has none."""
-    if _UNENCODABLE.search(text):
-        text = _UNENCODABLE.sub(" ", text)
+def _cld2_once(text: str, hint: str = "") -> tuple[str, bool]:
     try:
-        reliable, _, found = pycld2.detect(text, bestEffort=True)
-        code = primary_tag(found[0][1])
-        cld2_hint = _HINT_CODES.get(hint, hint)
-        if hint and cld2_hint in _CLD2_HINTS and not _close(code, hint):
-            # Only a disagreement is worth a hinted second look (a hint costs CLD2 ~50x a plain call).
-            reliable, _, found = pycld2.detect(text, bestEffort=True, hintLanguage=cld2_hint)
-            code = primary_tag(found[0][1])
+        reliable, _, found = pycld2.detect(text, bestEffort=True, hintLanguage=hint or None)
     except pycld2.error:  # bytes CLD2 refuses despite the clean-up: no answer rather than an error
         return "", False
-    return code, bool(reliable)
+    return primary_tag(found[0][1]), bool(reliable)
 
 
-def _by_script(text: str) -> str:
+def _cld2(text: str, hint: str = "") -> tuple[str, bool]:
+    """CLD2's best language for ``text`` and whether it calls that reliable; ("", False) when it has none.
+
+    With a ``hint`` that CLD2's plain answer contradicts, CLD2 looks again with the hint as its prior
+    (only then: a hint costs it ~50 times a plain call).
+    """
+    if _UNENCODABLE.search(text):
+        text = _UNENCODABLE.sub(" ", text)
+    code, reliable = _cld2_once(text)
+    cld2_hint = _HINT_CODES.get(hint, hint)
+    if hint and cld2_hint in _CLD2_HINTS and not _close(code, hint):
+        code, reliable = _cld2_once(text, cld2_hint)
+    return code, reliable
+
+
+def _share(counts: Counter[str], script: str) -> float:
+    total = sum(counts.values())
+    if not total:
+        return 0.0
+    n = sum(counts[s] for s in CJK_SCRIPTS) if script == "cjk" else counts[script]
+    return n / total
+
+
+def _cyrillic(text: str, hint: str) -> str:
+    if hint and script_of(hint) == "cyrillic":
+        return hint
+    if _UK_LETTERS.search(text):
+        return "uk"
+    if _BE_LETTERS.search(text):
+        return "be"
+    if _SR_LETTERS.search(text):
+        return "sr"
+    return "ru"
+
+
+def _by_script(text: str, hint: str = "") -> str:
+    """The language the letters' script names (Hangul → ko, ...), or the hint's when it is written in it."""
     counts = script_counts(text)
     total = sum(counts.values())
     if not total:
@@ -155,18 +192,56 @@ def _by_script(text: str) -> str:
     if counts["hangul"] >= 0.2 * total:
         return "ko"
     script, n = counts.most_common(1)[0]
-    return _SCRIPT_LANG.get(script, "") if n >= 0.5 * total else ""
+    if n < 0.5 * total:
+        return ""
+    if hint and script_of(hint) == ("cjk" if script in CJK_SCRIPTS else script):
+        return hint
+    if script == "cyrillic":
+        return _cyrillic(text, hint)
+    if script == "arabic":
+        return "fa" if _FA_LETTERS.search(text) else "ar"
+    return _SCRIPT_LANG.get(script, "")
+
+
+def _settle(text: str, found: str, hint: str) -> str:
+    """A short question CLD2 names differently from its page (``hint``): whose language is it?
+
+    CLD2 reads names and borrowed words as their own language ("Was ist das Engineering News-Record?" is
+    English to it) and has no answer for some plain Russian questions. The question is the page's
+    language when it is written in the page's (non-Latin) script, or when it holds more of that
+    language's function words than of CLD2's choice; else CLD2, asked again with the hint, decides.
+    """
+    hint_script, found_script = script_of(hint), script_of(found)
+    if hint_script != "latin":
+        if found_script != hint_script and _share(script_counts(text), hint_script) >= 0.2:
+            return hint
+        mark = _CYRILLIC_MARKS.get(found)
+        if found_script == hint_script == "cyrillic" and mark is not None and not mark.search(text):
+            return hint  # "Где правила династия Чан?" is not Serbian without a Serbian letter
+    elif not found or found_script == "latin":
+        words = _WORD.findall(text.casefold())
+        theirs = sum(w in stopwords(found) for w in words)
+        ours = sum(w in stopwords(hint) for w in words)
+        if ours != theirs:
+            return hint if ours > theirs else found
+    again, _ = _cld2(text, hint)
+    return again or _by_script(text, hint)
 
 
 def detect(text: str, hint: str = "") -> str:
-    """Language of ``text`` (a question or a page sample); ``hint`` breaks ties for short texts."""
+    """Language of ``text`` (a question or a page sample); ``hint``, the page's language, settles doubt."""
     sample = text[:SAMPLE_CHARS]
     if len(_LETTER.findall(sample[:400])) < MIN_LETTERS:
         return ""
-    found, _ = _cld2(sample, primary_tag(hint))
+    if _UNENCODABLE.search(sample):
+        sample = _UNENCODABLE.sub(" ", sample)
+    hint = primary_tag(hint)
+    found, _ = _cld2_once(sample)
+    if hint and not _close(found, hint):
+        found = _settle(sample, found, hint)
     if found and script_of(found) == "cjk" and found != "ja" and _by_script(sample) == "ja":
         return "ja"  # kana makes it Japanese whatever the Han characters suggest
-    return found or _by_script(sample)
+    return found or _by_script(sample, hint)
 
 
 def detect_language(text: str, declared: str = "") -> str:
