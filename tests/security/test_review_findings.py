@@ -310,3 +310,37 @@ async def test_azure_wireserver_is_refused_like_cloud_metadata(tmp_path: Path, m
     with pytest.raises(TrawlError) as caught:  # a literal: no resolution, no connection is made
         await guard.check_host("168.63.129.16", 80)
     assert caught.value.code == ErrorCode.BLOCKED_BY_POLICY
+
+
+# ------------------------------------------------------------------------------ hidden text on the raw-HTML path
+RAW_HIDING = {
+    "CSS comment inside the value": '<p style="display:/**/none">{s}</p>',
+    "CSS escape in the keyword": '<p style="display:n\\one">{s}</p>',
+    "font color on the default white": '<p><font color="#ffffff">{s}</font></p>',
+    "colour through a custom property": '<style>:root{{--bg:#fff}}</style><p style="color:var(--bg)">{s}</p>',
+}
+MARKER = "Zebra marker sentence tells the reader about pineapples and other hidden fruit today."
+
+
+@pytest.mark.xfail(strict=True, reason="R11 (medium): the raw-HTML hidden-text rules parse CSS by hand: comments, "
+                                       "escapes, <font color> and var() hide text from people but not from trawl")
+@pytest.mark.parametrize("technique", list(RAW_HIDING))
+async def test_raw_html_hiding_spellings_are_caught(tmp_path: Path, technique: str) -> None:
+    html = ("<!doctype html><html><head><title>Orchard</title></head><body><main><article><h1>Orchard notes</h1>"
+            + "<p>The orchard has apple trees, pear trees and a row of plum trees planted in spring.</p>" * 4
+            + RAW_HIDING[technique].format(s=MARKER)
+            + "<p>Harvest starts in late summer and lasts until the first frost.</p>" * 3
+            + "</article></main></body></html>")
+
+    async def handle(request: web.Request) -> web.Response:
+        return web.Response(text=html, content_type="text/html")
+
+    runner, port = await serve("127.0.0.1", handle)
+    try:
+        async with RunningDaemon(daemon_settings(tmp_path, allow_private_hosts=True), warm=False) as d:
+            body = await fetch(d, f"http://127.0.0.1:{port}/orchard", query="zebra marker pineapples", source="http")
+    finally:
+        await runner.cleanup()
+    assert body["ok"] and body["source"] == "http", body.get("error")
+    shown = [c for c in body["chunks"] if "Zebra marker" in c["text"]]
+    assert all("hidden_text" in c["flags"] for c in shown), "passed off as visible: " + str([c["flags"] for c in shown])
