@@ -129,10 +129,10 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--json", action="store_true", help="print the result as JSON (the /v1/fetch body)")
     f.set_defaults(func=_cmd_fetch)
 
-    from .browser import install_browser_link
+    from .browser import browser_link
     from .server.commands import add_commands  # daemon, status, stop, doctor
 
-    add_commands(sub, app_hooks=[install_browser_link])
+    add_commands(sub, app_hooks=[browser_link])
     pr = sub.add_parser("pair", help="print a one-time code that pairs the browser extension with this daemon")
     pr.set_defaults(func=_pair)
     return p

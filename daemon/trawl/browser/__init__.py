@@ -5,7 +5,7 @@
 
 from .hub import ExtensionHub
 from .identity import PINNED_EXTENSION_ID
-from .install import install_browser_link
+from .install import browser_link, install_browser_link
 from .source import ExtensionSource
 
-__all__ = ["PINNED_EXTENSION_ID", "ExtensionHub", "ExtensionSource", "install_browser_link"]
+__all__ = ["PINNED_EXTENSION_ID", "ExtensionHub", "ExtensionSource", "browser_link", "install_browser_link"]

@@ -35,3 +35,8 @@ def install_browser_link(app: web.Application, hub: ExtensionHub | None = None) 
     app.on_shutdown.append(hub.close)
     host.extras["policy_sync"] = install_policy_sync(app, hub)
     return hub
+
+
+def browser_link(app: web.Application) -> None:
+    """The browser link as an app hook (what the entry points plug into the daemon)."""
+    install_browser_link(app)

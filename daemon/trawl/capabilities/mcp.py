@@ -87,7 +87,7 @@ def tool_function(cap: Capability, backend: Backend) -> Any:
     hints: dict[str, Any] = {}
     for name in cap.agent_fields():
         info = cap.input.model_fields[name]
-        ann = Annotated[info.annotation, *info.metadata, Field(description=info.description)]  # type: ignore[valid-type]
+        ann: Any = Annotated[(info.annotation, *info.metadata, Field(description=info.description))]
         default = inspect.Parameter.empty if info.is_required() else info.default
         params.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=ann, default=default))
         hints[name] = ann

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..browser import install_browser_link
+from ..browser import browser_link
 from ..settings import Settings, SettingsError
 from .runner import run_daemon
 
@@ -25,7 +25,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.port is not None:
         settings = settings.with_(port=args.port)
-    return run_daemon(settings, foreground=not args.background, extra_routes=[install_browser_link])
+    return run_daemon(settings, foreground=not args.background, extra_routes=[browser_link])
 
 
 if __name__ == "__main__":
