@@ -77,6 +77,26 @@ def test_a_hint_does_not_override_a_clear_question(question: str, page_lang: str
     assert lang.same_language(q_lang, page_lang) in (False, None)
 
 
+@pytest.mark.parametrize(
+    ("question", "page_lang", "expected"),
+    [
+        ("Was ist das Engineering News-Record?", "de", "de"),
+        ("Welcher Dichter schrieb nach dem Peterloo-Massaker das Gedicht The Mask of Anarchy?", "de", "de"),
+        ("1785 präsentierte James Hutton der Royal Society of Edinburgh welches Papier?", "de", "de"),
+        ("How are ergänzungsschulen funded?", "de", "en"),
+        ("Кто первым возглавил Федеральную энергетическую комиссию?", "ru", "ru"),
+        ("Кто первым возглавил Федеральную энергетическую комиссию?", "", "ru"),
+        ("Что такое Engineering News-Record?", "ru", "ru"),
+        ("Где правила династия Чан?", "ru", "ru"),
+        ("È aperto la domenica?", "it", "it"),
+        ("¿Abre los domingos?", "es", "es"),
+    ],
+)
+def test_questions_with_foreign_names_or_few_words(question: str, page_lang: str, expected: str) -> None:
+    """Dev-set questions CLD2 alone misnames: names read as English, plain Russian it cannot name."""
+    assert lang.detect(question, hint=page_lang) == expected
+
+
 def test_ukrainian_is_not_russian() -> None:
     """The reported case: a Ukrainian question on a Ukrainian page was guessed ru vs uk."""
     question = "Хто написав перший словник мови?"  # no і/ї/є/ґ: the old letter rule called it Russian
