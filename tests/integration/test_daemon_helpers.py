@@ -40,7 +40,8 @@ def free_port() -> int:
 
 
 class SlowSource:
-    """Targets ``slow:<seconds>``: sleep that long, then return a tiny HTML page."""
+    """Targets ``slow:<seconds>``: sleep that long, then return a tiny HTML page. ``slow:hold`` waits until the
+    test sets :attr:`release` (so a test can act while a request is certainly still running, without timing)."""
 
     name = "slow"
     priority = 5
@@ -48,13 +49,18 @@ class SlowSource:
     def __init__(self) -> None:
         self.started = 0
         self.finished = 0
+        self.release = asyncio.Event()
 
     def accepts(self, req: FetchRequest) -> str | None:
         return "test source" if req.target.startswith("slow:") else None
 
     async def fetch(self, req: FetchRequest, settings: Settings) -> Page:
         self.started += 1
-        await asyncio.sleep(float(req.target.split(":", 1)[1] or 0))
+        arg = req.target.split(":", 1)[1]
+        if arg == "hold":
+            await self.release.wait()
+        else:
+            await asyncio.sleep(float(arg or 0))
         self.finished += 1
         html = ("<html><head><title>Slow page</title></head><body><h1>Slow page</h1>"
                 "<p>The slow page finally answered with its content about tortoises and patience.</p>"
