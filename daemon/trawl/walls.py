@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from urllib.parse import urlsplit
 
+from .lang import CJK_CLASS
 from .types import Document, ErrorCode, Page, TrawlError
 
 # ----------------------------------------------------------------- thresholds
@@ -139,7 +140,7 @@ _INVISIBLE_TAGS = ("script", "style", "noscript", "svg", "head")  # not template
 _CHROME_TAGS = ("form", "header", "nav", "footer", "aside")
 _MD_LINK_RE = re.compile(r"!?\[([^\[\]\n]{0,500})\]\([^()\n]{0,2000}\)")
 _WORD_RE = re.compile(r"[^\W\d_]{2,}|\d+")
-_CJK_RE = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+_CJK_RE = re.compile(f"[{CJK_CLASS}]")
 
 
 def _words(text: str) -> int:
