@@ -2,11 +2,6 @@
 
 from __future__ import annotations
 
-from ..lang import detect, detect_language, primary_tag, script_counts
+from ..lang import detect_language
 
-__all__ = ["detect", "detect_from_text", "detect_language", "primary_tag", "script_counts"]
-
-
-def detect_from_text(text: str) -> str:
-    """Language of ``text`` alone (no declared tag); "" when unclear."""
-    return detect(text)
+__all__ = ["detect_language"]
