@@ -17,12 +17,14 @@ All functions return primary tags ("en", "zh", "he"), or "" when they cannot tel
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections import Counter
 
 import pycld2
 
 SAMPLE_CHARS = 3000  # of a page: enough for a sure answer, bounded cost
+SCRIPT_SAMPLE = 1000  # letters' scripts are counted on this much (one regex pass per script)
 MIN_LETTERS = 3  # fewer letters than this say nothing about a language
 _TAG = re.compile(r"^[A-Za-z]{2,3}(?=$|[-_])")
 _LETTER = re.compile(r"[^\W\d_]")
@@ -118,7 +120,7 @@ def script_counts(text: str) -> Counter[str]:
 
 def dominant_script(text: str) -> str:
     """The script most of ``text``'s letters are in; "cjk" for Han/kana/Hangul text; "" when mixed or none."""
-    counts = script_counts(text[:SAMPLE_CHARS])
+    counts = script_counts(text[:SCRIPT_SAMPLE])
     total = sum(counts.values())
     if not total:
         return ""
@@ -183,7 +185,7 @@ def _cyrillic(text: str, hint: str) -> str:
 
 def _by_script(text: str, hint: str = "") -> str:
     """The language the letters' script names (Hangul → ko, ...), or the hint's when it is written in it."""
-    counts = script_counts(text)
+    counts = script_counts(text[:SCRIPT_SAMPLE])
     total = sum(counts.values())
     if not total:
         return ""
@@ -203,6 +205,18 @@ def _by_script(text: str, hint: str = "") -> str:
     return _SCRIPT_LANG.get(script, "")
 
 
+def _letters(text: str, enough: int) -> int:
+    """Letters in ``text``, counted up to ``enough``."""
+    return sum(1 for _ in itertools.islice(_LETTER.finditer(text), enough))
+
+
+def _is_japanese(text: str) -> bool:
+    """Kana among the Han characters make a text Japanese, whatever the Han characters suggest."""
+    sample = text[:SCRIPT_SAMPLE]
+    kana = len(_SCRIPT_RE["kana"].findall(sample))
+    return kana > 0 and kana >= 0.05 * len(_LETTER.findall(sample))
+
+
 def _settle(text: str, found: str, hint: str) -> str:
     """A short question CLD2 names differently from its page (``hint``): whose language is it?
 
@@ -213,7 +227,7 @@ def _settle(text: str, found: str, hint: str) -> str:
     """
     hint_script, found_script = script_of(hint), script_of(found)
     if hint_script != "latin":
-        if found_script != hint_script and _share(script_counts(text), hint_script) >= 0.2:
+        if found_script != hint_script and _share(script_counts(text[:SCRIPT_SAMPLE]), hint_script) >= 0.2:
             return hint
         mark = _CYRILLIC_MARKS.get(found)
         if found_script == hint_script == "cyrillic" and mark is not None and not mark.search(text):
@@ -231,7 +245,7 @@ def _settle(text: str, found: str, hint: str) -> str:
 def detect(text: str, hint: str = "") -> str:
     """Language of ``text`` (a question or a page sample); ``hint``, the page's language, settles doubt."""
     sample = text[:SAMPLE_CHARS]
-    if len(_LETTER.findall(sample[:400])) < MIN_LETTERS:
+    if _letters(sample, MIN_LETTERS) < MIN_LETTERS:
         return ""
     if _UNENCODABLE.search(sample):
         sample = _UNENCODABLE.sub(" ", sample)
@@ -239,7 +253,7 @@ def detect(text: str, hint: str = "") -> str:
     found, _ = _cld2_once(sample)
     if hint and not _close(found, hint):
         found = _settle(sample, found, hint)
-    if found and script_of(found) == "cjk" and found != "ja" and _by_script(sample) == "ja":
+    if found in ("zh", "ko") and _is_japanese(sample):
         return "ja"  # kana makes it Japanese whatever the Han characters suggest
     return found or _by_script(sample, hint)
 
@@ -255,7 +269,7 @@ def detect_language(text: str, declared: str = "") -> str:
     sample = text[:SAMPLE_CHARS]
     if not tag:
         return detect(sample)
-    letters = len(_LETTER.findall(sample))
+    letters = _letters(sample, 100)
     found, reliable = _cld2(sample, tag) if letters >= MIN_LETTERS else ("", False)
     if tag in ("zh", "ja") and found in ("zh", "ja"):
         return detect(sample) or tag  # a "zh" page full of kana is Japanese
