@@ -121,7 +121,7 @@ def main() -> int:
     ]
     if py3:
         timed += [("py3langid question", py3, questions), ("py3langid page", py3, pages)]
-    print(f"\n{'cost per call':24} {"best µs":>10}")
+    print(f"\n{'cost per call':24} {'best µs':>10}")
     for name, fn, texts in timed:
         passes = []
         for _ in range(args.repeat):
