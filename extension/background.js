@@ -1,3 +1,4 @@
+// @ts-check
 // trawl's service worker: keeps the link to the local daemon and answers its requests
 // (list tabs, capture a tab or a URL) within the user's site policy. Read-only: it never clicks or types.
 

@@ -1,3 +1,4 @@
+// @ts-check
 // Capture: read one tab's DOM (shadow roots and same-origin iframes inlined, hidden text marked), or a PDF's bytes.
 // Settle detection runs here in the service worker: background tabs are hidden and their timers throttled,
 // so the page's own timers cannot be trusted to say when it is done.

@@ -1,3 +1,4 @@
+// @ts-check
 // The socket to the daemon: mutual proof, application-level ping, reconnection with backoff.
 //
 // Handshake (daemon/trawl/browser/pairing.py has the whole design): the extension says hello with a fresh

@@ -1,3 +1,4 @@
+// @ts-check
 // Site policy: which sites agents may read through the user's browser session.
 //
 // Default (documented in options and the README): every http(s) site is allowed except the deny list,

@@ -1,3 +1,4 @@
+// @ts-check
 // The link protocol, loaded from protocol.json (the same file the daemon loads).
 // validate() mirrors daemon/trawl/browser/protocol.py; the contract test runs both on the same cases.
 

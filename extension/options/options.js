@@ -1,3 +1,4 @@
+// @ts-check
 // The options page: the site policy (allow and deny lists, default mode) and the daemon port.
 
 import { loadPolicy, savePolicy } from "../policy.js";

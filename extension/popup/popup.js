@@ -1,3 +1,4 @@
+// @ts-check
 // The popup: link and pairing state, recent reads, the pause switch.
 
 /**
