@@ -213,11 +213,8 @@ async def test_whole_request_deadline(settings: Settings) -> None:
     def handler(req: httpx.Request) -> httpx.Response:
         return httpx.Response(200, headers={"content-type": "text/html"}, content=slow_body())
 
-    loop = asyncio.get_running_loop()
-    t0 = loop.time()
     err = await fetch_error(handler, "https://example.org/slow", s)
-    assert err.code == ErrorCode.TIMEOUT
-    assert loop.time() - t0 < 2.0
+    assert err.code == ErrorCode.TIMEOUT  # the body's end is 10 s away: only the 0.3 s deadline gives timeout
 
 
 async def test_transport_errors(settings: Settings) -> None:
