@@ -181,3 +181,9 @@ def test_a_bad_variable_stops_each_entry_point_with_a_clear_message(tmp_path: Pa
         assert run.returncode != 0, argv
         assert "TRAWL_IDLE_TIMEOUT_S='-30'" in run.stderr and "Traceback" not in run.stderr, (argv, run.stderr)
         assert SECRET not in run.stderr
+
+
+def test_other_trawl_variables_are_not_settings_and_are_ignored() -> None:
+    # ./dev reads TRAWL_PYTHON; CI or a user may set others. Only fields are read, with the exact prefix.
+    s = Settings.from_env({"TRAWL_PYTHON": "/usr/bin/python3.12", "TRAWL_NO_SUCH_KNOB": "1", "trawl_port": "1"})
+    assert s == Settings()
