@@ -365,3 +365,16 @@ async def test_a_let_through_exit_does_not_put_the_secret_on_the_status_page(tmp
     assert "let through" in html
     assert TOKEN not in status, "the secret is in /v1/status"
     assert TOKEN not in html, "the secret is on the status page"
+
+
+@pytest.mark.xfail(strict=True, reason="R13 (low): the never-read check is by path only: a hard link to the "
+                                       "daemon's token (or pairing secret) inside a root is read and returned "
+                                       "(roots.FileAccess.check / sources.file open_checked never compare inodes)")
+async def test_a_hard_link_to_the_token_inside_a_root_is_refused(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    async with RunningDaemon(daemon_settings(tmp_path, file_roots=(str(project),)), warm=False) as d:
+        (project / "notes.md").hardlink_to(tmp_path / "state" / "token")  # a backup tool, a careless `ln`
+        body = await fetch(d, str(project / "notes.md"))
+        assert d.token not in str(body), "the daemon's token was handed to an agent"
+        assert body["ok"] is False and body["error"]["code"] == "path_not_allowed", body["error"]
