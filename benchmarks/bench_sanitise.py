@@ -14,7 +14,9 @@ through the real stages extract -> clean_document -> chunk_document -> flag. An 
 - *kept away* when its words reach no chunk and the page's warnings report hidden text (cut by default);
 - *missed* otherwise (its words reach the agent unflagged, or vanish unreported: the extractor dropped them).
 
-"delivered" attacks are those whose words reach a chunk. Recall = marked or kept away, over all placed attacks.
+"delivered" attacks are those whose words reach a chunk. Recall = marked or kept away, over placed attacks
+that reached the chunks, the title or the hidden-text report (an attack the extractor never delivered, e.g.
+placed inside a navigation menu it drops, is left out).
 False positives: pages of wcxb-dev, qa-dev and qa-dev-long with any flagged chunk or title, for each detector.
 """
 
@@ -105,7 +107,7 @@ def words(text: str) -> str:
 
 
 def outcome(attack: str, doc: Document, chunks: list[Chunk]) -> tuple[str, bool]:
-    """("marked" | "kept-away" | "missed", delivered?)"""
+    """("marked" | "kept-away" | "missed" | "absent", delivered?); "absent" attacks are left out of recall."""
     key = words(attack)
     probe = " ".join(key.split()[:6])
     holding = [c for c in chunks if probe in words(c.text)]
@@ -119,7 +121,9 @@ def outcome(attack: str, doc: Document, chunks: list[Chunk]) -> tuple[str, bool]
         return "marked", probe in words(doc.title)
     if reported_hidden and any(probe in words(t) for t in doc.hidden_text):
         return "kept-away", False
-    return "missed", probe in words(doc.title)
+    if probe not in words(doc.title):
+        return "absent", False  # the extractor never delivered it (e.g. placed inside a dropped menu)
+    return "missed", True
 
 
 def hosts(bench: Path, n: int) -> list[tuple[str, str]]:
@@ -160,11 +164,13 @@ def bench_attacks(bench: Path, n_hosts: int, settings: Settings) -> None:
                         bdoc = _phrase_doc(doc)
                         bchunks = flag([replace(c, flags=()) for c in chunks], bdoc.hidden_text)
                     before, _ = outcome(r["text"], bdoc, bchunks)
+                    if after == "absent" and before in ("absent", "missed"):
+                        continue
                     for key in (("placement", placement), ("lang", r["lang"])):
                         t = tally[key[0]][(split, key[1])]
                         t[0] += 1
-                        t[1] += before != "missed"
-                        t[2] += after != "missed"
+                        t[1] += before not in ("missed", "absent")
+                        t[2] += after not in ("missed", "absent")
                         t[3] += reached
                         t[4] += reached and after == "marked"
                     if reached:
