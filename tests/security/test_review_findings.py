@@ -168,8 +168,6 @@ async def test_credential_stores_outside_the_never_read_list(tmp_path: Path, hom
     assert body["ok"] is False and body["error"]["code"] == "path_not_allowed", body.get("chunks")
 
 
-@pytest.mark.xfail(strict=True, reason="R6 (low): POST /v1/fetch takes 'roots' from the caller's JSON, so an agent "
-                                       "driving the HTTP API names its own root ('/') and reads any non-secret file")
 async def test_an_http_api_agent_cannot_name_its_own_roots(tmp_path: Path) -> None:
     async with RunningDaemon(daemon_settings(tmp_path, file_roots=()), warm=False) as d:
         body = await fetch(d, "/etc/passwd", roots=["file:///"])

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
+import socket
 import time
 from collections.abc import Callable, Iterable
 
@@ -89,8 +90,37 @@ async def run_op(request: web.Request) -> web.Response:
         payload = json.loads(raw or b"null")
     except (ValueError, UnicodeDecodeError) as exc:
         return _bad(400, f"malformed JSON: {exc}")
+    payload, dropped = _transport_fields(request, state.ops, name, payload)
     body = await execute(state.services, state.ops, name, payload)
+    if dropped:
+        body = {**body, "warnings": [*body.get("warnings", []), dropped]}
     return _json(body, http_status(body))
+
+
+def _transport_fields(request: web.Request, ops: Registry, name: str, payload: object) -> tuple[object, str]:
+    """Drop the fields only a transport may fill in (the MCP client's roots) unless the call came through the
+    Unix socket in the 0700 state dir, which is the stdio bridge's (and the CLI's) way in. An agent driving the
+    HTTP API over TCP would otherwise name its own roots ("file:///") and read any file that is not a secret."""
+    cap = ops.get(name)
+    if cap is None or not isinstance(payload, dict) or _over_unix_socket(request):
+        return payload, ""
+    named = sorted(f for f in cap.input.transport_only if f in payload)
+    if not named:
+        return payload, ""
+    log.warning("ignored %s in POST /v1/%s over TCP: only the stdio bridge (Unix socket) may pass them",
+                ", ".join(named), name)
+    kept = {k: v for k, v in payload.items() if k not in cap.input.transport_only}
+    return kept, (f"ignored {', '.join(named)}: only the MCP stdio bridge may pass them; agents read local files "
+                  "only under TRAWL_FILE_ROOTS (or an MCP client's roots)")
+
+
+def _over_unix_socket(request: web.Request) -> bool:
+    transport = request.transport
+    if transport is None:
+        return False
+    sock = transport.get_extra_info("socket")
+    family = getattr(sock, "family", None)
+    return family is not None and family == socket.AF_UNIX
 
 
 def _bad(status_code: int, message: str) -> web.Response:
