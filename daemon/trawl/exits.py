@@ -34,17 +34,23 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import hashlib
 import logging
 import re
 import secrets
 import time
+import unicodedata
+import zlib
 from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from contextvars import ContextVar
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
+from functools import lru_cache
 from typing import Any
 from urllib.parse import parse_qsl, unquote, unquote_plus, urlsplit
+
+from tld import get_fld
 
 from .settings import Settings
 from .types import ErrorCode, TrawlError
@@ -55,13 +61,22 @@ SHINGLE_WORDS = 12  # a copied run of this many words counts as data from an ear
 MIN_TOKEN = 12  # letters-and-digits runs at least this long count as tokens
 MAX_ENTRIES = 400_000  # hashes remembered (LRU), ~40 MB at most
 MAX_TEXT_CHARS = 400_000  # per observed text (a large local file is remembered this far)
+MAX_KEPT = 300_000  # hashes from local files and secret-format strings: a store of their own, pages cannot evict it
+HEAVY_SITE = MAX_ENTRIES // 4  # a site holding this many page entries evicts its own oldest ones, not others'
+WINDOW = 12  # kept tokens are also remembered as every window of this many folded characters (split, re-spaced)
+MAX_DECODE_DEPTH = 3  # layers of percent/base64/base32/hex/gzip peeled off a URL value
+MAX_DECODE_CHARS = 8_192  # values longer than this are not decoded further
+MAX_CANDIDATES = 200  # decoded forms searched per URL
 FILE_ORIGIN = "file:"
+TRAWL_ORIGIN = "trawl:"  # trawl's own secrets
 
 _TOKEN = re.compile(r"[A-Za-z0-9]{" + str(MIN_TOKEN) + ",}")
 _WORD = re.compile(r"\w+")
 _URL_IN_TEXT = re.compile(r"https?://[^\s<>\"'`)\]]+")
 _B64 = re.compile(r"^[A-Za-z0-9+/_\-]{16,}={0,2}$")
+_B32 = re.compile(r"^[A-Za-z2-7]{16,}={0,6}$")
 _HEX = re.compile(r"^(?:[0-9a-fA-F]{2}){8,}$")
+_SCHEME_HTTP = re.compile(r"^(https?)://", re.IGNORECASE)
 
 SECRET_FORMATS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("a private key block", re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----|BEGIN OPENSSH PRIVATE KEY")),
@@ -91,17 +106,60 @@ class Finding:
 
 
 def site_of(url_or_host: str) -> str:
-    """The registrable part of a host (``docs.example.co.uk`` -> ``example.co.uk``); ``file:`` for local files."""
-    if url_or_host.startswith(("file:", "/")):
+    """The registrable domain of a host by the Public Suffix List, private section included
+    (``docs.example.co.uk`` -> ``example.co.uk``, ``alice.github.io`` -> ``alice.github.io``); an IP address or a
+    single-label host is its own site; ``file:`` for local files."""
+    if url_or_host.lower().startswith(("file:", "/")):
         return FILE_ORIGIN
-    host = urlsplit(url_or_host).hostname if "://" in url_or_host else url_or_host
-    host = (host or "").lower().rstrip(".")
+    try:
+        host = urlsplit(url_or_host).hostname if "://" in url_or_host else url_or_host
+    except ValueError:
+        host = url_or_host
+    return _registrable((host or "").lower().strip("[]").rstrip("."))
+
+
+@lru_cache(maxsize=8192)
+def _registrable(host: str) -> str:
     labels = host.split(".")
-    if len(labels) <= 2 or all(p.isdigit() for p in labels):
+    if len(labels) <= 1 or ":" in host or all(p.isdigit() for p in labels if p):
         return host
-    if len(labels[-1]) == 2 and labels[-2] in {"co", "com", "org", "net", "ac", "gov", "edu", "ne", "or", "go"}:
-        return ".".join(labels[-3:])
+    try:  # the snapshot bundled with ``tld`` (no network: update_tld_names is never called)
+        fld = get_fld(host, fix_protocol=True, fail_silently=True, search_private=True)
+    except Exception:  # an odd label (IDN, underscores): the default rule "*" below
+        fld = None
+    if isinstance(fld, str) and fld:
+        return fld.lower()
+    # Not under a listed suffix (an unknown TLD, or the host is itself a public suffix): the PSL's default rule
+    # "*" makes the last label the suffix and the last two the site.
     return ".".join(labels[-2:])
+
+
+def normalise_url(url: str) -> str:
+    """``url`` with its scheme and host lower-cased when it is http(s) in any spelling (``HTTP://Host/p``); other
+    targets unchanged. Every check and the fetch itself then see one spelling."""
+    m = _SCHEME_HTTP.match(url)
+    if not m:
+        return url
+    rest = url[m.end():]
+    end = len(rest)
+    for sep in "/?#\\":
+        i = rest.find(sep)
+        if i != -1:
+            end = min(end, i)
+    netloc, tail = rest[:end], rest[end:]
+    at = netloc.rfind("@")
+    netloc = netloc[:at + 1] + netloc[at + 1:].lower()
+    return m.group(1).lower() + "://" + netloc + tail
+
+
+def is_http(url: str) -> bool:
+    return _SCHEME_HTTP.match(url) is not None
+
+
+def fold(text: str) -> str:
+    """Compatibility-normalised (NFKC: full-width and styled letters), case-folded, letters and digits only:
+    separators (dashes, spaces, dots, parameter boundaries) cannot hide a token."""
+    return "".join(c for c in unicodedata.normalize("NFKC", text).casefold() if c.isalnum())
 
 
 def _mask(value: str) -> str:
@@ -131,31 +189,62 @@ def url_parts(url: str) -> list[str]:
     if parts.fragment:
         out.append(unquote_plus(parts.fragment))
     out.append(unquote_plus(parts.path + (" " + parts.query if parts.query else "")))  # data split across parts
+    pairs = parse_qsl(parts.query, keep_blank_values=True)
+    if len(pairs) > 1:  # one value split over several parameters: the values in order, and keys with them
+        out.append("".join(v for _k, v in pairs))
+        out.append("".join(k + v for k, v in pairs))
     return [p for p in out if p]
 
 
-def decodings(value: str) -> Iterator[str]:
-    """``value`` and what it decodes to (percent, base64/base64url, hex) when that is readable text."""
-    yield value
+def decodings(value: str, depth: int = MAX_DECODE_DEPTH) -> Iterator[str]:
+    """``value`` and what it decodes to when that is readable text: percent, base64/base64url, base32, hex, each
+    possibly gzip/zlib-compressed, peeled off repeatedly (``depth`` layers, values up to MAX_DECODE_CHARS)."""
+    seen: set[str] = set()
+    todo = [(value, 0)]
+    while todo and len(seen) < MAX_CANDIDATES:
+        text, level = todo.pop()
+        if text in seen:
+            continue
+        seen.add(text)
+        yield text
+        if level >= depth or len(text) > MAX_DECODE_CHARS:
+            continue
+        todo.extend((t, level + 1) for t in _one_layer(text) if t not in seen)
+
+
+def _one_layer(value: str) -> Iterator[str]:
     once = unquote_plus(value)
     if once != value:
         yield once
     compact = value.strip()
+    raws: list[bytes] = []
     if _HEX.match(compact):
-        text = _printable(binascii.unhexlify(compact))
-        if text:
-            yield text
-    elif _B64.match(compact):
+        raws.append(binascii.unhexlify(compact))
+    if _B64.match(compact):
         padded = compact + "=" * (-len(compact) % 4)
         for alt in (False, True):
             try:
-                raw = base64.urlsafe_b64decode(padded) if alt else base64.b64decode(padded, validate=True)
+                raws.append(base64.urlsafe_b64decode(padded) if alt else base64.b64decode(padded, validate=True))
             except (binascii.Error, ValueError):
                 continue
-            text = _printable(raw)
-            if text:
-                yield text
-                break
+    if _B32.match(compact):
+        bare = compact.rstrip("=").upper()
+        with contextlib.suppress(binascii.Error, ValueError):
+            raws.append(base64.b32decode(bare + "=" * (-len(bare) % 8)))
+    for raw in raws:
+        text = _printable(raw) or _printable(_inflate(raw))
+        if text:
+            yield text
+
+
+def _inflate(raw: bytes) -> bytes:
+    """gzip or zlib data, decompressed (at most MAX_DECODE_CHARS bytes); b"" for anything else."""
+    if not raw.startswith((b"\x1f\x8b", b"\x78")):
+        return b""
+    try:
+        return zlib.decompressobj(wbits=47).decompress(raw, MAX_DECODE_CHARS)  # 47: gzip or zlib header
+    except zlib.error:
+        return b""
 
 
 def _printable(raw: bytes) -> str | None:
@@ -173,18 +262,41 @@ def _printable(raw: bytes) -> str | None:
 class _Entry:
     sites: set[str]
     first_read: int  # the read (one agent call) that brought it in first
+    owner: str = ""  # the site that brought it in first (page store: whose quota it counts against)
+
+
+def _mixed(window: str) -> bool:
+    """A window worth remembering: at least two letters and two digits (a plain word is not a secret)."""
+    digits = sum(c.isdigit() for c in window)
+    return digits >= 2 and len(window) - digits >= 2
+
+
+@dataclass(slots=True)
+class _Owner:
+    count: int = 0
+    order: deque[bytes] = field(default_factory=deque)  # first-seen order of this site's entries (may hold stale)
 
 
 class TaintStore:
-    """Keyed hashes of tokens and word runs seen in earlier reads, each with the sites it came from (LRU)."""
+    """Keyed hashes of tokens and word runs seen in earlier reads, each with the sites it came from.
 
-    def __init__(self, max_entries: int = MAX_ENTRIES) -> None:
+    Two stores. *Pages*: an LRU of MAX_ENTRIES where a heavy site (HEAVY_SITE entries or more) evicts its own oldest
+    entries, so one site's flood of fresh text cannot push out what other sites gave. *Kept*: what came from local
+    files, trawl's own secrets and secret-format strings on any page, bounded on its own (MAX_KEPT) so no page can
+    evict it; kept tokens are also remembered as every WINDOW-character window of their folded form, so a token
+    split over parameters, re-spaced, reversed or re-encoded is still recognised."""
+
+    def __init__(self, max_entries: int = MAX_ENTRIES, max_kept: int = MAX_KEPT) -> None:
         self._key = secrets.token_bytes(16)
         self._seen: OrderedDict[bytes, _Entry] = OrderedDict()
+        self._kept: OrderedDict[bytes, _Entry] = OrderedDict()
+        self._owners: dict[str, _Owner] = {}
         # What the agent itself put in URLs before any read showed it (its own search terms, ids): a page that
         # echoes them back ("results for …") does not make them data from that page.
         self._own: OrderedDict[bytes, None] = OrderedDict()
         self._max = max_entries
+        self._max_kept = max_kept
+        self._heavy = max(1, max_entries // 4)
 
     def _h(self, kind: bytes, text: str) -> bytes:
         return hashlib.blake2b(kind + text.encode("utf-8", "surrogatepass"), key=self._key, digest_size=10).digest()
@@ -200,36 +312,116 @@ class TaintStore:
             run = words[i:i + SHINGLE_WORDS]
             yield "text", self._h(b"w", " ".join(run)), " ".join(run)
 
+    def windows(self, folded: str) -> Iterator[tuple[bytes, str]]:
+        for i in range(len(folded) - WINDOW + 1):
+            w = folded[i:i + WINDOW]
+            if _mixed(w):
+                yield self._h(b"g", w), w
+
+    @property
+    def has_kept(self) -> bool:
+        return bool(self._kept)
+
     def mark_own(self, text: str) -> None:
         for _kind, h, _shown in self.features(text):
-            if h not in self._seen:
+            if h not in self._seen and h not in self._kept:
                 self._own[h] = None
                 self._own.move_to_end(h)
                 if len(self._own) > self._max // 4:
                     self._own.popitem(last=False)
 
+    def keep(self, secret: str, origin: str, read: int = 0) -> None:
+        """Remember ``secret`` (a local file's token, a secret-format string, trawl's own token) in the kept store."""
+        for _kind, h, _shown in self.features(secret):
+            self._put_kept(h, origin, read)
+        for h, _w in self.windows(fold(secret)):
+            self._put_kept(h, origin, read)
+
+    def _put_kept(self, h: bytes, origin: str, read: int) -> None:
+        entry = self._kept.get(h)
+        if entry is None:
+            self._kept[h] = _Entry({origin}, read, origin)
+            if len(self._kept) > self._max_kept:
+                self._kept.popitem(last=False)
+        else:
+            entry.sites.add(origin)
+            self._kept.move_to_end(h)
+
     def add(self, text: str, origin: str, read: int = 0) -> None:
-        for _kind, h, _shown in self.features(text[:MAX_TEXT_CHARS]):
-            if origin != FILE_ORIGIN and h in self._own:
-                continue
-            entry = self._seen.get(h)
-            if entry is None:
-                self._seen[h] = _Entry({origin}, read)
-                if len(self._seen) > self._max:
-                    self._seen.popitem(last=False)
-            else:
-                entry.sites.add(origin)
-                self._seen.move_to_end(h)
+        text = text[:MAX_TEXT_CHARS]
+        if origin == FILE_ORIGIN:
+            for _kind, h, _shown in self.features(text):
+                self._put_kept(h, origin, read)
+            for m in _TOKEN.finditer(text):
+                tok = m.group(0)
+                if any(c.isdigit() for c in tok) and any(c.isalpha() for c in tok):
+                    for h, _w in self.windows(fold(tok)):
+                        self._put_kept(h, origin, read)
+        else:
+            for _kind, h, _shown in self.features(text):
+                if h in self._own:
+                    continue
+                self._put_page(h, origin, read)
+        for _name, rx in SECRET_FORMATS:  # a key on any page is kept, whole and as windows
+            for m in rx.finditer(text):
+                self.keep(m.group(0), origin, read)
+
+    def _put_page(self, h: bytes, origin: str, read: int) -> None:
+        entry = self._seen.get(h)
+        if entry is not None:
+            entry.sites.add(origin)
+            self._seen.move_to_end(h)
+            return
+        self._seen[h] = _Entry({origin}, read, origin)
+        owner = self._owners.setdefault(origin, _Owner())
+        owner.count += 1
+        owner.order.append(h)
+        if len(self._seen) <= self._max:
+            return
+        if owner.count > self._heavy:  # a heavy site pays for its own growth
+            self._evict_own(origin, owner)
+        else:
+            _h, old = self._seen.popitem(last=False)
+            self._forget(old.owner)
+        if len(owner.order) > 2 * owner.count + 1024:  # drop stale hashes (evicted through the global LRU)
+            owner.order = deque(x for x in owner.order if (e := self._seen.get(x)) is not None and e.owner == origin)
+
+    def _evict_own(self, origin: str, owner: _Owner) -> None:
+        while owner.order:
+            old = owner.order.popleft()
+            entry = self._seen.get(old)
+            if entry is not None and entry.owner == origin:
+                del self._seen[old]
+                self._forget(origin)
+                return
+
+    def _forget(self, origin: str) -> None:
+        owner = self._owners.get(origin)
+        if owner is not None:
+            owner.count -= 1
+            if owner.count <= 0:
+                del self._owners[origin]
 
     def lookup(self, text: str, skip_read: int | None = None) -> Iterator[tuple[str, str, set[str]]]:
         """Tainted features of ``text``; ``skip_read``: ignore what that read itself first brought in."""
         for kind, h, shown in self.features(text):
-            entry = self._seen.get(h)
-            if entry is not None and entry.first_read != skip_read:
-                yield kind, shown, entry.sites
+            for store in (self._kept, self._seen):
+                entry = store.get(h)
+                if entry is not None and entry.first_read != skip_read:
+                    yield kind, shown, entry.sites
+                    break
+
+    def lookup_kept(self, text: str, skip_read: int | None = None) -> Iterator[tuple[str, str, set[str]]]:
+        """Kept tokens inside ``text`` folded, and inside it reversed: windows of WINDOW characters."""
+        folded = fold(text)
+        for form in (folded, folded[::-1]):
+            for h, shown in self.windows(form):
+                entry = self._kept.get(h)
+                if entry is not None and entry.first_read != skip_read:
+                    yield "token", shown, entry.sites
 
     def __len__(self) -> int:
-        return len(self._seen)
+        return len(self._seen) + len(self._kept)
 
 
 TabsFn = Callable[[], Awaitable[Iterable[str]]]
@@ -247,11 +439,15 @@ class ExitGuard:
         self.events: deque[ExitEvent] = deque(maxlen=100)
         self.counters = {"checked": 0, "refused": 0, "let_through": 0}
         self._reads = 0
+        # Sites whose text an agent was given: a page there may have injected it, so being open in the user's
+        # browser never vouches for them (only an explicit allow does).
+        self._read_sites: OrderedDict[str, None] = OrderedDict()
 
     # ------------------------------------------------------------ remember
     def add_secret(self, value: str) -> None:
         if len(value) >= 8:
             self._secrets.add(value)
+            self.taint.keep(value, TRAWL_ORIGIN)
 
     def begin_read(self) -> None:
         """Start one agent call: what it reads is told apart from what earlier calls read."""
@@ -261,6 +457,12 @@ class ExitGuard:
     def observe_text(self, text: str, origin_url: str) -> None:
         if not text:
             return
+        site = site_of(origin_url)
+        if site and site != FILE_ORIGIN:
+            self._read_sites[site] = None
+            self._read_sites.move_to_end(site)
+            while len(self._read_sites) > 50_000:
+                self._read_sites.popitem(last=False)
         read = _CURRENT_READ.get()
         # Links shown to the agent may be followed. Not those that carry data from *earlier* reads elsewhere: a
         # site echoing a URL the agent composed ("no results for http://attacker/?k=<secret>") must not launder it.
@@ -268,7 +470,7 @@ class ExitGuard:
             url = m.group(0).rstrip(".,;:!?")
             if not self.findings(url, formats=False, skip_read=read):
                 self._remember_url(url)
-        self.taint.add(text, site_of(origin_url), read)
+        self.taint.add(text, site, read)
 
     def observe_file(self, data: bytes) -> None:
         """Contents of a local file read for an agent (text kinds; PDFs are remembered through their result)."""
@@ -278,7 +480,7 @@ class ExitGuard:
         """What an op handed to an agent: a FetchResult body, tab hits or a tab list."""
         origin = str(body.get("final_url") or body.get("url") or "")
         for key in ("url", "final_url"):
-            if isinstance(body.get(key), str) and body[key].startswith(("http://", "https://")):
+            if isinstance(body.get(key), str) and is_http(body[key]):
                 self._remember_url(body[key])
         self.observe_text(str(body.get("title") or ""), origin)
         for c in body.get("chunks") or ():
@@ -297,9 +499,14 @@ class ExitGuard:
                 self._remember_url(url)
                 self.observe_text(str(t.get("title") or ""), url)
 
+    def read_from(self, host: str) -> bool:
+        """Text from ``host``'s site was returned to an agent in this daemon's life."""
+        return site_of(host) in self._read_sites
+
     def _remember_url(self, url: str) -> None:
-        if not url.startswith(("http://", "https://")):
+        if not is_http(url):
             return
+        url = normalise_url(url)
         for form in {url, unquote(url)}:
             self._seen_urls[form] = None
             self._seen_urls.move_to_end(form)
@@ -310,6 +517,7 @@ class ExitGuard:
     def findings(self, url: str, *, formats: bool = True, skip_read: int | None = None) -> list[Finding]:
         """What in ``url`` looks taken from earlier reads, for a request to that URL's site (``formats``: also
         well-known secret formats, whatever their origin)."""
+        url = normalise_url(url)
         dest = site_of(url)
         found: list[Finding] = []
         seen_reasons: set[str] = set()
@@ -319,21 +527,25 @@ class ExitGuard:
                 seen_reasons.add(reason)
                 found.append(Finding(reason, value))
 
+        kept = self.taint.has_kept
+        folded_seen: set[str] = set()
         for part in url_parts(url):
-            for text in decodings(part):
+            for raw in decodings(part):
+                text = unicodedata.normalize("NFKC", raw)  # full-width and styled letters read as plain ones
                 for secret in self._secrets:
-                    if secret in text:
+                    if secret in text or secret in raw:
                         add("trawl's own API token", part)
                 for name, rx in SECRET_FORMATS if formats else ():
                     if rx.search(text):
                         add(f"it carries what looks like {name}", part)
-                for kind, shown, sites in self.taint.lookup(text, skip_read):
+                hits = list(self.taint.lookup(text, skip_read))
+                if kept and (f := fold(text)) not in folded_seen:
+                    folded_seen.add(f)
+                    hits.extend(self.taint.lookup_kept(f, skip_read))
+                for kind, shown, sites in hits:
                     if dest in sites:
                         continue  # data from this same site goes back to it: not an exit
-                    where = "a local file" if sites == {FILE_ORIGIN} else "an earlier result from " + ", ".join(
-                        sorted(s if s != FILE_ORIGIN else "a local file" for s in sites)[:3])
-                    what = "a token" if kind == "token" else f"a run of {SHINGLE_WORDS} words"
-                    add(f"it carries {what} ({_mask(shown)!s}) from {where}", part)
+                    add(f"it carries {_what(kind)} ({_mask(shown)!s}) from {_where(sites)}", part)
         return found
 
     def allowed_host(self, host: str) -> bool:
@@ -354,8 +566,9 @@ class ExitGuard:
     async def check(self, url: str, open_tabs: TabsFn | None = None) -> ExitEvent | None:
         """Raise ``exit_refused`` when ``url`` carries data from earlier reads to a host nobody vouched for; return
         the event when such a URL is let through (None: nothing in it came from earlier reads)."""
-        if not self.settings.exit_guard or not url.startswith(("http://", "https://")):
+        if not self.settings.exit_guard or not is_http(url):
             return None
+        url = normalise_url(url)  # one spelling for every check below (``HTTP://`` is http)
         self.counters["checked"] += 1
         found = self.findings(url)
         if not found:
@@ -377,7 +590,10 @@ class ExitGuard:
         if all(self.allowed_host(h) for h in hosts):
             return self._event("let through: host allowed by the user (TRAWL_EXIT_ALLOW_HOSTS or the site "
                                "policy's allow list)", host, found, masked)
-        if open_tabs is not None and await _hosts_open(open_tabs, hosts, self.allowed_host):
+        # Open in the user's browser vouches only for sites no agent was given text from: a page read in this
+        # session may be the one that told the agent to build this URL.
+        if (open_tabs is not None and not any(self.read_from(h) and not self.allowed_host(h) for h in hosts)
+                and await _hosts_open(open_tabs, hosts, self.allowed_host)):
             return self._event("let through: the site is open in your browser", host, found, masked)
         self._event("refused", host, found, masked)
         raise TrawlError(
@@ -391,6 +607,7 @@ class ExitGuard:
 
     def masked(self, url: str) -> str:
         """``url`` with the values that carry earlier data shortened (for logs and the status page)."""
+        url = normalise_url(url)
         found = self.findings(url)
         return _masked_url(url, found) if found else url
 
@@ -406,6 +623,17 @@ class ExitGuard:
     def describe(self) -> dict[str, Any]:
         return {**self.counters, "remembered": len(self.taint), "allow_hosts": list(self.settings.exit_allow_hosts),
                 "enabled": self.settings.exit_guard, "events": [asdict(e) for e in self.events]}
+
+
+def _what(kind: str) -> str:
+    return "a token" if kind == "token" else f"a run of {SHINGLE_WORDS} words"
+
+
+def _where(sites: set[str]) -> str:
+    names = {FILE_ORIGIN: "a local file", TRAWL_ORIGIN: "trawl's own secrets"}
+    if len(sites) == 1 and next(iter(sites)) in names:
+        return names[next(iter(sites))]
+    return "an earlier result from " + ", ".join(sorted(names.get(s, s) for s in sites)[:3])
 
 
 def _host_of(url: str) -> str:

@@ -40,7 +40,7 @@ class ExtensionSource:
     def accepts(self, req: FetchRequest) -> str | None:
         if req.target.startswith("tab:"):
             return "an open browser tab"
-        if req.target.startswith(("http://", "https://")) and self.hub.attached and not self.hub.paused:
+        if req.target[:8].lower().startswith(("http://", "https://")) and self.hub.attached and not self.hub.paused:
             return "the user's browser is attached"
         return None
 
@@ -48,7 +48,7 @@ class ExtensionSource:
         tab = parse_tab(req.target)
         if tab is not None:
             page = await self.hub.capture(tab=tab)
-        elif req.target.startswith(("http://", "https://")):
+        elif req.target[:8].lower().startswith(("http://", "https://")):
             page = await self.hub.capture(url=req.target)
         else:
             raise TrawlError(ErrorCode.UNSUPPORTED_SCHEME, "the browser reads http(s) pages and tabs only")

@@ -232,8 +232,8 @@ async def execute(svc: Services, registry: Registry, name: str, payload: Any) ->
     failed = body.get("error")
     if failed is None:
         guard.observe_result(body)  # what the agent now knows, for the exit guard
-    elif isinstance(failed, dict) and failed.get("code") == ErrorCode.EXIT_REFUSED:  # the status page: no secrets
-        payload = {**payload, "url": guard.masked(str(payload.get("url", "")))}
+    if isinstance(payload, dict) and isinstance(payload.get("url"), str):  # the status page: no secrets, ever
+        payload = {**payload, "url": guard.masked(payload["url"])}
     _report(svc, name, payload, body, elapsed)
     return body
 

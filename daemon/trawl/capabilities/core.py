@@ -8,7 +8,7 @@ from typing import ClassVar
 
 from pydantic import AliasChoices, Field
 
-from ..exits import TabsFn, guard_of
+from ..exits import TabsFn, guard_of, normalise_url
 from ..roots import file_access
 from ..sources.file import local_path
 from ..sources.urls import classify
@@ -62,7 +62,7 @@ async def fetch(svc: Services, req: FetchIn) -> PageOut:
     # reads to an unknown host (exits.py). Both are checked before any cache can answer.
     guard = guard_of(svc.extras, svc.settings)
     files = file_access(svc.settings, [r[:4096] for r in req.roots or ()], on_read=guard.observe_file)
-    target = req.url.strip()
+    target = normalise_url(req.url.strip())  # HTTP://Host/ is http://host/ for every check and the fetch
     kind = classify(target).kind
     if kind in ("path", "file") or req.source == "file":
         files.check(local_path(target))
@@ -74,8 +74,8 @@ async def fetch(svc: Services, req: FetchIn) -> PageOut:
             raise
         if passed is not None:  # data from earlier reads went out to a vouched-for host: the user sees that too
             await _tell_browser(svc, "exit_let_through", passed.url, f"{passed.action}; {passed.reason}")
-    result = await svc.engine.fetch(req.url, req.query, k=req.k, max_age_s=req.max_age_s, source=req.source,
-                                    files=files)
+    result = await svc.engine.fetch(target if kind == "http" else req.url, req.query, k=req.k,
+                                    max_age_s=req.max_age_s, source=req.source, files=files)
     return PageOut.of(result)
 
 
