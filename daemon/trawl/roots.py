@@ -7,8 +7,11 @@ Agent calls (the MCP tools and the HTTP ``/v1`` API) read local files only when
   (``TRAWL_FILE_ROOTS``); and
 * the resolved path is not on the never-read list, whatever the roots say: trawl's own state and cache
   directories (the token, the pairing secret, cached pages), SSH/GnuPG/cloud/container credentials, browser
-  profiles, dot-files named like keys, credentials, secrets or tokens, ``/proc``, ``/sys``, ``/dev`` and the
-  system's password hashes.
+  profiles and mail profiles (Flatpak's included), shell histories, dot-files named like keys, credentials, secrets
+  or tokens, data files named after credentials, secrets, passwords, tokens or API keys (whole words:
+  ``credentials.toml``, ``client_secret.json``, ``token.json``; source code and prose such as ``credentials.py`` or
+  ``docs/tokens.md`` stay readable), ``/proc``, ``/sys``, ``/dev`` and the system's password hashes; nor any
+  hard link to one of trawl's own files (compared by inode on the open descriptor).
 
 The CLI is typed by the user and may read any file the user names: it never builds a :class:`FileAccess`.
 
@@ -18,8 +21,10 @@ The CLI is typed by the user and may read any file the user names: it never buil
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
+import stat
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +42,13 @@ _SECRET_DIRS: dict[str, str] = {
     ".kube": "Kubernetes credentials",
     ".mozilla": "a browser profile",
     ".password-store": "a password store",
+    ".terraform.d": "Terraform credentials",
+    ".thunderbird": "a mail profile",
+    ".icedove": "a mail profile",
+    ".librewolf": "a browser profile",
+    ".waterfox": "a browser profile",
+    ".oci": "Oracle Cloud credentials",
+    ".vault-token": "a Vault token",
 }
 # Consecutive components (a directory under ~/.config and the like).
 _SECRET_SUBDIRS: dict[tuple[str, ...], str] = {
@@ -56,6 +68,28 @@ _SECRET_SUBDIRS: dict[tuple[str, ...], str] = {
     ("library", "application support", "google", "chrome"): "a browser profile",
     ("library", "keychains"): "the keychain",
     (".docker", "config.json"): "Docker registry credentials",
+    (".var", "app"): "Flatpak apps' data (browser and mail profiles)",
+    (".config", "rclone"): "rclone's cloud tokens",
+    (".config", "git", "credentials"): "git credentials",
+    (".config", "hub"): "GitHub tokens",
+    (".config", "glab-cli"): "GitLab tokens",
+    (".config", "op"): "1Password CLI sessions",
+    (".config", "doctl"): "DigitalOcean tokens",
+    (".config", "containers", "auth.json"): "container registry credentials",
+    (".config", "composer", "auth.json"): "Composer credentials",
+    (".composer", "auth.json"): "Composer credentials",
+    (".config", "thunderbird"): "a mail profile",
+    (".config", "evolution"): "a mail profile",
+    (".local", "share", "evolution"): "a mail profile",
+    (".cargo", "credentials"): "crates.io tokens",
+    (".cargo", "credentials.toml"): "crates.io tokens",
+    (".cargo", "config"): "Cargo registry tokens",
+    (".cargo", "config.toml"): "Cargo registry tokens",
+    (".m2", "settings.xml"): "Maven repository passwords",
+    (".m2", "settings-security.xml"): "Maven's master password",
+    (".gradle", "gradle.properties"): "Gradle repository credentials",
+    (".gem", "credentials"): "RubyGems tokens",
+    (".local", "share", "fish", "fish_history"): "shell history",
 }
 # File names that are credentials by convention.
 _SECRET_FILES: dict[str, str] = {
@@ -67,7 +101,33 @@ _SECRET_FILES: dict[str, str] = {
     ".boto": "cloud credentials",
     ".s3cfg": "cloud credentials",
     ".env": "environment secrets",
+    ".my.cnf": "database passwords",
+    ".mylogin.cnf": "database passwords",
+    "_netrc": "login credentials",
+    ".htpasswd": "password hashes",
+    ".dockercfg": "Docker registry credentials",
+    ".yarnrc.yml": "npm tokens",
+    ".histfile": "shell history",
+    ".lesshst": "pager history",
+    ".viminfo": "editor history and registers",
 }
+# Shell and REPL histories: .bash_history, .zsh_history, .python_history, fish_history, .psql_history...
+_HISTORY_FILE = re.compile(r"^\..*history$|_history$", re.IGNORECASE)
+# Words that make a file a credential store when its name is built from them: "credentials", "client_secret.json",
+# "passwords.txt", "token.json", "api_key". Compared as whole words of the name (split at . _ - and case changes),
+# so "tokenizer.py", "passwordless.md" and "design-tokens.json" stay readable.
+_SECRET_NAME_WORDS = frozenset({"credential", "credentials", "creds", "secret", "secrets", "password", "passwords",
+                                "htpasswd", "passphrase", "apikey", "apikeys", "privatekey"})
+_SECRET_NAME_PAIRS = frozenset({("api", "key"), ("api", "keys"), ("private", "key"), ("access", "token"),
+                                ("auth", "token"), ("refresh", "token"), ("api", "token"), ("bearer", "token"),
+                                ("id", "token"), ("access", "key"), ("secret", "key"), ("master", "key")})
+# Source code and prose are read about secrets, not stores of them: "botocore/credentials.py", "docs/secrets.md".
+_READABLE_EXTENSIONS = frozenset({
+    "md", "markdown", "rst", "adoc", "asciidoc", "org", "html", "htm", "xhtml", "pdf", "tex",
+    "py", "pyi", "js", "mjs", "cjs", "ts", "tsx", "jsx", "go", "rs", "java", "kt", "kts", "scala", "c", "h", "cc",
+    "cpp", "hpp", "cs", "rb", "php", "swift", "m", "mm", "lua", "pl", "pm", "r", "jl", "ex", "exs", "erl", "hs",
+    "ml", "clj", "dart", "vue", "svelte", "sh", "bash", "zsh", "fish", "ps1", "sql", "css", "scss", "less",
+})
 _KEY_FILE = re.compile(r"^id_(rsa|dsa|ecdsa|ed25519)(_sk)?$|\.(key|pem|p12|pfx|jks|keystore|kdbx|gpg|asc)$",
                        re.IGNORECASE)
 _SECRET_WORDS = re.compile(r"key|credential|secret|token|passw|private|auth", re.IGNORECASE)
@@ -127,11 +187,34 @@ def secret_reason(real: Path, protected: Iterable[tuple[Path, str]] = ()) -> str
         return f"{name} holds {_SECRET_FILES.get(low, 'environment secrets')} by convention"
     if _KEY_FILE.search(name):
         return f"{name} is named like a private key or key store"
+    if _HISTORY_FILE.search(name):
+        return f"{name} is a command history (it holds passwords and tokens typed at a prompt)"
+    if _secret_name(name):
+        return f"{name} is named like a credential store (a credential, secret, password, token or API key)"
     # a dot-file or dot-directory named like a key, a credential, a secret or a token, anywhere on the path
     for part in real.parts[1:]:
         if part.startswith(".") and _SECRET_WORDS.search(part):
             return f"{part} is a dot-file named like a key, credential, secret or token"
     return None
+
+
+def _name_words(text: str) -> list[str]:
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", text)  # clientSecret -> client Secret
+    return [w for w in re.split(r"[^a-z0-9]+", spaced.lower()) if w]
+
+
+def _secret_name(name: str) -> bool:
+    """True when a file's name says it stores credentials (whole words, not substrings; code and prose excluded)."""
+    stem, dot, _ = name.lstrip(".").partition(".")
+    last = name.rsplit(".", 1)[-1].lower() if dot else ""
+    if last in _READABLE_EXTENSIONS:
+        return False
+    words = _name_words(stem)
+    if not words:
+        return False
+    if _SECRET_NAME_WORDS.intersection(words) or words == ["token"]:
+        return True
+    return any(pair in _SECRET_NAME_PAIRS for pair in itertools.pairwise(words))
 
 
 def roots_from_uris(uris: Iterable[str]) -> list[Path]:
@@ -177,6 +260,70 @@ class FileAccess:
             raise _refused(f"refused to read {path}{shown} for an agent: it is outside the allowed roots "
                            f"({self.described})")
         return real
+
+    def check_open(self, fd: int, shown: Path) -> None:
+        """Refuse an opened regular file that is a hard link to a protected file (trawl's token, pairing secret or
+        cache key; an SSH key...): a second name inside a root passes every path check, but not the inode check."""
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_nlink < 2:
+            return
+        twin = linked_secret(st, self.protected)
+        if twin is not None:
+            raise _refused(f"refused to read {shown} for an agent: it is a hard link to {twin}, which trawl never "
+                           "reads for agents",
+                           "Read it yourself if you must; trawl will not hand secrets to an agent.")
+
+
+# Directories whose files a hard link may not reach (besides trawl's own): walked only for a file with 2+ links.
+_LINKED_SECRET_HOMES: tuple[tuple[str, ...], ...] = (
+    (".ssh",), (".gnupg",), (".aws",), (".azure",), (".kube",), (".docker",), (".password-store",), (".oci",),
+    (".config", "gcloud"), (".config", "gh"), (".local", "share", "keyrings"), (".netrc",), (".git-credentials",),
+    (".pgpass",), (".config", "git", "credentials"), (".cargo", "credentials.toml"),
+)
+_LINK_WALK_LIMIT = 5000  # entries per directory tree: the state dir and these homes are small
+
+
+def linked_secret(st: os.stat_result, protected: Iterable[tuple[Path, str]] = ()) -> Path | None:
+    """The protected file that shares ``st``'s inode, if any (same device only: hard links cannot cross one)."""
+    home = _home()
+    bases = [base for base, _ in protected] + [home.joinpath(*parts) for parts in _LINKED_SECRET_HOMES]
+    for base in bases:
+        found = _inode_in(base, st.st_dev, st.st_ino)
+        if found is not None:
+            return found
+    return None
+
+
+def _inode_in(base: Path, dev: int, ino: int) -> Path | None:
+    try:
+        top = os.stat(base, follow_symlinks=False)
+    except OSError:
+        return None
+    if top.st_dev != dev:
+        return None
+    if stat.S_ISREG(top.st_mode):
+        return base if top.st_ino == ino else None
+    if not stat.S_ISDIR(top.st_mode):
+        return None
+    seen = 0
+    stack = [base]
+    while stack and seen < _LINK_WALK_LIMIT:
+        d = stack.pop()
+        try:
+            entries = list(os.scandir(d))
+        except OSError:
+            continue
+        for e in entries:
+            seen += 1
+            try:
+                if e.is_dir(follow_symlinks=False):
+                    stack.append(Path(e.path))
+                elif (e.is_file(follow_symlinks=False) and e.inode() == ino
+                      and e.stat(follow_symlinks=False).st_dev == dev):
+                    return Path(e.path)
+            except OSError:
+                continue
+    return None
 
 
 def protected_dirs(settings: Settings) -> tuple[tuple[Path, str], ...]:

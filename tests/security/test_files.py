@@ -16,6 +16,7 @@ from typing import Any
 
 import httpx
 import pytest
+from trawl.channel.discovery import AsyncUnixTransport, socket_path
 from trawl.roots import file_access
 from trawl.server.runner import RunningDaemon
 from trawl.settings import Settings
@@ -60,6 +61,16 @@ async def daemon(tmp_path: Path, home: Path) -> AsyncIterator[RunningDaemon]:
 
 async def fetch(d: RunningDaemon, url: str, **extra: Any) -> dict[str, Any]:
     async with httpx.AsyncClient(base_url=d.url, headers={"Authorization": f"Bearer {d.token}"}, timeout=30) as c:
+        r = await c.post("/v1/fetch", json={"url": url, **extra})
+    body: dict[str, Any] = r.json()
+    return body
+
+
+async def fetch_as_bridge(d: RunningDaemon, url: str, **extra: Any) -> dict[str, Any]:
+    """POST /v1/fetch the way the stdio bridge does: over the daemon's Unix socket, the only way roots are taken."""
+    transport = AsyncUnixTransport(str(socket_path(d.settings.state_dir)))
+    async with httpx.AsyncClient(base_url=d.url, transport=transport, timeout=30,
+                                 headers={"Authorization": f"Bearer {d.token}"}) as c:
         r = await c.post("/v1/fetch", json={"url": url, **extra})
     body: dict[str, Any] = r.json()
     return body
@@ -143,9 +154,13 @@ async def test_no_roots_means_no_files(tmp_path: Path, home: Path) -> None:
         body = await fetch(d, str(home / "project" / "notes.md"))
         refused(body, "client roots: none; TRAWL_FILE_ROOTS: none")
         assert "TRAWL_FILE_ROOTS" in body["error"]["hint"]
-        # roots passed with the call (what the MCP bridge does with the client's roots) open that directory
-        ok = await fetch(d, str(home / "project" / "notes.md"), roots=[(home / "project").as_uri()])
+        # roots passed with the call by the MCP stdio bridge (over the daemon's Unix socket) open that directory
+        ok = await fetch_as_bridge(d, str(home / "project" / "notes.md"), roots=[(home / "project").as_uri()])
         assert ok["ok"] is True, ok
+        # the same roots over TCP (any agent driving the HTTP API) are ignored: they name no directory of the user's
+        tcp = await fetch(d, str(home / "project" / "notes.md"), roots=[(home / "project").as_uri()])
+        refused(tcp, "client roots: none")
+        assert any("ignored roots" in w for w in tcp.get("warnings", [])), tcp
 
 
 def test_a_symlink_swapped_in_after_the_check_is_not_followed(tmp_path: Path, home: Path) -> None:
@@ -184,7 +199,7 @@ async def test_a_root_of_slash_still_never_reads_system_secrets(tmp_path: Path, 
                                                                  rule: str) -> None:
     # A client that advertises the whole disk as its root (file:///) gets ordinary files, never these.
     async with RunningDaemon(daemon_settings(tmp_path, file_roots=()), warm=False) as d:
-        body = await fetch(d, target, roots=["file:///"])
+        body = await fetch_as_bridge(d, target, roots=["file:///"])
         refused(body, rule)
-        ok = await fetch(d, str(home / "project" / "notes.md"), roots=["file:///"])
+        ok = await fetch_as_bridge(d, str(home / "project" / "notes.md"), roots=["file:///"])
         assert ok["ok"] is True, ok

@@ -158,8 +158,6 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return h
 
 
-@pytest.mark.xfail(strict=True, reason="R4 (medium): the never-read list misses common credential stores "
-                                       "(roots.py _SECRET_DIRS/_SECRET_FILES; secret words checked in dot-names only)")
 @pytest.mark.parametrize("rel", list(CREDENTIAL_FILES))
 async def test_credential_stores_outside_the_never_read_list(tmp_path: Path, home: Path, rel: str) -> None:
     # As in test_files.py: the user made their whole home a root; its secrets must still be refused.
@@ -347,9 +345,6 @@ async def test_a_let_through_exit_does_not_put_the_secret_on_the_status_page(tmp
     assert TOKEN not in html, "the secret is on the status page"
 
 
-@pytest.mark.xfail(strict=True, reason="R13 (low): the never-read check is by path only: a hard link to the "
-                                       "daemon's token (or pairing secret) inside a root is read and returned "
-                                       "(roots.FileAccess.check / sources.file open_checked never compare inodes)")
 async def test_a_hard_link_to_the_token_inside_a_root_is_refused(tmp_path: Path) -> None:
     project = tmp_path / "project"
     project.mkdir()

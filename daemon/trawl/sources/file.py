@@ -130,6 +130,7 @@ def _opener(access: FileAccess | None) -> Callable[[str, int], int] | None:
             real = fd_path(fd)
             if real is not None:
                 access.check(real)
+            access.check_open(fd, real or Path(path))  # a hard link to the token passes the path checks
         except BaseException:
             os.close(fd)
             raise
