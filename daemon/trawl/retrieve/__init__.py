@@ -159,7 +159,8 @@ class Retriever:
         bm = index.scores(qterms)
         plang = page_lang or guess_lang(" ".join(c.text for c in chunks[:8])[:3000])
         qlang = guess_lang(query, plang)  # the page's language settles a short, ambiguous question
-        w_bm25 = fuse.bm25_weight(same_language(qlang, plang), index.coverage(qterms, stopwords(qlang)))
+        same = same_language(qlang, plang)
+        w_bm25 = fuse.bm25_weight(same, index.coverage(qterms, stopwords(qlang)))
         blind = w_bm25 < 0.5
 
         dense: np.ndarray | None = None
@@ -184,7 +185,7 @@ class Retriever:
             warnings.append("no chunk of this page was compared by meaning; ranked by BM25 only")
 
         if dense is not None and have_vec:
-            weight = w_bm25 if bm.max() > 0 else 0.0
+            weight = fuse.fusion_weight(w_bm25, same) if bm.max() > 0 else 0.0
             cjk_page = script_of(plang) in ("cjk", "hangul")
             fused = fuse.combine(bm, dense, have_vec, weight, fuse.BM25_SHARE_CJK if cjk_page else fuse.BM25_SHARE)
             mode: Mode = "hybrid" if weight > 0 else "dense-only"
