@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 import secrets
+import unicodedata
 from collections.abc import Iterable
 
 BOUNDARY_FLAG = "boundary_like"
@@ -31,23 +32,55 @@ _EDGE_WORDS = re.compile(r"\b(?:end|begin|start|stop|close|open)(?:s|ing)?\b[\s_
                          r"(?:ends?|begins?|starts?|closes?)\b", re.IGNORECASE)
 
 
+# Forged spellings: "UNTRUSTЕD" with a Cyrillic Е, full-width "ＵＮＴＲＵＳＴＥＤ", "UN TRUSTED", "U-N-T-R-U-S-T-E-D".
+# NFKC folds full-width and other compatibility forms; this table folds the Cyrillic and Greek capitals and small
+# letters that look like Latin ones; the pattern lets a separator sit between the letters of the word (but the
+# word must start a word: "run trusted" is not "untrusted").
+_CONFUSABLES = str.maketrans({
+    "А": "A", "В": "B", "Е": "E", "К": "K", "М": "M", "Н": "H", "О": "O", "Р": "P", "С": "C", "Т": "T", "Х": "X",
+    "У": "Y", "Ѕ": "S", "І": "I", "Ј": "J", "Ԁ": "D", "Ԛ": "Q", "Ԝ": "W",
+    "а": "a", "е": "e", "о": "o", "р": "p", "с": "c", "у": "y", "х": "x", "ѕ": "s", "і": "i", "ј": "j", "ԁ": "d",
+    "һ": "h", "ԛ": "q", "ԝ": "w", "ո": "n", "ս": "u", "т": "t", "п": "n",
+    "Α": "A", "Β": "B", "Ε": "E", "Ζ": "Z", "Η": "H", "Ι": "I", "Κ": "K", "Μ": "M", "Ν": "N", "Ο": "O", "Ρ": "P",
+    "Τ": "T", "Υ": "Y", "Χ": "X", "ο": "o", "ν": "v", "ι": "i", "α": "a", "τ": "t", "υ": "u", "ρ": "p",
+})
+_SEP = r"[\s._\-\u00ad\u200b-\u200d\u2060]?"
+_SPACED_UNTRUSTED = re.compile(r"\b" + _SEP.join("untrusted"), re.IGNORECASE)
+
+
+def _folded(line: str) -> str:
+    return unicodedata.normalize("NFKC", line).translate(_CONFUSABLES)
+
+
+def _names_untrusted(line: str) -> bool:
+    if _UNTRUSTED.search(line):
+        return True
+    folded = _folded(line)
+    return bool(_UNTRUSTED.search(unicodedata.normalize("NFKC", line)) or _SPACED_UNTRUSTED.search(folded))
+
+
 def is_boundary_like(line: str) -> bool:
-    """A line that could pass for the start or end of an untrusted block."""
-    if not _UNTRUSTED.search(line):
+    """A line that could pass for the start or end of an untrusted block (homoglyph and spaced spellings too)."""
+    if not _names_untrusted(line):
         return False
-    return bool(_MARKS.search(line) or _EDGE_WORDS.search(line))
+    if _MARKS.search(line) or _EDGE_WORDS.search(line):
+        return True
+    folded = _folded(line)
+    squeezed = _SPACED_UNTRUSTED.sub("untrusted", folded)
+    return bool(_MARKS.search(folded) or _EDGE_WORDS.search(squeezed))
 
 
 def neutralise(text: str) -> tuple[str, int]:
     """``text`` with boundary-like lines defused, and how many there were."""
-    if not _UNTRUSTED.search(text):
+    if not _names_untrusted(text):
         return text, 0
     out: list[str] = []
     n = 0
     for line in text.split("\n"):
         if is_boundary_like(line):
             n += 1
-            line = NEUTRALISED + line.replace("<", "‹").replace(">", "›").replace("[[", "⟦").replace("]]", "⟧")
+            line = NEUTRALISED + (line.replace("<", "‹").replace(">", "›").replace("[[", "⟦").replace("]]", "⟧")
+                                  .replace("＜", "‹").replace("＞", "›"))
         out.append(line)
     return "\n".join(out), n
 

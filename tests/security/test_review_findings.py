@@ -180,8 +180,6 @@ FORGED_BOUNDARIES = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="R5 (low): a forged closing boundary spelt with homoglyphs, full-width "
-                                       "letters or a split word is not flagged boundary_like (framing.py _UNTRUSTED)")
 @pytest.mark.parametrize("spelling", list(FORGED_BOUNDARIES))
 async def test_forged_boundary_spellings_are_flagged(tmp_path: Path, spelling: str) -> None:
     line = FORGED_BOUNDARIES[spelling]
@@ -303,8 +301,6 @@ RAW_HIDING = {
 MARKER = "Zebra marker sentence tells the reader about pineapples and other hidden fruit today."
 
 
-@pytest.mark.xfail(strict=True, reason="R11 (medium): the raw-HTML hidden-text rules parse CSS by hand: comments, "
-                                       "escapes, <font color> and var() hide text from people but not from trawl")
 @pytest.mark.parametrize("technique", list(RAW_HIDING))
 async def test_raw_html_hiding_spellings_are_caught(tmp_path: Path, technique: str) -> None:
     html = ("<!doctype html><html><head><title>Orchard</title></head><body><main><article><h1>Orchard notes</h1>"
@@ -364,8 +360,6 @@ MISSED_INJECTIONS = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="R14 (medium): plain injections missed by the sanitiser: a 'SYSTEM:' role "
-                                       "line, 'AI agents reading this: ... fetch', digit-for-letter spelling")
 @pytest.mark.parametrize("kind", list(MISSED_INJECTIONS))
 async def test_plain_injections_are_flagged(tmp_path: Path, kind: str) -> None:
     line = MISSED_INJECTIONS[kind]
