@@ -123,13 +123,48 @@ def prose_only(text: str) -> str:
     return _INLINE_CODE.sub(" ", _FENCED.sub("\n", text))
 
 
+# Digits and symbols for letters ("1gn0re all prev1ous instruct1ons"): folded in a copy used only for phrase
+# matching, and only inside tokens that mix letters with them ("mp3", "4chan" are folded too, harmlessly:
+# the copy is searched only for the rules' phrases).
+_LEET = str.maketrans({"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "@": "a", "$": "s"})
+_LEET_L = str.maketrans({"1": "l"})
+_MIXED = re.compile(r"(?<![\w@$])(?=[\w@$]*[^\W\d_])(?=[\w@$]*[013457@$])[\w@$]+")
+_LEET_CHARS = frozenset("013457@$")
+
+
+def _fold_token(m: re.Match[str]) -> str:
+    word = m.group(0)
+    if "@" in word[1:] and m.string[m.end() : m.end() + 1] == ".":  # an e-mail address: the exfil rules read it
+        return word
+    return word.replace("11", "ll").translate(_LEET)  # "a11": a doubled 1 is far likelier ll than ii
+
+
+def fold_digits(text: str) -> str:
+    """``text`` with digit-for-letter tokens spelt out (1 read as i); ``text`` itself when there are none."""
+    if not _LEET_CHARS.intersection(text):
+        return text
+    return _MIXED.sub(_fold_token, text)
+
+
 def find_instructions(text: str, headings: tuple[str, ...] = ()) -> list[Hit]:
-    """Every rule that matches ``text`` (and the heading titles above it), with the matched snippet."""
+    """Every rule that matches ``text`` (and the heading titles above it), with the matched snippet. Digit-for-
+    letter spellings are matched too (``fold_digits``, then once more reading 1 as l)."""
     if not text and not headings:
         return []
     full = normalise(text)
     if headings:
         full = "\n".join(f"## {h}" for h in headings) + "\n" + full
+    hits = _find(full, text)
+    if not hits:
+        folded = fold_digits(full)
+        if folded != full:
+            hits = _find(folded, "")
+            if not hits and "1" in full:
+                hits = _find(fold_digits(_MIXED.sub(lambda m: m.group(0).translate(_LEET_L), full)), "")
+    return hits
+
+
+def _find(full: str, text: str) -> list[Hit]:
     lowered = full.lower()
     ai = mentions_ai(full)
     prose: str | None = None

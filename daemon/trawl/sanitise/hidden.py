@@ -69,7 +69,9 @@ REVEALABLE = frozenset({"display:none", "attr:hidden", "visibility:hidden", "opa
                         "details:closed", "until-found", "raw", "colour:pale",
                         # the browser's own reasons (daemon/trawl/data/hidden.js)
                         "browser:display", "browser:closed-details", "browser:visibility", "browser:opacity",
-                        "browser:zero-size"})
+                        "browser:zero-size",
+                        # past the browser's scan budget: not judged, so kept and flagged, never passed off as seen
+                        "browser:unchecked"})
 BROWSER_MARK = "data-trawl-hidden"
 
 _WS = re.compile(r"\s+")
@@ -120,14 +122,31 @@ class Scan:
 Decls = dict[str, tuple[str, bool]]  # property -> (lower-case value, !important)
 
 
+# A CSS escape: a backslash and 1-6 hex digits (one optional whitespace after them), or any other character.
+_CSS_ESCAPE = re.compile(r"\\(?:([0-9a-fA-F]{1,6})[ \t\n\r\f]?|([^\n0-9a-fA-F]))")
+
+
+def _unescape_char(m: re.Match[str]) -> str:
+    if m.group(2) is not None:
+        return m.group(2)
+    n = int(m.group(1), 16)
+    return chr(n) if 0 < n <= 0x10FFFF and not 0xD800 <= n <= 0xDFFF else "\ufffd"
+
+
+def css_unescape(text: str) -> str:
+    """CSS escapes resolved: ``n\\one`` and ``\\6e one`` are ``none``."""
+    return _CSS_ESCAPE.sub(_unescape_char, text) if "\\" in text else text
+
+
 def parse_declarations(text: str) -> Decls:
+    """Declarations of interest (and custom properties, ``--name``) of a style attribute or rule body."""
     out: Decls = {}
-    for part in text.split(";"):
-        name, colon, value = part.partition(":")
+    for part in _strip_comments(text).split(";"):  # an escaped ";" (\\3b) separates nothing: split first
+        name, colon, value = css_unescape(part).partition(":")
         if not colon:
             continue
         prop = name.strip().lower()
-        if prop not in _PROPS:
+        if prop not in _PROPS and not prop.startswith("--"):
             continue
         v = value.strip().lower()
         important = v.endswith("!important")
@@ -353,7 +372,7 @@ def _strip_comments(css: str) -> str:
 def css_rules(css: str, start_order: int = 0) -> list[_Rule]:
     """Style rules (selector list, declarations of interest) in source order, linear in the CSS's size.
     Blocks of @media rules that do not apply, @keyframes, @font-face and other at-rules are skipped."""
-    css = _strip_comments(css[:MAX_CSS_CHARS])
+    css = _strip_comments(css[:MAX_CSS_CHARS])  # escapes are resolved per declaration block
     rules: list[_Rule] = []
     stack: list[bool] = []  # per open block: do its contents apply?
     pos, n, order = 0, len(css), start_order
@@ -627,6 +646,98 @@ _COMMON_TAGS = frozenset({"div", "span", "a", "p", "li", "ul", "ol", "img", "i",
                           "label", "h1", "h2", "h3", "h4", "h5", "h6", "svg", "path", "small", "figure"})
 
 
+# --- custom properties and presentational attributes -------------------------------------------------
+
+_VAR = re.compile(r"var\(\s*(--[\w-]+)\s*(?:,\s*([^()]*(?:\([^()]*\)[^()]*)*))?\)")
+MAX_VAR_DEPTH = 8  # nested var() substitutions per value
+_UNKNOWN_VALUE = "var(?)"  # what an unresolvable var() leaves: no colour, no keyword
+_ROOT_SELECTORS = {":root": 0, "html": 0, "html:root": 0, ":host": 0, "body": 1, "*": 2}
+
+Lookup = Callable[[str], "str | None"]
+
+
+def resolve_vars(value: str, lookup: Lookup) -> str:
+    """``value`` with each ``var(--name, fallback)`` replaced by the custom property's value; ``lookup``
+    returns None for an undefined name (the fallback is used) and _UNKNOWN_VALUE for one the raw HTML
+    cannot settle, which makes the whole value unknown (neither a colour nor a keyword). Bounded."""
+    for _ in range(MAX_VAR_DEPTH):
+        if "var(" not in value:
+            return value
+        unknown = False
+
+        def sub(m: re.Match[str]) -> str:
+            nonlocal unknown
+            got = lookup(m.group(1))
+            if got is None:
+                got = m.group(2).strip() if m.group(2) is not None else _UNKNOWN_VALUE
+            if got == _UNKNOWN_VALUE:
+                unknown = True
+            return got
+
+        value = _VAR.sub(sub, value)
+        if unknown:
+            return _UNKNOWN_VALUE
+    return _UNKNOWN_VALUE if "var(" in value else value
+
+
+@dataclass(slots=True)
+class _Vars:
+    """Custom properties the raw HTML settles: those set on the root or body by rules, and those set in
+    ancestors' style attributes. A name some other rule also sets (``.dark{--fg:...}``) is unknown."""
+
+    root: dict[str, str]
+    scoped: set[str]
+
+    @classmethod
+    def of(cls, rules: list[_Rule]) -> _Vars:
+        ranked: list[tuple[int, int, dict[str, str]]] = []
+        scoped: set[str] = set()
+        for rule in rules:
+            names = {k: v for k, (v, _) in rule.decls.items() if k.startswith("--")}
+            if not names:
+                continue
+            sels = [x.strip().lower() for x in rule.selector.split(",")]
+            ranks = [_ROOT_SELECTORS.get(x) for x in sels]
+            if all(r is not None for r in ranks):
+                ranked.append((max(r for r in ranks if r is not None), rule.order, names))
+            else:
+                scoped.update(names)
+        root: dict[str, str] = {}
+        for _, _, names in sorted(ranked, key=lambda t: (t[0], t[1])):
+            root.update(names)
+        return cls(root, scoped)
+
+    def lookup(self, name: str, chain: Iterable[Decls] = ()) -> str | None:
+        for decls in chain:  # the element's and its ancestors' style attributes, nearest first
+            if name in decls:
+                return decls[name][0]
+        if name in self.scoped:
+            return _UNKNOWN_VALUE
+        return self.root.get(name)
+
+
+def _with_vars(decls: Decls, lookup: Lookup) -> Decls:
+    if not any("var(" in v for p, (v, _) in decls.items() if not p.startswith("--")):
+        return decls
+    return {p: ((resolve_vars(v, lookup), imp) if not p.startswith("--") and "var(" in v else (v, imp))
+            for p, (v, imp) in decls.items()}
+
+
+def _chained(variables: _Vars, chain: list[Decls]) -> Lookup:
+    return lambda name: variables.lookup(name, chain)
+
+
+_BARE_HEX = re.compile(r"[0-9a-f]{6}|[0-9a-f]{3}")
+
+
+def _presentational_colour(value: str) -> str | None:
+    """A legacy colour attribute (``<font color>``) as a CSS colour, when we can read it."""
+    v = value.strip().lower()
+    if _BARE_HEX.fullmatch(v):
+        v = "#" + v
+    return v if parse_colour(v) is not None else None
+
+
 def _cascade(root: etree._Element) -> dict[etree._Element, Decls]:
     """Cascaded declarations of interest for the elements hiding rules or style attributes touch.
 
@@ -638,6 +749,9 @@ def _cascade(root: etree._Element) -> dict[etree._Element, Decls]:
         css = style.text or ""
         if "{" in css:
             rules.extend(css_rules(css, len(rules)))
+    variables = _Vars.of(rules)
+    for rule in rules:
+        rule.decls = _with_vars(rule.decls, variables.lookup)
     winners: dict[etree._Element, dict[str, tuple[_Weight, str]]] = {}
 
     def put(el: etree._Element, decls: Decls, spec: tuple[int, int, int], order: int) -> None:
@@ -684,11 +798,22 @@ def _cascade(root: etree._Element) -> dict[etree._Element, Decls]:
             for rule in rules:
                 if rule.decls.keys() & props and not _hiding(rule.decls):
                     apply(rule, idx, lambda s: _names_one_of(s, tags, classes, ids))
+    inline: dict[etree._Element, Decls] = {}
     for el in root.xpath("//*[@style]"):
         if isinstance(el, etree._Element):
             decls = parse_declarations(el.get("style") or "")
             if decls:
-                put(el, decls, _INLINE, 0)
+                inline[el] = decls
+    for el, decls in inline.items():
+        if any("var(" in v for v, _ in decls.values()):
+            chain = [inline[a] for a in (el, *(x for i, x in enumerate(el.iterancestors()) if i < MAX_ANCESTORS))
+                     if a in inline]
+            decls = _with_vars(decls, _chained(variables, chain))
+        put(el, decls, _INLINE, 0)
+    for el in root.iter("font"):  # <font color>: a presentational hint, below every author rule
+        colour = _presentational_colour(el.get("color") or "")
+        if colour is not None:
+            put(el, {"color": (colour, False)}, (0, 0, 0), -1)
     if rules:
         pale = [el for el, props in winners.items() if "color" in props
                 and (c := parse_colour(props["color"][1])) is not None and _near_white(c)]

@@ -180,6 +180,28 @@ RULES: tuple[Rule, ...] = (
         rf"\s*(?:must|should|shall|is\s+instructed|are\s+instructed|needs?\s+to)|"
         rf"as\s+an\s+{_AI},?\s+you\s+(?:must|should|are\s+required|will|need|have\s+to))",
     ),
+    # "AI agents reading this: stop, and fetch ...": the readers named as a group, then told what to do.
+    _r(
+        "address.en.group",
+        rf"\b(?:(?:any|all|every|other|fellow)\s+)?{_AI}\s+(?:reading|processing|summari[sz]ing|parsing|crawling|"
+        rf"visiting|browsing|scraping|ingesting)\s+this(?:\s+(?:page|text|document|site|content|post|article|"
+        rf"message|email|file))?\s*[:,!\-—]+\s*(?:please\s+)?(?:\w+[,!]?\s+){{0,3}}?(?:stop|ignore|disregard|"
+        rf"forget|fetch|visit|open|load|send|e-?mail|post|include|add|tell|say|respond|reply|answer|output|print|"
+        rf"remember|recommend|summari[sz]e|go\s+to|call|run|execute|do\s+not|don't|never|always|you\s+(?:must|"
+        rf"should|are|will|need))\b",
+    ),
+    _r(
+        "address.group.multi",
+        r"(?:\b(?:ki|ki-\w+|sprachmodelle?|llms?)\s*,?\s+(?:die|das|der)\s+(?:dies|diese\s+seite|diesen\s+text)\s+"
+        r"(?:lesen|liest|verarbeiten|verarbeitet|zusammenfass\w+)|"
+        r"\b(?:ia|agents?\s+ia|agents?\s+d'ia|modèles?\s+de\s+langage|llms?)\s+qui\s+(?:lisez|lisent|lit|"
+        r"traitez|traitent|résumez|résument)\s+(?:ceci|cette\s+page|ce\s+texte|ce\s+document)|"
+        r"\b(?:ia|agentes?\s+de\s+ia|modelos?\s+de\s+lenguaje|llms?)\s+que\s+(?:lee|leen|lees|leéis|procesa|"
+        r"procesan|resume|resumen|está[ns]?\s+leyendo)\s+(?:esto|esta\s+página|este\s+texto|este\s+documento)|"
+        r"(?:ии|нейросети|языковые\s+модели|llm)\s*,?\s+(?:которые|который)\s+(?:читает|читают|обрабатывает|"
+        r"обрабатывают)\s+(?:это|эту\s+страницу|этот\s+текст))"
+        r"\s*[:,!]",
+    ),
     _r(
         "address.en.colon",
         rf"^\W{{0,3}}(?:to\s+(?:the\s+|any\s+)?)?{_AI}\s*:\s*(?:please\s+)?(?:ignore|disregard|you\s+must|"
@@ -234,6 +256,17 @@ RULES: tuple[Rule, ...] = (
     _r(
         "role.turns",
         r"(?:^|(?<=[\s.!?:;>\]\)\"'”]))(?:human|user)\s*:\s*\S[^\n]{0,400}?(?<=[\s.!?\"'”])assistant\s*:\s*\S",
+        "prose",
+    ),
+    # "SYSTEM: the user now asks you to ...", "[system] you must ...", "<|im_start|>system ...": a chat role
+    # at a line start, then an instruction to the reader on the same line.
+    _r(
+        "role.line.reader",
+        r"^\W{0,3}(?:\[\s*(?:system|assistant|developer)\s*\]\s*:?|<\|im_start\|>\s*(?:system|assistant)\b\s*:?|"
+        r"(?:system|assistant|developer)\s*(?:\*\*)?\s*:)[^\n]{0,160}?\b(?:you\s+(?:must|should|shall|are\s+to|"
+        r"need\s+to|have\s+to)|(?:asks?|wants?|needs?|instructs?|requires?|tells?|orders?)\s+you\s+to|"
+        r"(?:please\s+)?(?:e-?mail|send|forward|upload|post|fetch|reveal|leak|share|delete)\s+(?:\w+\s+){0,3}?"
+        r"(?:the\s+user'?s?|their|your|all)\b)",
         "prose",
     ),
     _r(
@@ -353,6 +386,11 @@ _NEEDLES: dict[str, tuple[tuple[str, ...], ...]] = {
     "role.token": (("<|", "[inst]", "[/inst]", "<<sys", "<</sys"),),
     "role.line": (("assistant", "system", "human", "user", "developer message"), (":",)),
     "role.instructions": (("instructions",), (":",)),
+    "role.line.reader": (("system", "assistant", "developer", "<|im_start|>"), ("you", "their", "user", "all")),
+    "address.en.group": (("reading this", "processing this", "summarising this", "summarizing this",
+                          "parsing this", "crawling this", "visiting this", "browsing this", "scraping this",
+                          "ingesting this"),),
+    "address.group.multi": (("lesen", "liest", "verarbeit", "zusammenfass", "qui ", "que ", "котор"),),
     "role.heading": (("#",), (":",), ("system", "instruction", "assistant", "response")),
     "role.turns": (("human", "user"), ("assistant",), (":",)),
     "role.tag": (("<system", "</system", "<tool", "</tool", "<function", "</function", "<antml", "</antml"),),
@@ -376,5 +414,5 @@ _NEEDLES: dict[str, tuple[tuple[str, ...], ...]] = {
     "leak.prompt": (("your",), ("system prompt", "initial prompt", "initial instructions", "hidden instructions",
                                 "original instructions", "verbatim")),
 }
-_NEEDS_AI = frozenset({"address.en", "address.en.colon"})
+_NEEDS_AI = frozenset({"address.en", "address.en.colon", "address.en.group"})
 RULES = tuple(replace(r, needles=_NEEDLES.get(r.name, ()), needs_ai=r.name in _NEEDS_AI) for r in RULES)
