@@ -7,7 +7,8 @@ are computed on the same chunks in the same run.
 
 Attacks: tests/fixtures/injection/attacks/{dev,test}.jsonl (see the README there), each placed in every
 PLACEMENT inside each of --hosts real pages (wcxb-dev articles, read from --bench at run time), then run
-through the real stages extract -> clean_document -> chunk_document -> flag. An attack counts as
+through the engine's stage sequence (trawl.stages.prepare: extract -> clean -> walls -> chunk), then
+flag. An attack counts as
 
 - *marked* when the agent is told: a chunk holding its words carries instruction_like / hidden_instruction /
   hidden_text, or the page's warnings report it (a hidden_instruction or an instruction_like title);
@@ -38,11 +39,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "daemon"))
 
-from trawl.chunk import chunk_document  # noqa: E402
-from trawl.extract import extract  # noqa: E402
-from trawl.sanitise import clean_document, detect, find_instructions, flag  # noqa: E402
+from trawl.sanitise import detect, find_instructions, flag  # noqa: E402
 from trawl.settings import Settings  # noqa: E402
-from trawl.types import Chunk, Document, Page  # noqa: E402
+from trawl.stages import prepare  # noqa: E402
+from trawl.types import Chunk, Document, Page, TrawlError  # noqa: E402
 
 ATTACKS = ROOT / "tests" / "fixtures" / "injection" / "attacks"
 MARK_FLAGS = {"instruction_like", "hidden_instruction", "hidden_text"}
@@ -98,8 +98,12 @@ def phrase_rules_only() -> Iterator[None]:
 
 
 def run(page: Page, settings: Settings) -> tuple[Document, list[Chunk]]:
-    doc = clean_document(extract(page, settings), page)
-    return doc, flag(chunk_document(doc, settings), doc.hidden_text)
+    """The engine's stage sequence (``trawl.stages.prepare``, walls included), then ``flag``."""
+    try:
+        ready = prepare(page, settings)
+    except TrawlError as err:  # a wall or an empty page: nothing reaches the agent
+        return Document(markdown="", warnings=(f"refused: {err.code}",)), []
+    return ready.doc, flag(list(ready.chunks), ready.doc.hidden_text)
 
 
 def words(text: str) -> str:
@@ -239,10 +243,12 @@ def bench_fp(bench: Path, limit: int | None, settings: Settings) -> None:
     t_detect: dict[str, list[float]] = {"before": [], "after": []}
     t_stage: list[float] = []
     for name, page in pages:
-        t = time.perf_counter()
-        doc = clean_document(extract(page, settings), page)
-        t_stage.append(time.perf_counter() - t)
-        chunks = chunk_document(doc, settings)
+        try:
+            ready = prepare(page, settings)
+        except TrawlError:  # a wall or an empty page: nothing reaches the agent, nothing to flag
+            continue
+        t_stage.append((ready.timings_ms["extract"] + ready.timings_ms["clean"]) / 1000.0)
+        doc, chunks = ready.doc, list(ready.chunks)
         n_chunks += len(chunks)
         hidden_pages += any(w.startswith("hidden_text") for w in doc.warnings)
         for label in ("before", "after"):

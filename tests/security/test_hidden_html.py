@@ -22,12 +22,11 @@ from mcp.client import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from trawl.capabilities import PageOut
-from trawl.chunk import chunk_document
-from trawl.extract import extract
-from trawl.sanitise import clean_document, flag
+from trawl.sanitise import flag
 from trawl.sanitise.hidden import scan
 from trawl.server.runner import RunningDaemon
 from trawl.settings import Settings
+from trawl.stages import prepare
 from trawl.types import Chunk, Document, Page
 
 from tests.integration.test_daemon_helpers import daemon_settings
@@ -70,8 +69,8 @@ def page_html(head: str, element: str, text: str) -> str:
 def run(source: str, settings: Settings) -> tuple[Document, list[Chunk]]:
     page = Page(url="https://garden.example/compost", final_url="https://garden.example/compost", kind="html",
                 source="http", html=source)
-    doc = clean_document(extract(page, settings), page)
-    return doc, flag(chunk_document(doc, settings), doc.hidden_text)
+    ready = prepare(page, settings)  # the engine's stage sequence: extract -> clean -> walls -> chunk
+    return ready.doc, flag(list(ready.chunks), ready.doc.hidden_text)
 
 
 def holding(chunks: list[Chunk], text: str) -> list[Chunk]:
