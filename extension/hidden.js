@@ -25,7 +25,8 @@
 // Text on a backdrop that is not an ancestor (a fixed full-page layer) is not judged by colour.
 // The caller serialises while the marks are on, then calls undo(): marking and unmarking happen in one
 // synchronous task, so the page never paints them and its scripts see no change in the DOM afterwards.
-// The walk is bounded (elements and milliseconds); a walk cut short says so (partial: true).
+// The walk is bounded (elements and milliseconds); a walk cut short says so (partial: true), and marks what lies
+// past the cut "unchecked" (the daemon keeps that text, flagged like hidden text, and warns).
 globalThis.__trawlMarkHidden = function markHidden(doc, opts) {
   const ATTR = "data-trawl-hidden";
   const o = opts || {};
@@ -229,13 +230,39 @@ globalThis.__trawlMarkHidden = function markHidden(doc, opts) {
     return "";
   };
 
-  const visit = (el) => {
-    if (partial) return;
-    scanned += 1;
-    if ((scanned & 255) === 0 && (scanned > maxElements || performance.now() - t0 > maxMs)) {
-      partial = true;
+  // Past the budget nothing is judged, but nothing is passed off as seen either: every element after the cut is
+  // marked "unchecked" (cheap: no style, no layout; the daemon keeps that text, flagged like hidden text), and the
+  // caller says the scan was partial. A page cannot push its hidden text past the cut and have it read as visible.
+  // Marks stay few: siblings one by one, or their parent when more than MAX_SIBLINGS remain.
+  const MAX_SIBLINGS = 200;
+  let ticks = 0;
+  const uncheckedFrom = (parent, first) => {
+    let n = 0;
+    for (let c = first; c && n <= MAX_SIBLINGS; c = c.nextElementSibling) n += 1;
+    const whole = parent.nodeType === 1 && parent.localName !== "html" && parent.localName !== "body";
+    if (n > MAX_SIBLINGS && whole && !parent.hasAttribute(ATTR)) {
+      mark(parent, "unchecked");
       return;
     }
+    for (let c = first; c; c = c.nextElementSibling) {
+      if (!SKIP.has(c.localName) && !c.hasAttribute(ATTR)) mark(c, "unchecked");
+    }
+  };
+  const visitAll = (parent, first) => {
+    for (let c = first; c; c = c.nextElementSibling) {
+      if (!partial && (++ticks & 255) === 0 && (scanned > maxElements || performance.now() - t0 > maxMs)) {
+        partial = true;
+      }
+      if (partial) {
+        uncheckedFrom(parent, c);
+        return;
+      }
+      visit(c);
+    }
+  };
+
+  const visit = (el) => {
+    scanned += 1;
     const name = el.localName;
     if (SKIP.has(name)) return;
     if (name !== "html" && name !== "body") {
@@ -262,14 +289,14 @@ globalThis.__trawlMarkHidden = function markHidden(doc, opts) {
       }
     }
     const sr = shadowOf(el);
-    if (sr) for (let c = sr.firstElementChild; c; c = c.nextElementSibling) visit(c);
-    for (let c = el.firstElementChild; c; c = c.nextElementSibling) visit(c);
+    if (sr) visitAll(sr, sr.firstElementChild);
+    visitAll(el, el.firstElementChild);
   };
 
   try {
     visit(root);
   } catch (e) {
-    partial = true;
+    partial = true; // the caller reports it: the daemon warns that the page was not fully checked
   }
   return {
     marked: marked.length,

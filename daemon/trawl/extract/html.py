@@ -27,9 +27,11 @@ from .guard import flatten_nesting, looks_binary, strip_heavy, too_deep, trim_ht
 from .lang import detect_language
 from .meta import declared_language, html_title
 from .shadow import flatten_shadow_roots
-from .visibility import apply_hidden, find_hidden
+from .visibility import HIDDEN_WARNING, apply_hidden, find_hidden
 
 log = logging.getLogger("trawl.extract")
+# Set on <html> by the browser sources when their visibility walk ran out of budget (data/hidden.js).
+PARTIAL_SCAN = re.compile(r"<html\b[^>]*\sdata-trawl-hidden-scan=[\"']?partial", re.IGNORECASE)
 
 ESCALATE_TOKENS = 1000  # primary output shorter than this (in \w+ tokens) gets a second opinion
 ESCALATE_QUALITY = 0.7  # ... as does output rs-trafilatura itself rates below this
@@ -94,6 +96,9 @@ def extract_html(page: Page, settings: Settings) -> Document:
         raw = raw.replace("\x00", "")
     raw = flatten_shadow_roots(raw)  # captured shadow DOM (extension, headless, saved pages) is content
     hidden_scan = find_hidden(raw)  # text people cannot see is not the page (cut or marked below)
+    if PARTIAL_SCAN.search(raw[:4096]):  # the browser's visibility walk ran out of budget (data/hidden.js)
+        warnings.append(f"{HIDDEN_WARNING}: the browser's visibility check stopped early on this very large page; "
+                        "text after the cut was not checked and is kept, flagged like hidden text")
     html, trimmed = trim_html(strip_heavy(raw), settings.extract_max_html_chars)
     if trimmed:
         warnings.append(f"page HTML trimmed to {settings.extract_max_html_chars} characters before extraction")

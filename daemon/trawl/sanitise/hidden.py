@@ -987,7 +987,7 @@ def scan(page_html: str) -> Scan:
             continue
         if len(text) > MIN_WHOLE_PAGE_CHARS:
             page_chars = page_chars or len(_text(root))
-            if len(text) > MAX_SHARE * page_chars:
+            if len(text) > MAX_SHARE * page_chars and reasons[el] != "browser:unchecked":  # not judged: flag it
                 continue
         (seen if visible else covered).add(el)
         passages.append(Passage(reasons[el], text[:MAX_TEXT_PER_ELEMENT]))
