@@ -312,10 +312,12 @@ class TaintStore:
             run = words[i:i + SHINGLE_WORDS]
             yield "text", self._h(b"w", " ".join(run)), " ".join(run)
 
-    def windows(self, folded: str) -> Iterator[tuple[bytes, str]]:
+    def windows(self, folded: str, *, all_windows: bool = False) -> Iterator[tuple[bytes, str]]:
+        """Keyed hashes of the WINDOW-character windows of ``folded`` (only mixed ones unless ``all_windows``: a
+        lookup need not filter, only mixed windows were stored)."""
         for i in range(len(folded) - WINDOW + 1):
             w = folded[i:i + WINDOW]
-            if _mixed(w):
+            if all_windows or _mixed(w):
                 yield self._h(b"g", w), w
 
     @property
@@ -415,7 +417,7 @@ class TaintStore:
         """Kept tokens inside ``text`` folded, and inside it reversed: windows of WINDOW characters."""
         folded = fold(text)
         for form in (folded, folded[::-1]):
-            for h, shown in self.windows(form):
+            for h, shown in self.windows(form, all_windows=True):
                 entry = self._kept.get(h)
                 if entry is not None and entry.first_read != skip_read:
                     yield "token", shown, entry.sites
