@@ -10,11 +10,16 @@ What is remembered (bounded, in memory, as keyed hashes, never the text itself):
   from; and the contents of local files read for agents (site ``file:``);
 * trawl's own secrets (the API token).
 
-What a URL is searched for, in its query keys and values, fragment, path segments, user info and sub-domain
-labels, percent-decoded and, where a value is base64 or hex, decoded as well:
+What a URL is searched for, in its query keys and values (each, and all values joined: one token split over
+several parameters), fragment, path segments, user info and sub-domain labels; percent-decoded and decoded
+repeatedly where a value is base64/base64url, base32 or hex, possibly gzip/zlib-compressed (MAX_DECODE_DEPTH layers);
+NFKC-normalised (full-width letters read as plain ones). The URL's scheme and host are normalised first
+(``HTTP://Host`` is ``http://host``):
 
 * a *token* (a run of 12+ letters and digits, with both) that appeared in an earlier result from another site,
-  or in a local file;
+  or in a local file; a local file's tokens, trawl's own secrets and secret-format strings are also found inside
+  a value folded to letters and digits (dashes and spaces stripped, case folded) and reversed, as any 12-character
+  window (keyed hashes);
 * a run of 12 words that appeared in an earlier result from another site, or in a local file;
   (terms the agent put in an earlier URL itself, before any read showed them, are its own, not data);
 * a well-known secret format (private-key blocks, AWS key ids, GitHub/OpenAI/Slack tokens, JWTs), whatever its
@@ -22,8 +27,15 @@ labels, percent-decoded and, where a value is base64 or hex, decoded as well:
 
 A URL with such a finding is **refused** (error ``exit_refused``) unless its host is allowed by the user
 (``TRAWL_EXIT_ALLOW_HOSTS``, or the allow list of their site policy), is open in the user's browser (and so is
-every host a nested URL in it names: an open redirect passes nothing on), or the URL itself appeared in an
-earlier result (a link the agent was shown is followed, not composed). Refusing rather than holding keeps an
+every host a nested URL in it names: an open redirect passes nothing on) *and no agent was given text from that
+site* (the page that injected the agent is usually the one open in a tab), or the URL itself appeared in an
+earlier result (a link the agent was shown is followed, not composed). "Site" is the registrable domain by the
+Public Suffix List, private section included (``alice.github.io`` and ``bob.github.io`` are two sites).
+
+Memory is bounded: page features live in an LRU where a site holding a quarter of it evicts its own oldest
+entries; local files, trawl's secrets and secret-format strings live in a separate store pages cannot evict.
+
+Refusing rather than holding keeps an
 unattended agent from hanging on a question nobody sees; the hint says how to allow the host. Every finding,
 refused or let through, is an :class:`ExitEvent` on the status page (refusals also in the extension's popup
 log). Shapes alone (a long random-looking value) never refuse: ordinary URLs are full of them
