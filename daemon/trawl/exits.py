@@ -35,11 +35,10 @@ Public Suffix List, private section included (``alice.github.io`` and ``bob.gith
 Memory is bounded: page features live in an LRU where a site holding a quarter of it evicts its own oldest
 entries; local files, trawl's secrets and secret-format strings live in a separate store pages cannot evict.
 
-Refusing rather than holding keeps an
-unattended agent from hanging on a question nobody sees; the hint says how to allow the host. Every finding,
-refused or let through, is an :class:`ExitEvent` on the status page (refusals also in the extension's popup
-log). Shapes alone (a long random-looking value) never refuse: ordinary URLs are full of them
-(``srsltid=AfmBOo…``, ids, base64 tracking labels).
+Refusing rather than holding keeps an unattended agent from hanging on a question nobody sees; the hint says how
+to allow the host. Every finding, refused or let through, is an :class:`ExitEvent` on the status page (refusals
+also in the extension's popup log). Shapes alone (a long random-looking value) never refuse: ordinary URLs are
+full of them (``srsltid=AfmBOo…``, ids, base64 tracking labels).
 """
 
 from __future__ import annotations
