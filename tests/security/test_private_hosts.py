@@ -7,6 +7,7 @@ themselves (plain HTTP and the headless Chromium): a "secret" local server liste
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -378,9 +379,11 @@ async def test_headless_subresource_redirected_into_a_private_address_spoils_the
 
     secret.pages["/api"] = api
     public.pages["/bounce"] = bounce
+    # The page shows its text only once the fetch has answered, so the capture cannot come before the hop.
     script = """<script>fetch('/bounce').then(r => r.text()).then(t => {
-      document.querySelector('#out').textContent = t; });</script>"""
-    public.pages["/page"] = html("Harbour", f"<p>{PUBLIC}</p><p id=out>waiting</p>{script}")
+      document.querySelector('#out').textContent = PUBLIC_TEXT + ' ' + t; });</script>""".replace(
+        "PUBLIC_TEXT", json.dumps(PUBLIC))
+    public.pages["/page"] = html("Harbour", f"<p id=out></p>{script}")
     s = settings_for(tmp_path, allow_private_hosts="none", allow_hosts=(f"127.0.0.1:{public.port}",),
                      chromium_path=chromium)
     async with RunningDaemon(s, warm=False) as d:

@@ -51,7 +51,7 @@ from .playwright_page import (
 )
 
 if TYPE_CHECKING:  # playwright is imported on first use: it costs ~0.2-0.4 s
-    from playwright.async_api import Browser, BrowserContext, Playwright, Response, Route, WebSocketRoute
+    from playwright.async_api import Browser, BrowserContext, Playwright, Request, Response, Route, WebSocketRoute
 
 log = logging.getLogger("trawl.sources.playwright")
 
@@ -68,6 +68,7 @@ class RequestGuard:
         self.net = NetGuard(settings)
         self.refused: list[tuple[str, TrawlError, bool]] = []  # (url, why, was it the main frame's navigation)
         self.responses: list[Response] = []
+        self.hops: list[str] = []  # redirect hops Chromium followed itself: they never reach the route handler
         self._verdicts: dict[tuple[str, int], TrawlError | None] = {}
 
     async def check(self, url: str) -> TrawlError | None:
@@ -118,11 +119,20 @@ class RequestGuard:
         if len(self.responses) < 2000:
             self.responses.append(response)
 
+    def saw_request(self, request: Request) -> None:
+        if request.redirected_from is not None and len(self.hops) < 2000:
+            self.hops.append(request.url)
+
     def navigation_refusal(self) -> TrawlError | None:
         return next((err for _url, err, main in self.refused if main), None)
 
     async def verify(self) -> None:
-        """Refuse the page when any response came from an address the rule refuses (DNS changed under us)."""
+        """Refuse the page when a redirect hop went where the rules refuse, or any response came from an address
+        the rule refuses (DNS changed under us). A hop counts as soon as it was requested: whether its answer
+        arrived before the capture is a race the page must not win."""
+        for url in self.hops:
+            if (err := await self.check(url)) is not None:
+                raise TrawlError(err.code, f"{err.message} (a redirect hop the page followed)", err.hint)
         async def addr(resp: Response) -> tuple[str, dict[str, Any] | None]:
             try:
                 return resp.url, dict(await resp.server_addr() or {})
@@ -345,6 +355,7 @@ class PlaywrightSource:
         tab.page.on("requestfinished", tab.untrack)
         tab.page.on("requestfailed", tab.untrack)
         tab.page.on("response", guard.saw)
+        tab.page.on("request", guard.saw_request)
         return tab
 
     async def _take_tab(self, browser: Browser, settings: Settings) -> GuardedTab:
