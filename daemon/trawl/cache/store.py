@@ -36,6 +36,24 @@ STALE_TEMP_S = 3600.0  # a temp file this old belongs to a process that died mid
 LOUD_ERRORS = 5  # disk errors logged as warnings; later ones at debug level (a full disk repeats)
 
 
+
+_last_use_ns = 0
+_use_lock = threading.Lock()
+
+
+def mark_used(path: Path) -> None:
+    """Set the entry's mtime (its last use) to now, strictly after every use marked before in this process.
+
+    The clock's granularity (a few ms on many filesystems) would otherwise give two quick uses one time, and the
+    trim could not tell which came last.
+    """
+    global _last_use_ns
+    with _use_lock:
+        _last_use_ns = max(time.time_ns(), _last_use_ns + 1)
+        stamp = _last_use_ns
+    os.utime(path, ns=(stamp, stamp))
+
+
 class DiskStore:
     def __init__(self, base: Path, root: Path, *, suffix: str, max_bytes: int, log: logging.Logger) -> None:
         self.base = Path(base)
@@ -71,7 +89,7 @@ class DiskStore:
             self.error("cannot read cache entry %s: %s", path, exc)
             return None
         with contextlib.suppress(OSError):
-            os.utime(path)
+            mark_used(path)
         return blob
 
     def write(self, name: str, blob: bytes) -> bool:
@@ -95,6 +113,7 @@ class DiskStore:
                 except FileNotFoundError:
                     old_size = -1
                 write_atomic(path, blob, durable=False)
+                mark_used(path)
             except OSError as exc:
                 self.error("cannot write cache entry %s: %s", path, exc)
                 return False
@@ -158,9 +177,9 @@ class DiskStore:
     def _make_private(self) -> None:
         self._private = all(private_dir(d) for d in self._chain())
 
-    def _list(self) -> list[tuple[Path, int, float]]:
-        """(path, size, mtime) of every entry; temp files older than STALE_TEMP_S are removed on the way."""
-        out: list[tuple[Path, int, float]] = []
+    def _list(self) -> list[tuple[Path, int, int]]:
+        """(path, size, mtime in ns) of every entry; temp files older than STALE_TEMP_S are removed on the way."""
+        out: list[tuple[Path, int, int]] = []
         now = time.time()
         try:
             subdirs = list(os.scandir(self.root))
@@ -183,7 +202,7 @@ class DiskStore:
                         _unlink(Path(f.path))
                     continue
                 if f.name.endswith(self.suffix):
-                    out.append((Path(f.path), st.st_size, st.st_mtime))
+                    out.append((Path(f.path), st.st_size, st.st_mtime_ns))
         return out
 
     def _scan(self) -> None:
