@@ -109,3 +109,23 @@ def test_ordinary_text_is_not_flagged(text: str) -> None:
 def test_digit_folding_touches_only_mixed_tokens() -> None:
     assert fold_digits("1gn0re 2024 a11 bob@example.com") == "ignore 2024 all bob@example.com"
     assert fold_digits("no digits here") == "no digits here"
+
+
+SETTLED_ELSEWHERE = {
+    "a footer image painted by ::before": ('<div class="foot"><h3 style="color:#fff">{t}</h3></div>',
+                                           "<style>body{background:#fff} .foot:before{background-image:url(x.jpg)}"
+                                           "</style>"),
+    "a translucent white chip on a dark footer": ('<footer style="background:url(dark.jpg)"><a style="background:'
+                                                  'rgba(255,255,255,.1)"><span style="color:#fff">{t}</span></a>'
+                                                  "</footer>", ""),
+    "dark text on its own gradient": ('<a style="color:#111;background:linear-gradient(#fff,#eee)">{t}</a>', ""),
+    "a var() fallback when external sheets may define it": (
+        '<p class="h">{t}</p>', '<link rel="stylesheet" href="/site.css"><style>.h{color:var(--txt, #fff)}</style>'),
+}
+
+
+@pytest.mark.parametrize("construction", list(SETTLED_ELSEWHERE))
+def test_colour_the_raw_html_cannot_settle_is_not_called_invisible(construction: str) -> None:
+    body, head = SETTLED_ELSEWHERE[construction]
+    reasons = hidden(body.format(t=TEXT), head)
+    assert "colour:background" not in reasons, (construction, reasons)

@@ -235,7 +235,7 @@ def invisible_reason(decls: Decls) -> str | None:
         if c == TRANSPARENT:
             return "colour:background"
         bg = background_of(decls)
-        if c is not None and bg is not None and bg != TRANSPARENT and _near(c, bg):
+        if c is not None and bg is not None and bg not in (TRANSPARENT, UNKNOWN_BG) and _near(c, bg):
             return "colour:background"
     return None
 
@@ -300,12 +300,30 @@ def background_of(decls: Decls) -> RGB | None:
             v = decls[prop][0]
             m = _HEX.search(v) or _RGB_FN.search(v)
             c = parse_colour(m.group(0)) if m else parse_colour(v.split()[0]) if v else None
+            if c is not None and c != TRANSPARENT and m is not None and _translucent(m):
+                return UNKNOWN_BG  # "rgba(255,255,255,.1)" over a dark footer: what shows is mostly beneath
             if c is not None:
                 return c
             if v in ("none", "initial", "unset", "inherit"):
                 continue
             return UNKNOWN_BG
     return None
+
+
+def _translucent(m: re.Match[str]) -> bool:
+    """A matched hex or rgb() colour that is partly see-through (alpha below 1, not 0)."""
+    text = m.group(0)
+    if text.startswith("#"):
+        h = m.group(1)
+        return (len(h) == 4 and h[3] != "f") or (len(h) == 8 and h[6:] != "ff")
+    alpha = m.group(4)
+    if alpha is None:
+        return False
+    try:
+        a = float(alpha.rstrip("%")) / (100.0 if alpha.endswith("%") else 1.0)
+    except ValueError:
+        return True
+    return a < 1.0
 
 
 def _near(a: RGB, b: RGB) -> bool:
@@ -687,9 +705,10 @@ class _Vars:
 
     root: dict[str, str]
     scoped: set[str]
+    external: bool  # the page loads stylesheets we do not read: an undefined name may be defined there
 
     @classmethod
-    def of(cls, rules: list[_Rule]) -> _Vars:
+    def of(cls, rules: list[_Rule], external: bool = False) -> _Vars:
         ranked: list[tuple[int, int, dict[str, str]]] = []
         scoped: set[str] = set()
         for rule in rules:
@@ -705,7 +724,7 @@ class _Vars:
         root: dict[str, str] = {}
         for _, _, names in sorted(ranked, key=lambda t: (t[0], t[1])):
             root.update(names)
-        return cls(root, scoped)
+        return cls(root, scoped, external)
 
     def lookup(self, name: str, chain: Iterable[Decls] = ()) -> str | None:
         for decls in chain:  # the element's and its ancestors' style attributes, nearest first
@@ -713,13 +732,21 @@ class _Vars:
                 return decls[name][0]
         if name in self.scoped:
             return _UNKNOWN_VALUE
-        return self.root.get(name)
+        got = self.root.get(name)
+        return _UNKNOWN_VALUE if got is None and self.external else got
+
+
+def _substituted(prop: str) -> bool:
+    """Properties whose var() are resolved. Backgrounds are not: "body{background:var(--bg)}" usually paints
+    under elements whose real background (an image, an external sheet) the raw HTML does not show, so a
+    var() background stays unknown (nothing behind the text is claimed) as before."""
+    return not prop.startswith("--") and prop not in _BG_PROPS
 
 
 def _with_vars(decls: Decls, lookup: Lookup) -> Decls:
-    if not any("var(" in v for p, (v, _) in decls.items() if not p.startswith("--")):
+    if not any("var(" in v for p, (v, _) in decls.items() if _substituted(p)):
         return decls
-    return {p: ((resolve_vars(v, lookup), imp) if not p.startswith("--") and "var(" in v else (v, imp))
+    return {p: ((resolve_vars(v, lookup), imp) if _substituted(p) and "var(" in v else (v, imp))
             for p, (v, imp) in decls.items()}
 
 
@@ -738,6 +765,24 @@ def _presentational_colour(value: str) -> str | None:
     return v if parse_colour(v) is not None else None
 
 
+_PSEUDO_BOX = re.compile(r"::?(?:before|after)\b.*$", re.I | re.S)
+
+
+def _pseudo_painted(rules: list[_Rule]) -> set[tuple[str, str]]:
+    """Classes and ids (("." | "#", name)) whose ::before/::after paints a background."""
+    out: set[tuple[str, str]] = set()
+    for rule in rules:
+        if not rule.decls.keys() & set(_BG_PROPS) or ("before" not in rule.selector and "after" not in rule.selector):
+            continue
+        for sel in rule.selector.split(","):
+            base = _PSEUDO_BOX.sub("", sel.strip())
+            if base != sel.strip():
+                m = _LAST_COMPOUND.search(base.strip())
+                if m:
+                    out.update(_CLASS_OR_ID.findall(re.sub(r"\[[^\]]*\]|\([^)]*\)", "", m.group(0))))
+    return out
+
+
 def _cascade(root: etree._Element) -> dict[etree._Element, Decls]:
     """Cascaded declarations of interest for the elements hiding rules or style attributes touch.
 
@@ -749,7 +794,7 @@ def _cascade(root: etree._Element) -> dict[etree._Element, Decls]:
         css = style.text or ""
         if "{" in css:
             rules.extend(css_rules(css, len(rules)))
-    variables = _Vars.of(rules)
+    variables = _Vars.of(rules, bool(root.get(_EXTERNAL_CSS)))
     for rule in rules:
         rule.decls = _with_vars(rule.decls, variables.lookup)
     winners: dict[etree._Element, dict[str, tuple[_Weight, str]]] = {}
@@ -815,6 +860,13 @@ def _cascade(root: etree._Element) -> dict[etree._Element, Decls]:
         if colour is not None:
             put(el, {"color": (colour, False)}, (0, 0, 0), -1)
     if rules:
+        # A background painted by a ::before/::after (an image behind a footer) is behind the element's text:
+        # what colour that is cannot be told from here.
+        painted = _pseudo_painted(rules)
+        if painted:
+            for kind, name in painted:
+                for el in (idx.ids if kind == "#" else idx.classes).get(name, []):
+                    put(el, {"background-image": ("url(pseudo-element)", False)}, (0, 0, 0), -1)
         pale = [el for el, props in winners.items() if "color" in props
                 and (c := parse_colour(props["color"][1])) is not None and _near_white(c)]
         if pale:
@@ -952,9 +1004,10 @@ def scan(page_html: str) -> Scan:
         return Scan((), "")
     if not complete:
         return Scan(tuple(_raw_passages(page_html)), "")
+    if root.xpath("boolean(//link[contains(translate(@rel, 'STYLEHET', 'stylehet'), 'stylesheet')] | "
+                  "//style[contains(., '@import')])"):
+        root.set(_EXTERNAL_CSS, "1")  # before the cascade: var() names may be defined in those sheets
     computed = _cascade(root)
-    if root.xpath("boolean(//link[contains(translate(@rel, 'STYLEHET', 'stylehet'), 'stylesheet')])"):
-        root.set(_EXTERNAL_CSS, "1")
     etree.strip_elements(root, "script", "style", "noscript", with_tail=False)
     candidates: dict[etree._Element, None] = dict.fromkeys(computed)
     for el in root.xpath(f"//*[@hidden or @aria-hidden or @inert or @{BROWSER_MARK}]"):
