@@ -60,6 +60,8 @@ class _BrowserGone(Exception):
     """The browser disconnected (crashed or killed) while serving a request."""
 
 
+SPARE_WAIT_S = 10.0  # the spare tab is normally ready long before; past this it is abandoned
+
 class RequestGuard:
     """One tab's gate: every request is checked against the site policy and the private-network rule."""
 
@@ -190,6 +192,7 @@ class PlaywrightSource:
         self._slots: asyncio.Semaphore | None = None
         self._closing: set[asyncio.Task[None]] = set()
         self._spare: asyncio.Task[GuardedTab] | None = None  # the next request's tab, opened ahead of time
+        self._spare_browser: Browser | None = None  # the browser the spare was opened in
 
     # ---------------------------------------------------------------- Source
     def accepts(self, req: FetchRequest) -> str | None:
@@ -362,9 +365,17 @@ class PlaywrightSource:
         """The spare tab opened ahead of time when it is usable, else a new one; then open the next spare."""
         spare, self._spare = self._spare, None
         tab: GuardedTab | None = None
+        if spare is not None and (self._spare_browser is not browser or not browser.is_connected()):
+            # opened in a browser that died since: its calls may never answer, so do not wait for it
+            spare.cancel()
+            spare.add_done_callback(self._close_spare)
+            spare = None
         if spare is not None:
             with contextlib.suppress(Exception):
-                tab = await spare
+                tab = await asyncio.wait_for(asyncio.shield(spare), timeout=SPARE_WAIT_S)
+            if tab is None:
+                spare.cancel()
+                spare.add_done_callback(self._close_spare)
             if tab is not None and (tab.browser is not browser or tab.page.is_closed()
                                     or tab.guard.settings != settings):
                 self._close_later(tab.ctx)
@@ -373,7 +384,12 @@ class PlaywrightSource:
             tab = await self._open_tab(browser, settings)
         if settings.browser_spare_page and self._spare is None and browser.is_connected():
             self._spare = asyncio.create_task(self._open_tab(browser, settings))
+            self._spare_browser = browser
         return tab
+
+    def _close_spare(self, task: asyncio.Task[GuardedTab]) -> None:
+        if not task.cancelled() and task.exception() is None:
+            self._close_later(task.result().ctx)
 
     def _close_later(self, ctx: BrowserContext) -> None:
         """Closing takes tens of ms: do it after answering (``aclose`` waits for stragglers)."""
