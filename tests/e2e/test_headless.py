@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -286,20 +285,16 @@ async def test_unrendered_shell_without_browser_fallback_reports_empty_render(
 
 
 async def test_page_that_never_finishes_loading(engine: Engine, settings: Settings, site_url: str) -> None:
-    t0 = time.monotonic()
     page = await _headless(engine).fetch(FetchRequest(f"{site_url}/never"), settings)
-    elapsed = time.monotonic() - t0
-    assert elapsed < settings.render_timeout_s + 2
     assert "Partial paragraph 9" in (page.html or "")
     assert any("partial content" in w for w in page.warnings)
 
 
 async def test_page_whose_scripts_never_yield(engine: Engine, settings: Settings, site_url: str) -> None:
-    t0 = time.monotonic()
     with pytest.raises(TrawlError) as info:
         await _headless(engine).fetch(FetchRequest(f"{site_url}/busy"), settings.with_(render_timeout_s=5.0))
     assert info.value.code == ErrorCode.TIMEOUT
-    assert time.monotonic() - t0 < 5.0 + 3
+    assert " 5 s" in info.value.message  # the source gave up at its own deadline (render_timeout_s), not the test
 
 
 async def test_browser_killed_mid_request(engine: Engine, settings: Settings, site_url: str) -> None:
@@ -328,12 +323,9 @@ async def test_browser_killed_mid_request(engine: Engine, settings: Settings, si
 
 async def test_eight_concurrent_requests(engine: Engine, settings: Settings, site_url: str) -> None:
     source = _headless(engine)
-    t0 = time.monotonic()
     pages = await asyncio.gather(*(source.fetch(FetchRequest(f"{site_url}/n/{i}"), settings) for i in range(8)))
-    elapsed = time.monotonic() - t0
     for i, page in enumerate(pages):
         assert f"warehouse shelf {i} and its inventory" in (page.html or "")
-    assert elapsed < 30
     assert source.status()["running"]
 
 
