@@ -337,11 +337,11 @@ async def test_busy_looping_page_times_out_and_its_tab_is_closed(tmp_path: Path,
         assert spinner, "the busy page never spun a renderer"
         assert any(t["url"] == url for t in await page_targets(stack)), "the background tab is not open"
 
-        t0 = time.monotonic()
         with pytest.raises(TrawlError) as err:
             await asyncio.wait_for(task, 30)
         assert err.value.code == ErrorCode.TIMEOUT, err.value.message
-        assert time.monotonic() - t0 < settings.extension_capture_timeout_s + 5, "the daemon had to give up itself"
+        # the extension's timer around the injected script answered, not the daemon's own wait for the browser
+        assert "the page did not answer" in err.value.message, err.value.message
         # The extension closes the tab before it answers.
         assert all(t["url"] != url for t in await page_targets(stack)), "the busy tab was left open"
         end = time.monotonic() + 15
