@@ -55,12 +55,12 @@ class Recorder:
     @classmethod
     def tcp(cls, port: int, *, as_nobody: bool) -> Recorder:
         py = nobody_python() if as_nobody else [sys.executable, "-I"]
-        return cls([*py, str(HTTP_SQUATTER), "tcp", str(port)]).ready()
+        return cls([*py, "-c", HTTP_SQUATTER.read_text(), "tcp", str(port)]).ready()
 
     @classmethod
     def unix(cls, path: Path, *, as_nobody: bool) -> Recorder:
         py = nobody_python() if as_nobody else [sys.executable, "-I"]
-        return cls([*py, str(HTTP_SQUATTER), "unix", str(path)]).ready()
+        return cls([*py, "-c", HTTP_SQUATTER.read_text(), "unix", str(path)]).ready()
 
     def _read(self) -> None:
         assert self.proc.stdout is not None

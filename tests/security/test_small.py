@@ -14,8 +14,10 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
+import shutil
 import stat
 import subprocess
+import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -248,14 +250,25 @@ async def test_embedding_names_are_keyed(tmp_path: Path) -> None:
 
 @needs_root
 async def test_another_user_cannot_list_or_probe_the_cache(tmp_path: Path) -> None:
-    os.chmod(tmp_path, 0o755)  # let nobody walk up to the cache dir; the cache itself must stop them
-    settings = Settings(state_dir=tmp_path / "state", cache_dir=tmp_path / "cache")
+    # pytest's own temp root is 0700, which would stop nobody before the cache does: use a world-walkable one
+    home = Path(tempfile.mkdtemp(prefix="trawl-cache-probe-", dir="/tmp"))
+    try:
+        os.chmod(home, 0o755)
+        _probe_cache_as_nobody(home)
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def _probe_cache_as_nobody(home: Path) -> None:
+    settings = Settings(state_dir=home / "state", cache_dir=home / "cache")
     url = "https://mail.example/inbox"
     PageCache(settings).put(url, _page(url))
     plain = hashlib.sha256(f"http\0{url}".encode()).hexdigest()
     probe = (
         "import os, sys\n"
         "root = sys.argv[1]\n"
+        "print('reached' if os.path.isdir(os.path.dirname(root)) and os.access(os.path.dirname(root), os.X_OK)"
+        " else 'unreachable')\n"
         "try:\n"
         "    os.listdir(os.path.join(root, 'pages'))\n"
         "    print('listed')\n"
@@ -268,4 +281,5 @@ async def test_another_user_cannot_list_or_probe_the_cache(tmp_path: Path) -> No
                           probe, str(settings.cache_dir), plain], capture_output=True, text=True, timeout=30,
                          cwd="/")
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["denied", "absent"]
+    # nobody reaches the directory holding the cache, so only the cache's own mode stops it
+    assert out.stdout.split() == ["reached", "denied", "absent"]
