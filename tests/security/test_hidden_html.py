@@ -17,10 +17,6 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from aiohttp import web
-from mcp.client import Client
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 from trawl.capabilities import PageOut
 from trawl.sanitise import flag
 from trawl.sanitise.hidden import scan
@@ -30,6 +26,8 @@ from trawl.stages import prepare
 from trawl.types import Chunk, Document, Page
 
 from tests.integration.test_daemon_helpers import daemon_settings
+
+from .local import mcp_client, serve_html
 
 ARTICLE = [
     "Compost turns kitchen scraps and garden waste into a dark, crumbly soil improver within a few months.",
@@ -155,25 +153,14 @@ async def hidden_site() -> AsyncIterator[str]:
         "/details": page_html(*REVEALABLE["closed-details"], ATTACK),
     }
 
-    async def handler(request: web.Request) -> web.Response:
-        return web.Response(text=pages[request.path], content_type="text/html")
-
-    app = web.Application()
-    app.router.add_get("/{tail:.*}", handler)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    yield f"http://127.0.0.1:{runner.addresses[0][1]}"
-    await runner.cleanup()
+    async with serve_html(lambda path: pages[path]) as base:
+        yield base
 
 
 async def test_hidden_text_through_the_real_daemon(tmp_path: Path, hidden_site: str) -> None:
-    async with RunningDaemon(daemon_settings(tmp_path, allow_private_hosts=True), warm=False) as d:
-        http = create_mcp_http_client(headers={"Authorization": f"Bearer {d.token}"})
-        async with http, Client(streamable_http_client(d.url + "/mcp", http_client=http)) as c:
-            results = {p: await c.call_tool("fetch_page", {"url": hidden_site + p}) for p in ("/tiny", "/rule",
-                                                                                              "/details")}
+    async with RunningDaemon(daemon_settings(tmp_path, allow_private_hosts=True), warm=False) as d, mcp_client(d) as c:
+        results = {p: await c.call_tool("fetch_page", {"url": hidden_site + p}) for p in ("/tiny", "/rule",
+                                                                                          "/details")}
     tiny, rule, details = (PageOut.model_validate(results[p].structured_content) for p in ("/tiny", "/rule",
                                                                                            "/details"))
     # 1px text addressed to the agent: cut from the chunks, reported, the page marked.
