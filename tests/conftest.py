@@ -2,13 +2,26 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 from trawl import Settings
+from trawl.chromium import find_chromium
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO_PAGE = ROOT / "daemon" / "trawl" / "data" / "demo.html"
+
+
+@pytest.fixture(scope="session")
+def chromium() -> str:
+    """The system Chromium for the browser tests: missing fails under CI=true, skips elsewhere."""
+    path = find_chromium(None)
+    if path is None:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail("Chromium is required for the browser tests under CI=true (apt-get install -y chromium)")
+        pytest.skip("Chromium not found (apt-get install -y chromium, or set TRAWL_CHROMIUM_PATH)")
+    return path
 
 
 @pytest.fixture

@@ -35,7 +35,6 @@ import pytest
 from aiohttp import web
 from trawl.browser import ExtensionHub, install_browser_link
 from trawl.browser.pairing import new_pair_code
-from trawl.chromium import find_chromium
 from trawl.server.runner import RunningDaemon
 from trawl.settings import Settings
 
@@ -54,16 +53,6 @@ BROWSER_FLAGS = [
     "--disable-sync",
     "--disable-dev-shm-usage",
 ]
-
-
-@pytest.fixture(scope="session")
-def chromium() -> str:
-    path = find_chromium(None)
-    if path is None:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail("Chromium is required for the e2e tests under CI=true (apt-get install -y chromium)")
-        pytest.skip("Chromium not found (apt-get install -y chromium, or set TRAWL_CHROMIUM_PATH)")
-    return path
 
 
 def e2e_settings(tmp_path: Path, **kw: Any) -> Settings:

@@ -43,7 +43,6 @@ from ..e2e.conftest import (
 from ..e2e.test_extension_capture import _set_policy, article
 
 # The e2e fixtures, shared with this module.
-chromium = e2e_fixtures.chromium
 linked = e2e_fixtures.linked
 site = e2e_fixtures.site
 

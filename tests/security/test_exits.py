@@ -13,7 +13,6 @@ import asyncio
 import base64
 import gzip
 import json
-import os
 import re
 import time
 from collections.abc import AsyncIterator
@@ -293,25 +292,13 @@ async def test_an_allowed_host_cannot_pass_the_data_on(tmp_path: Path, site: Ser
         assert site.hits == [] and attacker.hits == []
 
 
-def _chromium() -> str:
-    from trawl.chromium import find_chromium
-
-    path = find_chromium(None)
-    if path is None:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail("Chromium is required under CI=true (apt-get install -y chromium)")
-        pytest.skip("Chromium not found")
-    return path
-
-
 @pytest.mark.timeout(120)
 async def test_a_site_open_in_the_users_browser_may_receive_it(tmp_path: Path, site: Server,
-                                                               attacker: Server) -> None:
+                                                               attacker: Server, chromium: str) -> None:
     """The real extension in Chromium says which sites the user has open; only those (and allowed hosts) may
     receive data from earlier reads, and not to pass it on to a site that is not open."""
     from tests.e2e.conftest import close_linked, e2e_settings, launch_linked
 
-    chromium = _chromium()
     (tmp_path / "secrets.md").write_text(f"# Keys\n\nThe payment API key is {TOKEN} and it must stay private.\n")
     settings = e2e_settings(tmp_path, file_roots=(str(tmp_path),), allow_private_hosts=True)
     stack = await launch_linked(tmp_path, chromium, settings=settings)

@@ -31,7 +31,6 @@ from ..e2e.conftest import (
     BROWSER_FLAGS,
     Linked,
     LocalSite,
-    chromium,  # noqa: F401  (fixture)
     close_linked,
     copy_extension,
     e2e_settings,
@@ -144,7 +143,7 @@ async def capture_target(site: LocalSite) -> AsyncIterator[tuple[LocalSite, str]
     yield site, url
 
 
-async def test_squatter_gets_nothing_from_a_paired_extension(tmp_path: Path, chromium: str,  # noqa: F811
+async def test_squatter_gets_nothing_from_a_paired_extension(tmp_path: Path, chromium: str,
                                                             capture_target: tuple[LocalSite, str]) -> None:
     site_, bank = capture_target
     stack = await launch_linked(tmp_path, chromium)
@@ -182,7 +181,7 @@ async def test_squatter_gets_nothing_from_a_paired_extension(tmp_path: Path, chr
         await close_linked(stack)
 
 
-async def test_squatter_cannot_pair_or_plant_a_secret(tmp_path: Path, chromium: str,  # noqa: F811
+async def test_squatter_cannot_pair_or_plant_a_secret(tmp_path: Path, chromium: str,
                                                       capture_target: tuple[LocalSite, str]) -> None:
     """The user pasted a code; a squatter answers first. It learns nothing keyed by the code and plants nothing;
     the real daemon then pairs with the same code."""

@@ -26,7 +26,6 @@ from ..e2e.conftest import (
 )
 
 # The e2e fixtures, shared with this module.
-chromium = e2e_fixtures.chromium
 linked = e2e_fixtures.linked
 site = e2e_fixtures.site
 

@@ -31,7 +31,6 @@ from trawl.server.runner import RunningDaemon
 from ..e2e.conftest import (
     EXTENSION_SRC,
     PlainChromium,
-    chromium,  # noqa: F401  (fixture)
     close_linked,
     copy_extension,
     e2e_settings,
@@ -262,7 +261,7 @@ async def _kill_worker(browser: PlainChromium, profile: Path) -> None:
 @pytest.mark.e2e
 @pytest.mark.timeout(150)
 @pytest.mark.parametrize("stage", ["pair_verified", "ack_received"])
-async def test_worker_killed_during_pairing_and_the_pairing_completes(tmp_path: Path, chromium: str,  # noqa: F811
+async def test_worker_killed_during_pairing_and_the_pairing_completes(tmp_path: Path, chromium: str,
                                                                        stage: str) -> None:
     """pair_verified: the worker dies after the daemon checked the code, before the extension got the welcome
     and stored the secret (before the fix, the daemon had spent the code: the extension stayed unpaired).
@@ -303,7 +302,7 @@ async def test_worker_killed_during_pairing_and_the_pairing_completes(tmp_path: 
 
 @pytest.mark.e2e
 @pytest.mark.timeout(90)
-async def test_concurrent_connects_open_one_socket(tmp_path: Path, chromium: str) -> None:  # noqa: F811
+async def test_concurrent_connects_open_one_socket(tmp_path: Path, chromium: str) -> None:
     stack = await launch_linked(tmp_path, chromium)
     try:
         assert await stack.hub.wait_attached(15)

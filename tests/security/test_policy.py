@@ -28,9 +28,7 @@ from trawl.server.runner import RunningDaemon
 from trawl.settings import Settings
 from trawl.sources.playwright import PlaywrightSource
 
-from .test_private_hosts import Server, chromium, html, settings_for, v1_fetch
-
-__all__ = ["chromium"]  # the fixture, shared with test_private_hosts
+from .test_private_hosts import Server, html, settings_for, v1_fetch
 
 ROOT = Path(__file__).resolve().parents[2]
 DENIED_TEXT = "Your inbox: the bank sent your one-time code 845 112."

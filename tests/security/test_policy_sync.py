@@ -21,9 +21,7 @@ from trawl.types import ErrorCode
 
 from tests.e2e.conftest import Linked, LocalSite, close_linked, e2e_settings, launch_linked
 
-from .test_private_hosts import SPELLINGS, chromium, html
-
-__all__ = ["chromium"]
+from .test_private_hosts import SPELLINGS, html
 
 pytestmark = pytest.mark.e2e
 SECRET = "Statement: the joint account holds 12,940 euros."

@@ -22,7 +22,6 @@ from aiohttp import web
 from mcp.client import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
-from trawl.chromium import find_chromium
 from trawl.netguard import NetGuard, classify
 from trawl.server.runner import RunningDaemon
 from trawl.settings import Settings, SettingsError
@@ -99,16 +98,6 @@ async def public() -> AsyncIterator[Server]:
     s = await Server().start()
     yield s
     await s.stop()
-
-
-@pytest.fixture(scope="module")
-def chromium() -> str:
-    path = find_chromium(None)
-    if path is None:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail("Chromium is required for the headless tests under CI=true")
-        pytest.skip("Chromium not found")
-    return path
 
 
 def settings_for(tmp_path: Path, **kw: Any) -> Settings:

@@ -20,12 +20,9 @@ import pytest
 from aiohttp import web
 from trawl.server.runner import RunningDaemon
 
-from tests.e2e import conftest as e2e_fixtures
 from tests.integration.test_daemon_helpers import daemon_settings
 from tests.security.test_exits import TOKEN, Server, page, serve
 from tests.security.test_exits import attacker as attacker  # the fixture
-
-chromium = e2e_fixtures.chromium  # the fixture: the system Chromium (fails under CI=true when missing)
 
 
 async def fetch(d: RunningDaemon, url: str, **extra: Any) -> dict[str, Any]:

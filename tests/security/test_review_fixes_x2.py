@@ -16,12 +16,9 @@ from trawl.netguard import NetGuard
 from trawl.server.runner import RunningDaemon
 from trawl.types import ErrorCode, TrawlError
 
-from tests.e2e import conftest as e2e_fixtures
 from tests.integration.test_daemon_helpers import daemon_settings
 from tests.security.test_exits import serve
 from tests.security.test_review_findings import INJECTION, _padded_page, fetch
-
-chromium = e2e_fixtures.chromium  # the fixture: the system Chromium (fails under CI=true when missing)
 
 ORDINARY = {
     "docs/tokens.md": "# Tokens\n\nHow the tokenizer splits words into tokens for the search index.\n",
