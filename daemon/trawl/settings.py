@@ -169,6 +169,10 @@ class Settings(BaseSettings):
     file_roots: tuple[str, ...] = ()  # directories agents may read files under, besides the MCP client's roots
     exit_allow_hosts: tuple[str, ...] = ()  # hosts an agent's URL may carry data from earlier reads to
     exit_guard: bool = True  # refuse agent fetches whose URL carries data taken from earlier reads
+    # --- local usage stats (usage.py): one JSON line per call, no page text; never sent anywhere ---------
+    usage_log: bool = False  # append to <state_dir>/usage.jsonl (0600); `trawl stats` summarises it
+    usage_log_max_bytes: Bytes = 5_000_000  # rotated past this size
+    usage_log_keep: Count = 3  # rotated files kept (usage.jsonl.1 ...)
 
     def __init__(self, **values: Any) -> None:
         try:

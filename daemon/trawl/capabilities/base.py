@@ -23,6 +23,7 @@ from typing import Any, ClassVar, Protocol, Self
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from .. import usage
 from ..exits import guard_of
 from ..pipeline import Engine
 from ..settings import Settings
@@ -239,6 +240,7 @@ async def execute(svc: Services, registry: Registry, name: str, payload: Any) ->
 
 
 def _report(svc: Services, name: str, payload: dict[str, Any], body: dict[str, Any], ms: float) -> None:
+    usage.record(svc.settings, name, payload, body, ms)  # every call, every face: sizes and codes, never text
     if svc.on_result is not None:
         try:
             svc.on_result(name, payload, body, ms)
