@@ -1,7 +1,7 @@
 """The ``trawl`` command: fetch a page and answer a question from a terminal.
 
     trawl fetch <url|path> "<query>" [--k N] [--json] [--max-age-s S] [--source NAME]
-    trawl daemon | status [--open] | stop | doctor | pair
+    trawl daemon | status [--open] | stop | doctor | pair | extension [--zip]
 
 ``fetch``'s arguments are generated from the fetch capability's input model (``trawl.capabilities``): the same
 fields, bounds and help as ``POST /v1/fetch`` and the MCP tool. This module is also the program's entry point: it
@@ -17,6 +17,7 @@ import json
 import sys
 import textwrap
 from collections.abc import Sequence
+from pathlib import Path
 
 from pydantic import ValidationError
 
@@ -26,7 +27,7 @@ from .capabilities.base import validation_message
 from .framing import BOUNDARY_FLAG, Frame, neutralise, one_line
 from .pipeline import Engine
 from .settings import Settings, SettingsError
-from .types import FetchResult
+from .types import ErrorCode, TrawlError
 
 
 def _status(msg: str) -> None:
@@ -43,9 +44,10 @@ def _clear_status() -> None:
         sys.stderr.flush()
 
 
-def render(result: FetchResult) -> str:
-    """A readable terminal view of a result. Agents run CLIs too: what the page controls (title, URL, chunks,
-    warnings quoting it) sits inside one block whose boundary lines carry a token fresh for this output."""
+def render(result: PageOut) -> str:
+    """A readable terminal view of a result (scores: relevance 0-1, higher is better). Agents run CLIs too: what
+    the page controls (title, URL, chunks, warnings quoting it) sits inside one block whose boundary lines
+    carry a token fresh for this output."""
     if result.error is not None:
         lines = [f"error [{result.error.code}]: {one_line(result.error.message, 2000)}"]
         if result.error.hint:
@@ -57,7 +59,8 @@ def render(result: FetchResult) -> str:
         f"{cov.chunks_returned} of {cov.chunks_total} chunks, ~{cov.tokens_returned} of ~{cov.tokens_total} tokens"
         + (f"  ·  cached: {', '.join(result.cached)}" if result.cached else ""),
     ]
-    frame = Frame([result.title, result.final_url, *result.warnings, *(c.text for c in result.chunks)])
+    frame = Frame([result.title, result.final_url, *result.warnings, *(c.text for c in result.chunks),
+                   *(h for c in result.chunks for h in c.heading_path)])
     out = ["\n".join(head), frame.open(),
            f"{one_line(result.title) or '(no title)'}\n{one_line(result.final_url or result.url, 2000)}"]
     for c in result.chunks:
@@ -108,15 +111,48 @@ def _cmd_fetch(args: argparse.Namespace) -> int:
         return 2
     if held := foreign_port_warning(settings.port):  # fetch runs in-process; still say who holds the port
         print(f"trawl: warning: {held}", file=sys.stderr)
-    engine = Engine(settings, on_status=_status)
-    # A person at a terminal: no agent roots apply (the capability's handler is the agents' way in).
-    result = asyncio.run(engine.fetch(req.url, req.query, k=req.k, max_age_s=req.max_age_s, source=req.source))
+    if req.source == "extension":
+        out = asyncio.run(_fetch_via_daemon(settings, req))
+    else:
+        out = asyncio.run(_fetch_here(settings, req))
     _clear_status()
     if args.json:
-        print(json.dumps(PageOut.of(result).model_dump(mode="json"), ensure_ascii=False, indent=2))
+        print(json.dumps(out.model_dump(mode="json"), ensure_ascii=False, indent=2))
     else:
-        print(render(result))
-    return 0 if result.ok else 1
+        print(render(out))
+    return 0 if out.ok and out.error is None else 1
+
+
+async def _fetch_here(settings: Settings, req: FetchIn) -> PageOut:
+    """In this process. A person at a terminal: no agent roots apply (the capability's handler is the agents' way
+    in). The engine is closed before the loop ends, so no browser pipe outlives it ("Event loop is closed")."""
+    engine = Engine(settings, on_status=_status)
+    try:
+        result = await engine.fetch(req.url, req.query, k=req.k, max_age_s=req.max_age_s, source=req.source)
+    finally:
+        await engine.aclose()
+    return PageOut.of(result)
+
+
+async def _fetch_via_daemon(settings: Settings, req: FetchIn) -> PageOut:
+    """``--source extension``: the browser link lives in the daemon, so the request goes there (never started
+    here: a daemon started now has no browser attached)."""
+    from trawl_mcp.client import DaemonBackend, ensure_located
+
+    found, reason = await asyncio.to_thread(ensure_located, settings, autostart=False)
+    if found is None or found.daemon is None:
+        err = TrawlError(ErrorCode.EXTENSION_UNAVAILABLE,
+                         f"--source extension reads through the running daemon's browser link, and {reason}",
+                         "Start it with `trawl daemon` (or let trawl-mcp start it), pair the extension with "
+                         "`trawl pair`, then ask again.")
+        return PageOut.failure(req.url, err)
+    _status(f"asking the daemon at {found.daemon.url} to read {req.url} through the browser")
+    backend = DaemonBackend(settings, autostart=False)
+    try:
+        body = await backend.call("fetch", req.model_dump(exclude_none=True))
+    finally:
+        await backend.aclose()
+    return PageOut.model_validate(body)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -129,19 +165,66 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--json", action="store_true", help="print the result as JSON (the /v1/fetch body)")
     f.set_defaults(func=_cmd_fetch)
 
+    from .capabilities.stats import STATS, run_stats_command
+
+    st = sub.add_parser("stats", help="summarise local usage: calls, latency, tokens saved, errors (TRAWL_USAGE_LOG=1)")
+    add_capability_arguments(st, STATS)
+    st.add_argument("--json", action="store_true", help="print the summary as JSON (the /v1/stats body)")
+    st.set_defaults(func=run_stats_command)
+
     from .browser import browser_link
     from .server.commands import add_commands  # daemon, status, stop, doctor
 
     add_commands(sub, app_hooks=[browser_link])
-    pr = sub.add_parser("pair", help="print a one-time code that pairs the browser extension with this daemon")
+    pr = sub.add_parser("pair", help="print a one-time code that pairs the browser extension with this daemon "
+                                     "(starts the daemon if none runs)")
     pr.set_defaults(func=_pair)
+    ex = sub.add_parser("extension", help="copy the browser extension to a stable folder and say how to load it")
+    ex.add_argument("--zip", action="store_true",
+                    help="instead build the Chrome Web Store archive (the manifest's pinned key removed)")
+    ex.add_argument("--dest", default=None, help="with --zip: the archive's path (default ./trawl-extension-<v>.zip)")
+    ex.set_defaults(func=_extension)
     return p
 
 
 def _pair(args: argparse.Namespace) -> int:
-    from .browser.pairing import main as pair_main
+    """A code is only useful with a daemon to pair with: make sure one runs (starting it like trawl-mcp does)."""
+    from trawl_mcp.client import ensure_located
 
-    return pair_main()
+    from .browser.pairing import CODE_TTL_S, new_pair_code
+
+    settings = Settings.from_env()
+    found, reason = ensure_located(settings, autostart=True)
+    if found is None or found.daemon is None:
+        print(f"trawl: cannot pair: no trawl daemon could be started ({reason}).\n"
+              "Run `trawl daemon` in a terminal to see why, or `trawl doctor`.", file=sys.stderr)
+        return 1
+    code = new_pair_code(settings.state_dir)
+    print(code)
+    print(f"\nNext: click the trawl icon in Chrome's toolbar, paste this code and press Pair.\n"
+          f"The code works once, within {int(CODE_TTL_S // 60)} minutes; pairing again detaches any earlier "
+          f"browser.\nThe daemon listens on port {settings.port}"
+          + ("" if settings.port == 8765 else " (set the same port in the extension's options)")
+          + ". No extension yet? `trawl extension` shows where it is and how to load it.", file=sys.stderr)
+    return 0
+
+
+def _extension(args: argparse.Namespace) -> int:
+    from . import packaging
+
+    try:
+        if args.zip:
+            path = packaging.build_zip(Path(args.dest) if args.dest else None)
+            print(path)
+            print(f"\n{packaging.ZIP_NOTE}", file=sys.stderr)
+        else:
+            folder = packaging.install_extension()
+            print(folder)
+            print(f"\n{packaging.load_steps(folder)}", file=sys.stderr)
+    except packaging.ExtensionMissing as exc:
+        print(f"trawl: {exc}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
