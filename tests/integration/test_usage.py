@@ -77,3 +77,104 @@ async def test_opt_in_file_is_private_jsonl(logging_daemon: RunningDaemon, tmp_p
     assert len(lines) == 2
     assert set(lines[0]) == {"ts", "op", "source", "host", "mode", "ms", "tokens_returned", "tokens_page", "error"}
     assert "zebra" not in text and str(tmp_path) not in text
+
+
+def _rec(ts: float, source: str = "http", host: str = "a.example", ms: float = 10.0, error: str | None = None,
+         tokens: tuple[int, int] = (100, 1000)) -> usage.CallRecord:
+    return usage.CallRecord(ts=ts, op="fetch", source=source, host=host, mode="hybrid", ms=ms,
+                            tokens_returned=tokens[0], tokens_page=tokens[1], error=error)
+
+
+def test_the_file_rotates_by_size_and_keeps_every_line_readable(tmp_path: Path) -> None:
+    settings = daemon_settings(tmp_path, usage_log=True, usage_log_max_bytes=1000, usage_log_keep=2)
+    for i in range(60):
+        usage.append(settings, _rec(1000.0 + i))
+    files = usage.log_files(settings)
+    assert [p.name for p in files] == ["usage.jsonl.2", "usage.jsonl.1", "usage.jsonl"]
+    assert all(p.stat().st_size <= 1000 for p in files)
+    records, skipped = usage.read_log(settings)
+    assert skipped == 0
+    ts = [r.ts for r in records]
+    assert ts == sorted(ts) and ts[-1] == 1059.0 and len(ts) < 60  # the oldest file was dropped, order kept
+
+
+def test_stats_summarise_and_skip_bad_lines(tmp_path: Path) -> None:
+    from trawl.capabilities.stats import render_stats, stats_of
+
+    settings = daemon_settings(tmp_path, usage_log=True)
+    now = 1_800_000_000.0
+    for i in range(20):  # http: 1..20 ms, one host failing half the time
+        usage.append(settings, _rec(now - 10 + i * 0.1, ms=float(i + 1), host="flaky.example",
+                                    error="timeout" if i % 2 else None))
+    usage.append(settings, _rec(now - 5, source="extension", host="b.example", ms=300.0, tokens=(50, 5000)))
+    usage.append(settings, _rec(now - 30 * 86400, ms=99.0))  # a month ago
+    with open(usage.log_path(settings), "ab") as f:
+        f.write(b"{not json\n" + b'{"ts": "x"}\n' + b"\xff\xfe\n" + b"[1,2]\n" + b'{"ts":1,"op":"f"}\n' + b"\n")
+    out = stats_of(settings, days=7, now=now)
+    assert out.origin == "file" and out.skipped_lines == 5 and any("skipped" in w for w in out.warnings)
+    assert out.calls == 21 and out.errors == 10 and out.error_codes == {"timeout": 10}
+    http = next(s for s in out.by_source if s.source == "http")
+    assert (http.calls, http.p50_ms, http.p95_ms) == (20, 10.0, 19.0)
+    assert out.tokens_returned == 10 * 100 + 50 and out.tokens_page == 10 * 1000 + 5000
+    assert out.saving == round(1 - 1050 / 15000, 4)
+    assert [h.host for h in out.failing_hosts] == ["flaky.example"] and out.failing_hosts[0].errors == 10
+    assert stats_of(settings).calls == 22  # no window: the old call too
+    text = render_stats(out)
+    assert "flaky.example: 10 of 20" in text and "saving 93%" in text
+
+
+def test_a_symlinked_usage_file_is_not_followed(tmp_path: Path) -> None:
+    """Attack: someone plants usage.jsonl as a symlink to a file of the user's, hoping trawl appends to (or
+    chmods) it. The open refuses the link; the call is recorded in memory only and the target is untouched."""
+    settings = daemon_settings(tmp_path, usage_log=True)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    victim.chmod(0o644)
+    path = usage.log_path(settings)
+    path.parent.mkdir(parents=True)
+    path.symlink_to(victim)
+    rec = usage.record(settings, "fetch", {"url": "https://a.example/x"}, {"ok": True, "source": "http"}, 5.0)
+    assert rec is not None and rec.host == "a.example" and usage.recent(60)[-1] == rec
+    assert victim.read_text() == "precious\n" and stat.S_IMODE(victim.stat().st_mode) == 0o644
+
+
+async def test_stats_over_http_not_an_agent_tool(logging_daemon: RunningDaemon, tmp_path: Path) -> None:
+    from mcp.client import Client
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    page = write_pages(tmp_path / "site", 1)[0]
+    d = logging_daemon
+    async with client(d) as c:
+        await c.post("/v1/fetch", json={"url": str(page), "query": "price"})
+        await c.post("/v1/fetch", json={"url": "http://127.0.0.1:9/x", "query": "price"})
+        body = (await c.post("/v1/stats", json={})).json()
+        bad = await c.post("/v1/stats", json={"days": -1})
+    assert body["ok"] and body["origin"] == "file" and body["calls"] == 2 and body["errors"] == 1
+    assert body["tokens_page"] > 0 and sum(body["error_codes"].values()) == 1
+    assert body["failing_hosts"] == [{"host": "127.0.0.1", "calls": 1, "errors": 1}]
+    assert bad.status_code == 400 and "days" in bad.text
+    http = create_mcp_http_client(headers={"Authorization": f"Bearer {d.token}"})
+    async with http, Client(streamable_http_client(d.url + "/mcp", http_client=http)) as m:
+        tools = {t.name for t in (await m.list_tools()).tools}
+    assert "usage_stats" not in tools and "fetch_page" in tools
+
+
+def test_trawl_stats_command(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    state = tmp_path / "state"
+    settings = daemon_settings(tmp_path, usage_log=True)
+    usage.append(settings, _rec(1_800_000_000.0, ms=42.0))
+    env = {**os.environ, "TRAWL_STATE_DIR": str(state), "TRAWL_USAGE_LOG": "1"}
+    cmd = [sys.executable, "-m", "trawl.cli", "stats"]
+    js = subprocess.run([*cmd, "--json"], env=env, capture_output=True, text=True, timeout=120)
+    assert js.returncode == 0, js.stderr
+    assert json.loads(js.stdout)["calls"] == 1
+    txt = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+    assert txt.returncode == 0 and "1 calls (0 failed) from the usage file" in txt.stdout
+    off = subprocess.run(cmd, env={**env, "TRAWL_USAGE_LOG": "0"}, capture_output=True, text=True, timeout=120)
+    assert off.returncode == 0 and "TRAWL_USAGE_LOG=1 turns it on" in off.stdout
+    bad = subprocess.run([*cmd, "--days", "0"], env=env, capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "days" in bad.stderr

@@ -13,9 +13,10 @@ other. Adding an operation is one :class:`Capability` here (plus its handler and
 from .base import Backend, Capability, Input, LocalBackend, Output, Registry, Services, error_body, execute
 from .core import FETCH, READ_MORE, FetchIn, ReadMoreIn
 from .models import ErrorOut, PageOut, SearchOut, TabsOut
+from .stats import STATS
 from .tabs import LIST_TABS, READ_TAB, SEARCH_TABS, attach_browser
 
-CAPABILITIES: tuple[Capability, ...] = (FETCH, READ_MORE, LIST_TABS, READ_TAB, SEARCH_TABS)
+CAPABILITIES: tuple[Capability, ...] = (FETCH, READ_MORE, LIST_TABS, READ_TAB, SEARCH_TABS, STATS)
 
 
 def catalog() -> Registry:
@@ -30,6 +31,7 @@ __all__ = [
     "READ_MORE",
     "READ_TAB",
     "SEARCH_TABS",
+    "STATS",
     "Backend",
     "Capability",
     "ErrorOut",

@@ -104,6 +104,7 @@ class Capability:
     open_world: bool = True
     bounded: bool = True  # counts against queue_limit and request_timeout_s
     wants_roots: bool = False  # the MCP face asks the client for its roots when the input names a local file
+    agent_tool: bool = True  # an MCP tool too; False: for people only (HTTP and the CLI), the agents' list stays small
 
     def agent_fields(self) -> list[str]:
         return [n for n in self.input.model_fields if n not in self.input.not_for_agents]

@@ -119,6 +119,8 @@ def build_server(registry: Registry, backend: Backend) -> MCPServer:
     """An MCP server with one tool per capability in ``registry``, each call sent to ``backend``."""
     server: MCPServer = MCPServer("trawl", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
     for cap in registry:
+        if not cap.agent_tool:
+            continue
         server.add_tool(tool_function(cap, backend), name=cap.tool, title=cap.title, description=cap.description,
                         annotations=annotations_of(cap))
     return server
