@@ -87,13 +87,16 @@ function showBadge() {
 
 // Not awaited by the request path: the reply goes out first, the log and badge follow.
 async function logCapture(entry) {
-  chrome.action.setBadgeBackgroundColor({ color: entry.ok ? "#1a7f37" : "#b42318" });
-  chrome.action.setBadgeText({ text: entry.ok ? "read" : "no" });
-  clearTimeout(badgeTimer);
-  badgeTimer = setTimeout(() => {
-    badgeTimer = null;
-    showBadge();
-  }, 3000);
+  if (!entry.preread) {
+    // A tab read ahead (the daemon's quiet captures) is logged without flashing the badge on every page load.
+    chrome.action.setBadgeBackgroundColor({ color: entry.ok ? "#1a7f37" : "#b42318" });
+    chrome.action.setBadgeText({ text: entry.ok ? "read" : "no" });
+    clearTimeout(badgeTimer);
+    badgeTimer = setTimeout(() => {
+      badgeTimer = null;
+      showBadge();
+    }, 3000);
+  }
   if (!recent.length) {
     const { recent: saved } = await chrome.storage.session.get("recent"); // survives a worker restart
     if (Array.isArray(saved)) recent = saved;
@@ -456,7 +459,7 @@ async function handle(msg) {
     if (msg.type === "capture") {
       const reply = await capture(msg, policy);
       const entry = { t: Date.now(), what: reply.final_url || label, ok: true, ms: Date.now() - t0, via: reply.via };
-      logCapture(entry).catch(() => {});
+      logCapture(msg.quiet ? { ...entry, preread: true } : entry).catch(() => {});
       return reply;
     }
     throw new CaptureError("invalid_request", `the extension does not handle ${msg.type}`);
@@ -464,7 +467,8 @@ async function handle(msg) {
     const code = e instanceof CaptureError ? e.code : "capture_failed";
     const message = e instanceof CaptureError ? e.message : `capture failed: ${/** @type {any} */ (e).message || e}`;
     if (msg.type === "capture") {
-      logCapture({ t: Date.now(), what: label, ok: false, ms: Date.now() - t0, code }).catch(() => {});
+      const entry = { t: Date.now(), what: label, ok: false, ms: Date.now() - t0, code };
+      logCapture(msg.quiet ? { ...entry, preread: true } : entry).catch(() => {});
     }
     return { type: "error", id: msg.id, code, message };
   }
@@ -503,6 +507,7 @@ const link = new Link({
   onConnected: async () => {
     link.send(await stateMessage());
     link.send(await policyMessage()); // the site policy sync (policy.js): the newer copy wins
+    announceOpenTabs().catch(() => {}); // the tabs already open, for the daemon to read ahead
   },
   onRequest: handle,
   onStatus: (status) => {
@@ -549,6 +554,7 @@ chrome.storage.onChanged.addListener(async (changes, area) => {
   if (changes.policy) policyCache = null;
   if (changes.policy || changes.paused) {
     if (link && link.isOpen()) link.send(await stateMessage());
+    if (link && link.isOpen() && !(await readConfig()).paused) announceOpenTabs().catch(() => {});
   }
   if (changes.policy && link && link.isOpen()) link.send(await policyMessage());
   if (changes.port) connect(true);
@@ -585,6 +591,52 @@ chrome.runtime.onMessage.addListener((req, sender, sendResponse) => {
     });
   })();
   return true;
+});
+
+// ---------------------------------------------------------------- tab events (the daemon reads open tabs ahead)
+// "ready" carries the tab (URL, title) only for a loaded http(s) tab the site policy allows, and only while trawl
+// is not paused; "navigated" and "closed" carry only the id (the daemon drops that tab's index); tabs this worker
+// opened for captures are never reported.
+function tabRecord(t, active) {
+  return { id: t.id, window_id: t.windowId, url: t.url, title: t.title || "", active, status: t.status || "" };
+}
+
+/**
+ * @param {string} event
+ * @param {number} tabId
+ * @param {chrome.tabs.Tab | null} [tab]
+ */
+async function sendTabEvent(event, tabId, tab = null) {
+  if (!(link && link.isOpen()) || opened.has(tabId)) return;
+  /** @type {Record<string, any>} */
+  const msg = { type: "tab_event", event, tab_id: tabId };
+  if (event === "ready") {
+    const cfg = await readConfig();
+    const url = tab ? String(tab.url || "") : "";
+    if (cfg.paused || !tab || !/^https?:/i.test(url) || !decide(await currentPolicy(), url).allowed) return;
+    msg.tab = tabRecord(tab, Boolean(tab.active));
+  }
+  link.send(msg);
+}
+
+async function announceOpenTabs() {
+  const tabs = await chrome.tabs.query({});
+  for (const t of tabs) {
+    if (t.id !== undefined && t.status === "complete") await sendTabEvent("ready", t.id, t);
+  }
+  const active = await activeTab().catch(() => null);
+  if (active && active.id !== undefined) await sendTabEvent("activated", active.id);
+}
+
+chrome.tabs.onUpdated.addListener((tabId, change, tab) => {
+  if (change.url !== undefined) sendTabEvent("navigated", tabId).catch(() => {});
+  if (change.status === "complete") sendTabEvent("ready", tabId, tab).catch(() => {});
+});
+chrome.tabs.onRemoved.addListener((tabId) => {
+  sendTabEvent("closed", tabId).catch(() => {});
+});
+chrome.tabs.onActivated.addListener((info) => {
+  sendTabEvent("activated", info.tabId).catch(() => {});
 });
 
 // Exposed for tests and debugging in the worker's console.

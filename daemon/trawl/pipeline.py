@@ -114,6 +114,32 @@ class Engine:
         chunks = sanitise_stage.flag(list(prep.chunks[lo:hi]), prep.doc.hidden_text)
         return self._result(FetchRequest(prep.page.url), prep, chunks, "whole-page", (), {}, ())
 
+    # Pages prepared outside fetch (open tabs read ahead by browser/preread.py): adopt, answer, rank.
+    async def check_page(self, page: Page) -> None:
+        """BLOCKED_BY_POLICY when the site policy (or the private-network rule) refuses the page's URLs."""
+        await self._guard_page(page)
+
+    def adopt(self, target: str, page: Page, ready: stages.PreparedDoc, reason: str) -> Prepared:
+        """Keep a page prepared elsewhere (its body dropped) so questions and read_more can use it."""
+        bodiless = replace(page, html=None, text=None, data=None)
+        prep = Prepared(bodiless, ready.doc, ready.chunks, _page_key(page, ready.doc), reason)
+        self._remember(target, prep)
+        return prep
+
+    async def answer(self, target: str, query: str, prep: Prepared, *, k: int | None = None) -> FetchResult:
+        """Answer ``query`` from an adopted page; the site policy is checked again (it may have changed)."""
+        req = FetchRequest(target=target, query=query.strip(), k=k)
+        timings: dict[str, float] = {}
+        try:
+            await self._guard_page(prep.page)
+            return await self._answer(req, prep, ("page",), timings)
+        except TrawlError as err:
+            return FetchResult.failure(req.target, err, query=req.query, timings_ms=timings)
+
+    async def rank(self, query: str, chunks: list[Chunk], lang: str, k: int | None, key: str) -> Any:
+        """Stage 5 alone, off the event loop, over any chunks (search_tabs ranks all tabs' chunks at once)."""
+        return await self._run(self.retriever.rank, query, chunks, lang, k, key)
+
     async def aclose(self) -> None:
         """Release what sources hold (HTTP clients, browsers) and stop background embedding."""
         self.retriever.close()

@@ -165,6 +165,11 @@ class Settings(BaseSettings):
     extension_capture_timeout_s: Seconds = 30.0  # one capture through the browser, load included
     extension_search_tabs: AtLeastOne = 12  # search_tabs reads at most this many open tabs
     extension_max_background_tabs: AtLeastOne = 3  # background captures at once in the browser; the rest queue
+    # open tabs read ahead (browser/preread.py): allowed tabs only, in memory only, dropped on close/navigation
+    preread_tabs: bool = True  # read and embed the user's open tabs in the background while the daemon is idle
+    preread_max_tabs: AtLeastOne = 12  # tabs kept read ahead; the least recently loaded go first
+    preread_max_chars: AtLeastOne = 4_000_000  # text kept across all read-ahead tabs
+    preread_ttl_s: Seconds = 600.0  # a read-ahead tab older than this is read again before it answers
     # --- agent file access and exits (roots.py, exits.py) ---------------
     file_roots: tuple[str, ...] = ()  # directories agents may read files under, besides the MCP client's roots
     exit_allow_hosts: tuple[str, ...] = ()  # hosts an agent's URL may carry data from earlier reads to

@@ -422,8 +422,10 @@ class ExtensionHub:
     async def list_tabs(self) -> dict[str, Any]:
         return await self.request("list_tabs", 10.0)
 
-    async def capture(self, *, url: str | None = None, tab: str | None = None) -> Page:
-        """Capture a URL (matching open tab, else a background tab) or a tab ("active" or an id)."""
+    async def capture(self, *, url: str | None = None, tab: str | None = None, quiet: bool = False) -> Page:
+        """Capture a URL (matching open tab, else a background tab) or a tab ("active" or an id).
+
+        ``quiet``: a tab read ahead (preread.py), which the extension logs without flashing its badge."""
         s = self.settings
         timeout_s = s.extension_capture_timeout_s
         fields: dict[str, Any] = {
@@ -437,6 +439,8 @@ class ExtensionHub:
             fields["url"] = url
         if tab is not None:
             fields["tab"] = tab
+        if quiet:
+            fields["quiet"] = True
         target = url or f"tab:{tab}"
         t0 = time.perf_counter()
         try:

@@ -11,9 +11,11 @@ from __future__ import annotations
 from aiohttp import web
 
 from ..capabilities import attach_browser
+from ..capabilities.tabs import PREREAD
 from ..host import BrowserState, host_of
 from .hub import ExtensionHub
 from .policy_sync import install_policy_sync
+from .preread import PreReader
 from .source import ExtensionSource
 
 HUB_KEY = "browser_hub"
@@ -28,8 +30,14 @@ def install_browser_link(app: web.Application, hub: ExtensionHub | None = None) 
     app.router.add_get("/ext", hub.handle)
     host.extension_paths.add("/ext")
 
+    preread = PreReader(hub, host.services)
+    host.services.extras[PREREAD] = preread
+    app.on_startup.append(preread.start)
+    app.on_cleanup.append(preread.stop)
+
     def browser_state() -> BrowserState:
-        return BrowserState(attached=hub.attached, summary=hub.summary(), details=hub.describe())
+        return BrowserState(attached=hub.attached, summary=hub.summary(),
+                            details={**hub.describe(), "preread": preread.describe()})
 
     host.browser = browser_state
     app.on_shutdown.append(hub.close)

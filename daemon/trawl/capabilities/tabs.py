@@ -18,6 +18,7 @@ from .core import BROWSER_HUB
 from .models import HitOut, PageOut, SearchOut, SkippedOut, TabOut, TabsOut
 from .render import render_page, render_search, render_tabs
 
+PREREAD = "preread"  # where the browser link attaches its reader of open tabs (browser/preread.py) in Services.extras
 NO_BROWSER_HINT = "Browser tabs need the trawl daemon with the trawl Chrome extension attached (`trawl daemon`)."
 
 
@@ -74,19 +75,89 @@ async def list_tabs(svc: Services, req: ListTabsIn) -> TabsOut:
                    hidden=int(reply.get("hidden", 0)))
 
 
+class TabReader(Protocol):
+    """What the tab capabilities need from the reader of open tabs (browser/preread.py)."""
+
+    def fresh(self, tab_id: int, url: str) -> Any: ...
+
+    async def read_now(self, tab: dict[str, Any]) -> Any: ...
+
+
+def _reader(svc: Services) -> TabReader | None:
+    return svc.extras.get(PREREAD)
+
+
 async def read_tab(svc: Services, req: ReadTabIn) -> PageOut:
-    browser_of(svc)
+    """A tab read ahead answers at once when the extension still lists it at the URL it was read at."""
+    hub = browser_of(svc)
+    reader = _reader(svc)
+    if reader is not None and req.query:
+        listing = await hub.list_tabs()
+        ref = str(req.tab).strip().lower()
+        tab = next((t for t in listing["tabs"] if (t["active"] if ref == "active" else str(t["id"]) == ref)), None)
+        if tab is not None:
+            entry = reader.fresh(int(tab["id"]), str(tab["url"]))
+            if entry is None:
+                try:
+                    entry = await reader.read_now(tab)  # kept: the next question on this tab is fast
+                except TrawlError as err:
+                    return PageOut.of(FetchResult.failure(tab_target(req.tab), err, query=req.query))
+            return PageOut.of(await svc.engine.answer(tab_target(req.tab), req.query, entry.prep, k=req.k))
     return PageOut.of(await svc.engine.fetch(tab_target(req.tab), req.query, k=req.k))
 
 
 async def search_tabs(svc: Services, req: SearchTabsIn) -> SearchOut:
-    """Ask every open, allowed tab and rank the passages together; each hit says which tab answers."""
+    """Read every open, allowed tab (or take it read ahead) and rank all their passages in one pass."""
     listing = await browser_of(svc).list_tabs()
     limit = svc.settings.extension_search_tabs
     tabs = [t for t in listing["tabs"] if str(t["url"]).startswith(("http://", "https://"))]
     tabs.sort(key=lambda t: not t["active"])
     skipped = [SkippedOut(tab=t["id"], url=t["url"], reason="too many tabs") for t in tabs[limit:]]
     tabs = tabs[:limit]
+    if not tabs:
+        raise TrawlError(ErrorCode.TAB_NOT_FOUND, "no open tab that trawl may read",
+                         "Open the pages in the browser (and check the trawl site policy).")
+    reader = _reader(svc)
+    if reader is None:
+        return await _search_each(svc, req, tabs, skipped, listing)
+    gate = asyncio.Semaphore(2)
+
+    async def one(tab: dict[str, Any]) -> Any:
+        entry = reader.fresh(int(tab["id"]), str(tab["url"]))
+        if entry is not None:
+            return entry
+        async with gate:
+            try:
+                return await reader.read_now(tab)
+            except TrawlError as err:
+                return err
+
+    entries = []
+    for tab, got in zip(tabs, await asyncio.gather(*(one(t) for t in tabs)), strict=True):
+        if isinstance(got, TrawlError):
+            skipped.append(SkippedOut(tab=tab["id"], url=tab["url"], reason=f"{got.code}: {got.message}"))
+        else:
+            entries.append(got)
+    hits: list[HitOut] = []
+    if entries:
+        from ..browser.preread import union  # the browser link's helper; imported late (capabilities stay core)
+        from ..sanitise import flag
+
+        chunks, back, key, lang = union(entries)
+        ranking = await svc.engine.rank(req.query, chunks, lang, req.k or 8, key)
+        for c in ranking.chunks:
+            entry, orig = back[c.id]
+            flagged = flag([c], entry.prep.doc.hidden_text)[0]
+            hits.append(HitOut(tab=entry.tab_id, title=entry.title, url=entry.url, page=entry.prep.key, id=orig.id,
+                               heading_path=list(c.heading_path), text=c.text, score=round(c.score, 4),
+                               index=c.index, kind=c.kind, flags=list(flagged.flags)))
+    return SearchOut(query=req.query, hits=hits[:req.k or 8], tabs_searched=len(tabs),
+                     hidden=int(listing.get("hidden", 0)), skipped=skipped)
+
+
+async def _search_each(svc: Services, req: SearchTabsIn, tabs: list[dict[str, Any]], skipped: list[SkippedOut],
+                       listing: dict[str, Any]) -> SearchOut:
+    """Without a reader of open tabs: ask each tab and merge the rankings."""
     per_tab = max(3, (req.k or 8))
     gate = asyncio.Semaphore(2)
 
@@ -103,9 +174,6 @@ async def search_tabs(svc: Services, req: SearchTabsIn) -> SearchOut:
                            page=res.page_key, id=c.id, heading_path=list(c.heading_path), text=c.text,
                            score=round(c.score, 4), index=c.index, kind=c.kind, flags=list(c.flags))
                     for c in res.chunks)
-    if not hits and not tabs:
-        raise TrawlError(ErrorCode.TAB_NOT_FOUND, "no open tab that trawl may read",
-                         "Open the pages in the browser (and check the trawl site policy).")
     hits.sort(key=lambda h: -h.score)
     return SearchOut(query=req.query, hits=hits[:req.k or 8], tabs_searched=len(tabs),
                      hidden=int(listing.get("hidden", 0)), skipped=skipped)

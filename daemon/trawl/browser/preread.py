@@ -1,0 +1,300 @@
+"""Open tabs read ahead: the user's open tabs are read, chunked and embedded while the daemon is idle.
+
+The extension tells the daemon when a tab finished loading (``tab_event`` ``ready``, with the tab's URL and
+title, only for tabs its site policy allows and only while trawl is not paused), when a tab navigated or closed
+(``navigated`` / ``closed``: ids only, the index of that tab is dropped at once) and which tab became active.
+
+One background task reads one tab at a time, and only while no request is being served, the link is up and the
+user has not paused trawl: it captures the tab through the link (``capture`` with ``quiet``: no badge), prepares
+it with the engine's stage sequence on a low-priority thread, checks the daemon's site policy on the page's URLs,
+and embeds its chunks in small batches on that same thread (one core, ``nice`` 10), stopping whenever a request
+comes in. Bounded: at most ``preread_max_tabs`` tabs and ``preread_max_chars`` characters are kept (the least
+recently loaded go first). The chunks live in this process's memory only; their vectors go to the embedding cache
+like those of any read (private, HMAC-named files).
+
+``read_tab`` answers from a tab read ahead when the extension's listing shows it at the same URL and nothing was
+heard from the tab since; ``search_tabs`` ranks the union of all tabs' chunks in one pass (one BM25 index and the
+vectors over all of them), reading the tabs not read ahead first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import logging
+import os
+import threading
+import time
+from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from .. import stages
+from ..types import Chunk, TrawlError
+
+if TYPE_CHECKING:
+    from ..capabilities.base import Services
+    from ..pipeline import Prepared
+    from .hub import ExtensionHub
+
+log = logging.getLogger("trawl.browser.preread")
+
+EMBED_BATCH = 1  # chunks per embedding call: a request that arrives waits at most for one chunk
+IDLE_POLL_S = 0.05
+
+
+@dataclass
+class TabIndex:
+    """One tab read ahead."""
+
+    tab_id: int
+    url: str
+    title: str
+    prep: Prepared
+    gen: int
+    at: float = field(default_factory=time.time)
+    embedded: int = 0
+    chars: int = 0
+
+    @property
+    def chunks(self) -> tuple[Chunk, ...]:
+        return self.prep.chunks
+
+    def describe(self) -> dict[str, Any]:
+        host = self.url.split("://", 1)[-1].split("/", 1)[0]
+        n = len(self.prep.chunks)
+        return {"tab": self.tab_id, "title": self.title[:120], "host": host[:100], "chunks": n,
+                "embedded": self.embedded, "fully_embedded": self.embedded >= n, "age_s": round(time.time() - self.at)}
+
+
+class PreReader:
+    def __init__(self, hub: ExtensionHub, services: Services) -> None:
+        self.hub = hub
+        self.svc = services
+        self.settings = services.settings
+        self.entries: OrderedDict[int, TabIndex] = OrderedDict()
+        self.active: int | None = None
+        self.reads = 0  # tabs read ahead since start (status, tests)
+        self.failures: OrderedDict[int, str] = OrderedDict()  # the last failure per tab (status, tests)
+        self._queue: OrderedDict[int, dict[str, Any]] = OrderedDict()
+        self._gen: dict[int, int] = {}
+        self._wake = asyncio.Event()
+        self._changed = asyncio.Condition()
+        self._task: asyncio.Task[None] | None = None
+        self._pool: ThreadPoolExecutor | None = None
+        hub.frame_handlers["tab_event"] = self.on_event
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.settings.preread_tabs)
+
+    # ------------------------------------------------------------ events
+    async def on_event(self, msg: dict[str, Any]) -> None:
+        tid = int(msg["tab_id"])
+        event = msg["event"]
+        if event == "activated":
+            self.active = tid
+            return
+        self._gen[tid] = self._gen.get(tid, 0) + 1  # a read under an older generation is thrown away
+        dropped = self.entries.pop(tid, None) is not None
+        self._queue.pop(tid, None)
+        if event == "closed":
+            self._gen.pop(tid, None)
+            self.failures.pop(tid, None)
+            if self.active == tid:
+                self.active = None
+        elif event == "ready" and self.enabled and isinstance(msg.get("tab"), dict):
+            tab = msg["tab"]
+            if str(tab.get("url", "")).startswith(("http://", "https://")):
+                self._queue[tid] = tab
+                self._queue.move_to_end(tid)
+                if tab.get("active"):
+                    self.active = tid
+                self._wake.set()
+        if dropped or event == "closed":
+            await self._notify()
+
+    async def _notify(self) -> None:
+        async with self._changed:
+            self._changed.notify_all()
+
+    async def wait_for(self, pred: Any, timeout_s: float) -> bool:
+        """Wait until ``pred()`` holds (tests, benchmarks); False on timeout."""
+        async with self._changed:
+            try:
+                await asyncio.wait_for(self._changed.wait_for(pred), timeout_s)
+            except TimeoutError:
+                return False
+        return True
+
+    # ------------------------------------------------------------ lookups
+    def fresh(self, tab_id: int, url: str) -> TabIndex | None:
+        """The tab's index when it was read at ``url`` and nothing was heard from the tab since (and not too old)."""
+        e = self.entries.get(tab_id)
+        if e is None or e.gen != self._gen.get(tab_id) or _strip(e.url) != _strip(url):
+            return None
+        if time.time() - e.at > self.settings.preread_ttl_s:
+            self._queue[tab_id] = {"id": tab_id, "url": e.url, "title": e.title}
+            self._wake.set()
+            return None
+        self.entries.move_to_end(tab_id)
+        return e
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "enabled": self.enabled,
+            "tabs": [e.describe() for e in reversed(self.entries.values())],
+            "queued": len(self._queue),
+            "reads": self.reads,
+            "chars": sum(e.chars for e in self.entries.values()),
+        }
+
+    # ------------------------------------------------------------ reading
+    async def read_now(self, tab: dict[str, Any]) -> TabIndex:
+        """Read one tab in the foreground (search_tabs, for a tab not read ahead); kept when pre-reading is on."""
+        tid = int(tab["id"])
+        gen = self._gen.setdefault(tid, 0)
+        entry = await self._read(tid, gen, tab, background=False)
+        if self.enabled:
+            self._keep(entry)
+        return entry
+
+    async def _read(self, tid: int, gen: int, tab: dict[str, Any], *, background: bool) -> TabIndex:
+        engine = self.svc.engine
+        page = await self.hub.capture(tab=str(tid), quiet=background)
+        await engine.check_page(page)
+        if background:
+            ready = await asyncio.get_running_loop().run_in_executor(self._low(), stages.prepare, page, self.settings)
+        else:
+            ready = await asyncio.to_thread(stages.prepare, page, self.settings)
+        prep = engine.adopt(f"tab:{tid}", page, ready, "an open browser tab (read ahead)" if background
+                            else "an open browser tab")
+        title = prep.doc.title or page.title or str(tab.get("title", ""))
+        return TabIndex(tid, page.final_url or page.url, title, prep, gen,
+                        chars=sum(len(c.text) for c in prep.chunks))
+
+    def _keep(self, entry: TabIndex) -> None:
+        self.entries[entry.tab_id] = entry
+        self.entries.move_to_end(entry.tab_id)
+        total = sum(e.chars for e in self.entries.values())
+        while self.entries and (len(self.entries) > self.settings.preread_max_tabs
+                                or total > self.settings.preread_max_chars):
+            _, old = self.entries.popitem(last=False)
+            total -= old.chars
+
+    def _low(self) -> ThreadPoolExecutor:
+        """One low-priority thread: embedding on one core at nice 10, so questions keep the other."""
+        if self._pool is None:
+            embedder = getattr(self.svc.engine.retriever, "_embedder", None)
+            one_core = getattr(embedder, "background_thread", None)
+
+            def init() -> None:
+                with contextlib.suppress(OSError, AttributeError):
+                    os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
+                if one_core is not None:
+                    one_core()
+
+            self._pool = ThreadPoolExecutor(1, thread_name_prefix="trawl-preread", initializer=init)
+        return self._pool
+
+    async def _idle(self) -> bool:
+        """Wait until no request is being served; False when the link is down or the user paused trawl."""
+        while self.svc.in_flight > 0:
+            await asyncio.sleep(IDLE_POLL_S)
+        return self.hub.attached and not self.hub.paused and self.enabled
+
+    async def _embed(self, entry: TabIndex) -> None:
+        retriever = self.svc.engine.retriever
+        loop = asyncio.get_running_loop()
+        chunks = list(entry.chunks[: self.settings.embed_ahead_max_chunks])
+        for start in range(0, len(chunks), EMBED_BATCH):
+            if not await self._idle() or entry.gen != self._gen.get(entry.tab_id) \
+                    or self.entries.get(entry.tab_id) is not entry:
+                return
+            await loop.run_in_executor(self._low(), retriever.prefetch, chunks[start : start + EMBED_BATCH])
+            entry.embedded = min(len(entry.chunks), start + EMBED_BATCH)
+        entry.embedded = len(entry.chunks)
+        await self._notify()
+
+    async def run(self) -> None:
+        while True:
+            await self._wake.wait()
+            if not self._queue:
+                self._wake.clear()
+                continue
+            if not await self._idle():
+                if not self.hub.attached:
+                    self._queue.clear()
+                    self.entries.clear()
+                    await self._notify()
+                self._wake.clear()
+                await self._until_attached_and_resumed()
+                continue
+            tid, tab = self._queue.popitem(last=True)  # the tab loaded last is the likeliest to be asked about
+            gen = self._gen.get(tid, 0)
+            try:
+                entry = await self._read(tid, gen, tab, background=True)
+            except TrawlError as err:
+                self.failures[tid] = f"{err.code}: {err.message}"[:200]
+                while len(self.failures) > 50:
+                    self.failures.popitem(last=False)
+                log.info("tab %s not read ahead: %s", tid, err.code)
+                await self._notify()
+                continue
+            except Exception:  # one page must not stop the reader
+                log.exception("reading tab %s ahead failed", tid)
+                continue
+            if gen != self._gen.get(tid):
+                continue  # the tab navigated or closed meanwhile
+            self.reads += 1
+            self._keep(entry)
+            await self._notify()
+            if self.svc.engine.retriever.describe().get("dense") not in (None, "none"):
+                await self._embed(entry)
+
+    async def _until_attached_and_resumed(self) -> None:
+        # State changes arrive as frames on the link; a new tab event sets the wake flag again.
+        while not (self.hub.attached and not self.hub.paused):
+            if self.hub.attached is False:
+                await self.hub.wait_attached(3600.0)
+            else:
+                await asyncio.sleep(0.5)
+        self._wake.set()
+
+    async def start(self, _app: Any = None) -> None:
+        self._task = asyncio.create_task(self.run(), name="trawl-preread")
+
+    async def stop(self, _app: Any = None) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _strip(url: str) -> str:
+    return url.split("#", 1)[0]
+
+
+def union(entries: list[TabIndex]) -> tuple[list[Chunk], dict[str, tuple[TabIndex, Chunk]], str, str]:
+    """All tabs' chunks as one list (ids made unique per tab), the way back to each tab, a key and a language."""
+    chunks: list[Chunk] = []
+    back: dict[str, tuple[TabIndex, Chunk]] = {}
+    langs: dict[str, int] = {}
+    h = hashlib.sha256()
+    for e in entries:
+        h.update(e.prep.key.encode() + b"\0")
+        langs[e.prep.doc.lang] = langs.get(e.prep.doc.lang, 0) + len(e.chunks)
+        for c in e.chunks:
+            uid = f"{e.tab_id}/{c.id}"
+            back[uid] = (e, c)
+            chunks.append(_with_id(c, uid))
+    lang = max(langs, key=lambda k: langs[k]) if langs else ""
+    return chunks, back, "tabs:" + h.hexdigest()[:16], lang
+
+
+def _with_id(c: Chunk, uid: str) -> Chunk:
+    return replace(c, id=uid)
