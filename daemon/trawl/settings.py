@@ -122,6 +122,12 @@ class Settings(BaseSettings):
     embed_cache_mem_bytes: Count = 64_000_000  # in-memory embedding LRU (~40k vectors)
     rerank_candidates: AtLeastOne = 24  # chunks sent to the rerank endpoint
     endpoint_retry_s: Seconds = 30.0  # after an endpoint fails, skip it this long
+    # query expansion (HyDE, retrieve/expand.py): only the question goes out; the reply only shapes a vector
+    expand_url: str = ""  # OpenAI-compatible /v1/chat/completions base URL; empty = off
+    expand_model: str = ""
+    expand_api_key: SecretStr = SecretStr("")  # sent as a bearer token; never in repr, logs or errors
+    expand_timeout_s: Seconds = 4.0  # the chat call's whole budget (not counted in dense_budget_s)
+    expand_max_tokens: AtLeastOne = 120  # length of the hypothetical answer
 
     # --- caching --------------------------------------------------------
     cache_dir: Path = Field(default_factory=_cache_dir)
@@ -178,6 +184,15 @@ class Settings(BaseSettings):
     usage_log: bool = False  # append to <state_dir>/usage.jsonl (0600); `trawl stats` summarises it
     usage_log_max_bytes: Bytes = 5_000_000  # rotated past this size
     usage_log_keep: Count = 3  # rotated files kept (usage.jsonl.1 ...)
+    # --- site readers (sources/readers/): a site's public API instead of its rendered page ---------------
+    readers: bool = True  # GitHub, Stack Exchange, MediaWiki, YouTube, arXiv and Reddit URLs read through APIs
+    reader_github_api: str = "https://api.github.com"  # GitHub Enterprise: https://<host>/api/v3
+    reader_github_token: SecretStr = SecretStr("")  # optional; sent only to reader_github_api's host
+    reader_stackexchange_api: str = "https://api.stackexchange.com/2.3"
+    reader_mediawiki_api: str = ""  # empty: https://<the wiki's host>/w/api.php
+    reader_youtube_base: str = "https://www.youtube.com"
+    reader_arxiv_base: str = "https://arxiv.org"
+    reader_reddit_base: str = "https://www.reddit.com"
 
     def __init__(self, **values: Any) -> None:
         try:

@@ -50,5 +50,6 @@ def default_sources(settings: Settings) -> list[Source]:
     from .file import FileSource
     from .http import HttpSource
     from .playwright import PlaywrightSource
+    from .readers import all_readers
 
-    return [FileSource(), HttpSource(settings), PlaywrightSource(settings)]
+    return [FileSource(), *all_readers(settings), HttpSource(settings), PlaywrightSource(settings)]

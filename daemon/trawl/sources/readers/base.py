@@ -1,0 +1,342 @@
+"""What every site reader shares: the guarded API session, the fallback error, and the Markdown it writes.
+
+A reader is a :class:`~trawl.sources.base.Source` (priority 5: before the browser tab and plain HTTP) that
+accepts the URLs of one site and reads them through the site's public API. It writes Markdown whose ATX
+headings carry the structure (one heading per comment or answer, with its author and votes; one per
+transcript window, with its timestamps), so the normal stages (extract -> clean -> walls -> chunk) keep it.
+
+Safety: every API request goes through :class:`ApiSession`, which checks the user's site policy on every
+URL and redirect hop and connects through :class:`~trawl.netguard.PinnedTransport` (the private-network
+rule); a refusal there is final, like for any source. API text is page text: it reaches the same sanitiser
+and framing as a page. Authors' own headings never become headings (they could forge an author or a
+score): they become bold lines inside the record. An optional token goes only to its API's own origin.
+
+When the API cannot give the page (an error, a rate limit, private or missing content, an unexpected
+answer) a reader raises :class:`ReaderFallback`; the engine then tries the next source (the browser tab,
+plain HTTP) and names the reason in ``source_reason``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import re
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urljoin, urlsplit
+
+import httpx
+
+from ...netguard import NetGuard, PinnedTransport, Resolver
+from ...policy import check_url
+from ...settings import Settings
+from ...types import ErrorCode, Page, PageKind, TrawlError
+from ..base import FetchRequest
+from ..urls import classify
+
+log = logging.getLogger("trawl.sources.readers")
+
+READER_PRIORITY = 5  # file 0 < readers 5 < extension 10 < http 20 < playwright 30
+_REDIRECTS = frozenset({301, 302, 303, 307, 308})
+
+
+class ReaderFallback(TrawlError):
+    """The API could not give this page. ``fallback`` is the short reason the engine puts in source_reason."""
+
+    def __init__(self, code: ErrorCode, message: str, why: str, hint: str | None = None) -> None:
+        super().__init__(code, message, hint)
+        self.fallback = why
+
+
+@dataclass(frozen=True, slots=True)
+class ApiResponse:
+    status: int
+    headers: httpx.Headers
+    body: bytes
+    url: str
+
+    def json(self) -> Any:
+        try:
+            return json.loads(self.body.decode("utf-8", "replace"))
+        except ValueError:
+            return None
+
+    def text(self) -> str:
+        return self.body.decode("utf-8", "replace")
+
+
+def origin(url: str) -> tuple[str, str, int]:
+    """(scheme, host, port) of ``url``: the unit a token is bound to."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    return scheme, (parts.hostname or "").lower().rstrip("."), parts.port or (443 if scheme == "https" else 80)
+
+
+def host_port(url: str) -> str:
+    _, host, port = origin(url)
+    return f"{host}:{port}"
+
+
+class ApiSession:
+    """One guarded HTTP client for one reader fetch: policy on every hop, pinned connections, capped bodies.
+
+    ``token`` (with ``token_url``) is sent as a bearer token only to requests whose origin is
+    ``token_url``'s origin, so a redirect elsewhere never carries it.
+    """
+
+    def __init__(self, settings: Settings, *, resolver: Resolver | None = None, token: str = "",
+                 token_url: str = "", headers: dict[str, str] | None = None) -> None:
+        self.settings = settings
+        self.token = token
+        self.token_origin = origin(token_url) if token and token_url else None
+        self.transport = PinnedTransport(NetGuard(settings, resolver),
+                                         limits=httpx.Limits(max_connections=8, max_keepalive_connections=4))
+        self.client = httpx.AsyncClient(
+            transport=self.transport, follow_redirects=False,
+            headers={"User-Agent": settings.user_agent, "Accept-Language": "en;q=0.9, *;q=0.5", **(headers or {})},
+        )
+        self.requests: list[str] = []  # every URL requested, in order (tests and reasons read it)
+
+    async def __aenter__(self) -> ApiSession:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.client.aclose()
+
+    async def get(self, url: str, *, headers: dict[str, str] | None = None, cap: int | None = None) -> ApiResponse:
+        settings = self.settings
+        cap = cap or settings.max_passthrough_bytes
+        timeout = httpx.Timeout(settings.http_timeout_s, connect=settings.connect_timeout_s)
+        seen = [url]
+        for _ in range(settings.max_redirects + 1):
+            if classify(url).kind != "http":
+                raise ReaderFallback(ErrorCode.UNSUPPORTED_SCHEME, f"the API redirected to {url!r}",
+                                     "the API redirected off http(s)")
+            check_url(url, settings)  # the user's site policy, on every URL and hop: refusals are final
+            hdrs = dict(headers or {})
+            if self.token_origin is not None and origin(url) == self.token_origin:
+                hdrs["Authorization"] = f"Bearer {self.token}"
+            self.requests.append(url)
+            try:
+                request = self.client.build_request("GET", url, headers=hdrs, timeout=timeout)
+                response = await self.client.send(request, stream=True)
+            except httpx.TimeoutException:
+                raise ReaderFallback(ErrorCode.TIMEOUT, f"{host_port(url)} did not answer in time",
+                                     f"{host_port(url)} timed out") from None
+            except httpx.HTTPError as exc:
+                raise ReaderFallback(ErrorCode.NETWORK_ERROR, f"cannot reach {host_port(url)}: {type(exc).__name__}",
+                                     f"{host_port(url)} unreachable") from None
+            try:
+                if response.status_code in _REDIRECTS and "location" in response.headers:
+                    url = urljoin(url, response.headers["location"].strip())
+                    if url in seen:
+                        raise ReaderFallback(ErrorCode.REDIRECT_LOOP, f"the API redirects in a loop at {url}",
+                                             "the API redirects in a loop")
+                    seen.append(url)
+                    continue
+                body = bytearray()
+                async for piece in response.aiter_bytes():
+                    body += piece
+                    if len(body) > cap:
+                        raise ReaderFallback(ErrorCode.TOO_LARGE, f"{host_port(url)} sent more than {cap:,} bytes",
+                                             "the API answer is too large")
+                return ApiResponse(response.status_code, response.headers, bytes(body), url)
+            except httpx.HTTPError as exc:
+                raise ReaderFallback(ErrorCode.NETWORK_ERROR, f"reading from {host_port(url)} failed: {exc}",
+                                     f"{host_port(url)} broke off") from None
+            finally:
+                await response.aclose()
+        raise ReaderFallback(ErrorCode.REDIRECT_LOOP, f"more than {settings.max_redirects} redirects from {seen[0]}",
+                             "the API redirects too often")
+
+
+def status_fallback(resp: ApiResponse, api: str) -> ReaderFallback:
+    """The generic reading of a failed API answer (each reader checks its own documented signals first)."""
+    status = resp.status
+    if status == 429:
+        retry = resp.headers.get("retry-after", "")
+        after = f", retry after {retry} s" if retry.strip().isdigit() else ""
+        return ReaderFallback(ErrorCode.HTTP_ERROR, f"{api} rate-limited the request (HTTP 429{after})",
+                              f"{api} rate limit reached (HTTP 429{after})")
+    if status in (404, 410):
+        return ReaderFallback(ErrorCode.NOT_FOUND, f"{api} answered HTTP {status}",
+                              f"{api} answered {status}: private, removed or missing")
+    if status in (401, 403):
+        return ReaderFallback(ErrorCode.LOGIN_REQUIRED, f"{api} refused the request (HTTP {status})",
+                              f"{api} refused access (HTTP {status})")
+    return ReaderFallback(ErrorCode.HTTP_ERROR, f"{api} failed (HTTP {status})", f"{api} failed (HTTP {status})")
+
+
+# ------------------------------------------------------------------------------------------- Markdown
+_LABEL_DROP = re.compile(r"[#\[\]()<>*_`|⟦⟧\\]+")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*#*[ \t]*$")
+
+
+def label(text: Any, limit: int = 80) -> str:
+    """A name or value safe inside a heading: one line, no Markdown or bracket characters, bounded."""
+    s = _LABEL_DROP.sub(" ", str(text or ""))
+    s = " ".join(s.split())
+    return s if len(s) <= limit else s[: limit - 1] + "…"
+
+
+def neutral(text: str) -> str:
+    """Page text must not forge the hidden-text markers the sanitiser reads."""
+    return text.replace("⟦", "[").replace("⟧", "]").replace("\r\n", "\n").replace("\x00", "")
+
+
+def flatten_headings(md: str) -> str:
+    """An author's headings as bold lines: inside a comment or answer they must not open a section."""
+    out: list[str] = []
+    fence = ""
+    for line in md.split("\n"):
+        m = _FENCE.match(line)
+        if fence:
+            if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence):
+                fence = ""
+        elif m:
+            fence = m.group(1)
+        else:
+            h = _ATX.match(line)
+            if h:
+                line = f"**{h.group(2).strip()}**" if (h.group(2) or "").strip() else ""
+        out.append(line)
+    return "\n".join(out)
+
+
+def demote(md: str, by: int) -> str:
+    """A document's own headings pushed ``by`` levels down (at most level 6) under the reader's title."""
+    out: list[str] = []
+    fence = ""
+    for line in md.split("\n"):
+        m = _FENCE.match(line)
+        if fence:
+            if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence):
+                fence = ""
+        elif m:
+            fence = m.group(1)
+        else:
+            h = _ATX.match(line)
+            if h and (h.group(2) or "").strip():
+                line = "#" * min(6, len(h.group(1)) + by) + " " + h.group(2).strip()
+        out.append(line)
+    return "\n".join(out)
+
+
+def body_text(md: Any) -> str:
+    """An author's Markdown body, ready to sit under a record heading."""
+    return flatten_headings(neutral(str(md or ""))).strip()
+
+
+def html_to_markdown(html: str, settings: Settings, warnings: list[str]) -> str:
+    """API-provided HTML -> Markdown with the page rules: hidden passages cut or marked like on any page."""
+    from ...extract.dom import parse_html
+    from ...extract.markdown import to_markdown
+    from ...extract.visibility import apply_hidden, find_hidden
+
+    html = neutral(html)
+    root = parse_html(html)
+    if root is None:
+        return ""
+    md = to_markdown(root, records=False)
+    md, _ = apply_hidden(md, find_hidden(html), settings, warnings)
+    return md.strip()
+
+
+def fence(code: str, lang: str = "") -> str:
+    longest = max((len(m.group(0)) for m in re.finditer(r"`{3,}", code)), default=0)
+    ticks = "`" * max(3, longest + 1)
+    return f"{ticks}{lang}\n{code.rstrip()}\n{ticks}"
+
+
+def markdown_page(req: FetchRequest, source: str, markdown: str, title: str,
+                  warnings: list[str] | tuple[str, ...] = (), kind: PageKind = "markdown") -> Page:
+    return Page(url=req.target, final_url=req.target, kind=kind, source=source, content_type="text/markdown",
+                text=markdown, title=label(title, 200), status=200, warnings=tuple(warnings))
+
+
+# ------------------------------------------------------------------------------------------- the source
+class Reader:
+    """The Source shape every reader shares; subclasses give ``match`` and ``read``."""
+
+    name: str = "reader"
+    api: str = "the API"  # for messages: "GitHub API", "Stack Exchange API"...
+    priority = READER_PRIORITY
+
+    def __init__(self, settings: Settings | None = None, *, resolver: Resolver | None = None) -> None:
+        self.settings = settings or Settings()
+        self._resolver = resolver  # None: the system resolver
+
+    def match(self, url: str, settings: Settings) -> Any:
+        """What the reader needs from ``url`` (an id, a path), or None when it does not read this URL."""
+        raise NotImplementedError
+
+    def reason(self, what: Any) -> str:
+        raise NotImplementedError
+
+    async def read(self, what: Any, req: FetchRequest, settings: Settings) -> Page:
+        raise NotImplementedError
+
+    def session(self, settings: Settings, **kw: Any) -> ApiSession:
+        return ApiSession(settings, resolver=self._resolver, **kw)
+
+    def accepts(self, req: FetchRequest) -> str | None:
+        if not self.settings.readers or classify(req.target).kind != "http":
+            return None
+        try:
+            what = self.match(req.target, self.settings)
+        except ValueError:
+            return None
+        return self.reason(what) if what is not None else None
+
+    async def fetch(self, req: FetchRequest, settings: Settings) -> Page:
+        try:
+            what = self.match(req.target, settings) if classify(req.target).kind == "http" else None
+        except ValueError:
+            what = None
+        if what is None:
+            raise TrawlError(ErrorCode.INVALID_REQUEST, f"the {self.name} reader does not read {req.target!r}")
+        try:
+            async with asyncio.timeout(settings.http_timeout_s):
+                return await self.read(what, req, settings)
+        except ReaderFallback:
+            raise
+        except TrawlError as err:
+            if err.code == ErrorCode.BLOCKED_BY_POLICY:
+                raise  # the site policy or the private-network rule: final, no other source
+            raise ReaderFallback(err.code, err.message, f"{self.api} failed ({err.code})", err.hint) from None
+        except TimeoutError:
+            raise ReaderFallback(ErrorCode.TIMEOUT, f"{self.api} did not answer within {settings.http_timeout_s:g} s",
+                                 f"{self.api} timed out") from None
+        except Exception as exc:  # an answer in a shape the reader does not know: read the page instead
+            log.warning("%s reader failed on %s", self.name, req.target, exc_info=True)
+            raise ReaderFallback(ErrorCode.HTTP_ERROR, f"{self.api} answered in an unexpected shape "
+                                 f"({type(exc).__name__})", f"{self.api} answered in an unexpected shape") from None
+
+
+def expect_json(resp: ApiResponse, api: str) -> Any:
+    data = resp.json()
+    if data is None:
+        raise ReaderFallback(ErrorCode.HTTP_ERROR, f"{api} did not answer with JSON", f"{api} did not answer JSON")
+    return data
+
+
+def on_host(url: str, hosts: frozenset[str], suffixes: tuple[str, ...], bases: tuple[str, ...]) -> bool:
+    """``url`` is on one of the site's public hosts, or on the host:port of a configured API/base URL."""
+    parts = urlsplit(url)
+    host = (parts.hostname or "").lower().rstrip(".")
+    if host in hosts or any(host.endswith(s) for s in suffixes):
+        return True
+    with contextlib.suppress(ValueError):
+        here = host_port(url)
+        return any(b and here == host_port(b) for b in bases)
+    return False
+
+
+def clock(seconds: float) -> str:
+    s = max(0, int(seconds))
+    h, rem = divmod(s, 3600)
+    m, sec = divmod(rem, 60)
+    return f"{h}:{m:02d}:{sec:02d}" if h else f"{m:02d}:{sec:02d}"
