@@ -168,13 +168,15 @@ class Engine:
         for i, (source, reason) in enumerate(plan):
             try:
                 if failures:
-                    reason += " (after " + ", ".join(f"{name}: {e.code}" for name, e in failures) + ")"
+                    reason += " (after " + ", ".join(f"{name}: {getattr(e, 'fallback', '') or e.code}"
+                                                     for name, e in failures) + ")"
                 return await self._prepare_from(source, reason, req, timings)
             except TrawlError as err:
                 if err.code in _FINAL_CODES:  # a refusal is final: no other source may try to read it
                     raise _final(err, source.name, failures) from None
                 failures.append((source.name, err))
-                if i + 1 == len(plan) or err.code not in _FALLBACK_CODES:
+                # A site reader's failure (sources/readers: an API error, rate limit, private content) falls back.
+                if i + 1 == len(plan) or (err.code not in _FALLBACK_CODES and not getattr(err, "fallback", "")):
                     raise _most_telling(failures) from None
                 self._status(f"{source.name}: {err.code}; trying {plan[i + 1][0].name}")
         raise AssertionError("unreachable: the router never returns an empty plan")
