@@ -35,6 +35,7 @@ from . import fuse, select
 from .ahead import EmbedAhead
 from .bm25 import BM25Index
 from .embed import CALIBRATION_TEXT, Embedder, EmbedError, embed_text, make_embedder
+from .expand import Expander, blend
 from .rerank import Reranker, RerankError, apply_scores
 from .tokenize import guess_lang, same_language, script_of, stopwords, tokens
 
@@ -65,6 +66,7 @@ class Retriever:
         self.settings = settings
         self._embedder: Embedder | None = make_embedder(settings, on_status, transport)
         self._reranker = Reranker(settings, transport) if settings.rerank_url else None
+        self._expander = Expander.of(settings, transport)  # HyDE (expand.py); None unless expand_url is set
         self._cache = EmbeddingCache(
             settings.cache_dir,
             self._embedder.model_id if self._embedder else "none",
@@ -73,7 +75,7 @@ class Retriever:
             secret=lambda: cache_key(settings.state_dir),  # file names keyed with the user's secret
         )
         self._indexes: OrderedDict[str, BM25Index] = OrderedDict()
-        self._qvecs: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+        self._qvecs: OrderedDict[tuple[str, str, str], np.ndarray] = OrderedDict()
         self._lock = threading.Lock()
         self._down_until = {"embed": 0.0, "rerank": 0.0}
         self._ahead = (
@@ -111,6 +113,7 @@ class Retriever:
         )
         d["mode"] = ("hybrid+rerank" if self._reranker else "hybrid") if self._embedder else "bm25-only"
         d["rerank"] = self._reranker.url if self._reranker else None
+        d["expand"] = self._expander.describe() if self._expander else None
         d["embed_ahead"] = self._ahead is not None
         d["embed_ahead_pending"] = self._ahead.pending() if self._ahead else 0
         d["embedding_rate_chunks_s"] = round(self._rate, 2)
@@ -143,7 +146,7 @@ class Retriever:
     def close(self) -> None:
         if self._ahead:
             self._ahead.close()
-        for part in (self._embedder, self._reranker):
+        for part in (self._embedder, self._reranker, self._expander):
             close = getattr(part, "close", None)
             if close:
                 close()
@@ -169,7 +172,7 @@ class Retriever:
         if self._embedder is not None and not self._is_down("embed"):
             try:
                 with self._ahead.foreground() if self._ahead else _Null():  # embedding ahead waits
-                    dense, have_vec, fresh, late = self._dense(query, chunks, bm, qterms, blind, seen, t0)
+                    dense, have_vec, fresh, late = self._dense(query, chunks, bm, qterms, blind, seen, t0, warnings)
                 if late:
                     warnings.append(
                         f"dense budget ({self.settings.dense_budget_s:g} s) reached: {len(have_vec)} of "
@@ -233,6 +236,7 @@ class Retriever:
         blind: bool,
         seen: bool,
         t0: float,
+        warnings: list[str] | None = None,
     ) -> tuple[np.ndarray, list[int], int, bool]:
         """Dense score per chunk (0 where none) for cached vectors plus a budget of new ones."""
         assert self._embedder is not None
@@ -240,8 +244,10 @@ class Retriever:
         texts = [embed_text(c) for c in chunks]
         keys = [self._cache.key(t) for t in texts]
         vecs: dict[str, np.ndarray] = self._cache.get_many(keys)
-        qvec = self._query_vec(query)
-        deadline = t0 + s.dense_budget_s
+        t_q = time.perf_counter()
+        qvec = self._query_vec(query, warnings)
+        # the expansion's chat call is not embedding time: it does not eat the dense budget
+        deadline = t0 + s.dense_budget_s + (time.perf_counter() - t_q if self._expander else 0.0)
         missing = [i for i, key in enumerate(keys) if key not in vecs]
         late = False
         fresh = 0
@@ -343,15 +349,18 @@ class Retriever:
         sims = np.array([float(vecs[k] @ qvec) for k in keys])
         return [paths[i] for i in np.argsort(-sims, kind="stable")]
 
-    def _query_vec(self, query: str) -> np.ndarray:
+    def _query_vec(self, query: str, warnings: list[str] | None = None) -> np.ndarray:
         assert self._embedder is not None
-        key = (self._embedder.model_id, query)
+        hyde = self._expander.answer(query, warnings) if self._expander and warnings is not None else None
+        key = (self._embedder.model_id, query, hyde or "")
         with self._lock:
             v = self._qvecs.get(key)
             if v is not None:
                 self._qvecs.move_to_end(key)
                 return v
         v = self._embedder.query(query)
+        if hyde:  # the question's vector blended with its hypothetical answer's (expand.py)
+            v = blend(v, self._embedder.passages([hyde])[0])
         with self._lock:
             self._qvecs[key] = v
             while len(self._qvecs) > 256:
