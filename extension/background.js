@@ -20,6 +20,7 @@ const ALARM = "trawl-reconnect";
 const LOG_SIZE = 20;
 
 let recent = [];
+let indexed = [];
 let badgeTimer = null;
 
 // Config and policy are read once and kept in memory; storage.onChanged drops the copies.
@@ -443,6 +444,11 @@ function pageReply(msg, tabId, url, finalUrl, title, got, via, warnings, timings
 async function handle(msg) {
   if (msg.type === "ping") return { type: "pong", id: msg.id };
   if (msg.type === "policy") return acceptPolicy(msg).then(() => null); // the daemon's newer copy
+  if (msg.type === "indexed") {
+    // The open tabs the daemon holds read ahead (title, host, chunks, embedded), for the popup.
+    indexed = msg.tabs;
+    return chrome.storage.session.set({ indexed }).then(() => null, () => null);
+  }
   if (msg.type === "notice") {
     // e.g. the daemon refused an agent's URL that carried data from earlier reads (exit guard): show it in the log
     const entry = { t: Date.now(), what: `${msg.what}: ${msg.detail}`.slice(0, 300), ms: 0, code: msg.code };
@@ -580,8 +586,9 @@ chrome.runtime.onMessage.addListener((req, sender, sendResponse) => {
       if (link) link.close();
     }
     const cfg = await readConfig();
-    const { recent: saved } = await chrome.storage.session.get("recent");
+    const { recent: saved, indexed: held } = await chrome.storage.session.get(["recent", "indexed"]);
     sendResponse({
+      indexed: held || indexed,
       link: link ? link.status : { state: "disconnected", detail: "" },
       paired: Boolean(cfg.secret),
       pairing: Boolean(cfg.pairCode),

@@ -47,6 +47,16 @@ function render(s) {
     if (!r.ok) li.className = "fail";
     list.append(li);
   }
+  // Open tabs the daemon holds read ahead (in its memory only): title, host, chunks, embedded or not.
+  const held = $("indexed");
+  held.textContent = "";
+  for (const t of s.indexed && s.indexed.length ? s.indexed : [null]) {
+    const li = document.createElement("li");
+    if (t === null) li.className = "empty";
+    li.textContent = t === null ? "None." : `${t.title || t.host} (${t.host}) · ${t.chunks} chunks · ` +
+      (t.embedded >= t.chunks ? "embedded" : `${t.embedded}/${t.chunks} embedded`);
+    held.append(li);
+  }
   document.body.dataset.state = link.state;
   document.body.dataset.paired = String(Boolean(s.paired));
 }

@@ -220,3 +220,31 @@ async def test_reading_ahead_can_be_turned_off(tmp_path: Path, chromium: str, si
         assert reader.reads == 0 and not reader.entries and reader.describe()["enabled"] is False
     finally:
         await close_linked(stack)
+
+
+async def test_popup_and_status_page_show_what_is_read_ahead(linked: Linked, site: LocalSite) -> None:
+    import aiohttp
+
+    url = site.add("/lighthouse", LIGHTHOUSE)
+    await linked.open_tab(url)
+    reader = reader_of(linked)
+    await wait_read(reader, await tab_id(linked, url), url)
+
+    popup = await linked.context.new_page()
+    await popup.goto(f"chrome-extension://{PINNED_EXTENSION_ID}/popup/popup.html")
+    row = await popup.wait_for_selector("#indexed li:has-text('Lighthouse keeping')", timeout=10_000)
+    assert row is not None and f"127.0.0.1:{site.port}" in await row.inner_text()
+    assert "chunks" in await row.inner_text()
+    # The popup's quiet pre-reads did not flash the badge ("read" is for an agent's reads).
+    worker = await linked.worker()
+    assert await worker.evaluate("chrome.action.getBadgeText({})") != "read"
+
+    headers = {"Authorization": f"Bearer {linked.daemon.token}"}
+    async with aiohttp.ClientSession(headers=headers) as http:
+        async with http.get(f"{linked.daemon.url}/v1/status") as resp:
+            status = await resp.json()
+        async with http.get(f"{linked.daemon.url}/") as resp:
+            page_html = await resp.text()
+    held = status["browser"]["preread"]
+    assert held["enabled"] is True and held["tabs"][0]["title"] == "Lighthouse keeping"
+    assert "Tabs read ahead" in page_html and "Lighthouse keeping" in page_html

@@ -63,9 +63,8 @@ class TabIndex:
         return self.prep.chunks
 
     def describe(self) -> dict[str, Any]:
-        host = self.url.split("://", 1)[-1].split("/", 1)[0]
         n = len(self.prep.chunks)
-        return {"tab": self.tab_id, "title": self.title[:120], "host": host[:100], "chunks": n,
+        return {"tab": self.tab_id, "title": self.title[:120], "host": _host(self.url)[:100], "chunks": n,
                 "embedded": self.embedded, "fully_embedded": self.embedded >= n, "age_s": round(time.time() - self.at)}
 
 
@@ -119,6 +118,10 @@ class PreReader:
     async def _notify(self) -> None:
         async with self._changed:
             self._changed.notify_all()
+        if self.hub.attached:  # the popup shows what is held
+            tabs = [{"tab_id": e.tab_id, "title": e.title[:120], "host": _host(e.url)[:100],
+                     "chunks": len(e.chunks), "embedded": e.embedded} for e in reversed(self.entries.values())]
+            await self.hub.notify("indexed", tabs=tabs)
 
     async def wait_for(self, pred: Any, timeout_s: float) -> bool:
         """Wait until ``pred()`` holds (tests, benchmarks); False on timeout."""
@@ -159,6 +162,7 @@ class PreReader:
         entry = await self._read(tid, gen, tab, background=False)
         if self.enabled:
             self._keep(entry)
+            await self._notify()
         return entry
 
     async def _read(self, tid: int, gen: int, tab: dict[str, Any], *, background: bool) -> TabIndex:
@@ -273,6 +277,10 @@ class PreReader:
                 await self._task
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _host(url: str) -> str:
+    return url.split("://", 1)[-1].split("/", 1)[0]
 
 
 def _strip(url: str) -> str:

@@ -190,6 +190,7 @@ def render_html(st: dict[str, Any]) -> str:
 <dt>Requests</dt><dd>{req['requests']} served, {_plural(req['errors'], 'error')}, {req['in_flight']} in flight
 (limit {req['queue_limit']})</dd>
 <dt>Browser</dt><dd>{e(st['browser']['summary'])}</dd>
+<dt>Tabs read ahead</dt><dd>{_preread_html(st['browser'].get('preread'))}</dd>
 <dt>Site policy</dt><dd>{e(site_policy.summary(st['site_policy']))}</dd>
 <dt>Log file</dt><dd><code>{e(st['log_file'] or '(stderr only)')}</code></dd>
 </dl>
@@ -200,6 +201,17 @@ def render_html(st: dict[str, Any]) -> str:
 <p><small>This page refreshes every 10 seconds. It needs no JavaScript.</small></p>
 </body></html>
 """
+
+
+def _preread_html(pre: dict[str, Any] | None) -> str:
+    """The open tabs held read ahead (browser/preread.py): title, host, chunks, embedded or not."""
+    if not pre:
+        return "no browser link"
+    if not pre.get("enabled"):
+        return "off (setting preread_tabs)"
+    rows = [f"{html.escape(t['title'] or t['host'])} ({html.escape(t['host'])}): {t['chunks']} chunks, "
+            + ("embedded" if t["fully_embedded"] else f"{t['embedded']} embedded") for t in pre.get("tabs", [])]
+    return "none" if not rows else "<br>".join(rows)
 
 
 def _exits_html(ex: dict[str, Any]) -> str:
