@@ -12,7 +12,7 @@ import json
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 from trawl.browser import PINNED_EXTENSION_ID
@@ -27,7 +27,10 @@ pytestmark = pytest.mark.e2e
 SECRET = "Statement: the joint account holds 12,940 euros."
 
 
-async def until[T](what: str, probe: Callable[[], Awaitable[T | None]], deadline_s: float = 20.0) -> T:
+T = TypeVar("T")
+
+
+async def until(what: str, probe: Callable[[], Awaitable[T | None]], deadline_s: float = 20.0) -> T:
     """Wait for ``probe`` to return something truthy (a condition with a deadline, not a sleep)."""
     end = time.monotonic() + deadline_s
     last: T | None = None

@@ -27,6 +27,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
+from typing import Generic, TypeVar
 
 from ..atomicfile import TEMP_PREFIX, write_atomic
 from .salt import private_dir
@@ -225,7 +226,11 @@ class DiskStore:
         self._log.info("cache %s trimmed: %d entries removed, %d bytes kept", self.root, removed, total)
 
 
-class MemoryLRU[K, V]:
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+class MemoryLRU(Generic[K, V]):
     """Least recently used items first out, bounded by count and by bytes (``size`` of each value).
 
     An item bigger than ``max_item_bytes`` is not kept (one huge page must not flush the layer).
