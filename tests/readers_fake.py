@@ -205,8 +205,9 @@ def install_github(site: FakeSite) -> None:
              "created_at": "2026-03-01T10:00:00Z", "reactions": _reactions(5),
              "html_url": "https://github.com/acme/widget/issues/42"}
     site.json(f"{api}/issues/42", issue)
-    comments = [{"id": i, "user": _user(u), "author_association": role, "body": body, "reactions": _reactions(plus),
-                 "created_at": f"2026-03-0{i + 2}T09:00:00Z"} for i, (u, role, plus, body) in enumerate(GITHUB_COMMENTS)]
+    comments = [{"id": i, "user": _user(u), "author_association": role, "body": body,
+                 "reactions": _reactions(plus), "created_at": f"2026-03-0{i + 2}T09:00:00Z"}
+                for i, (u, role, plus, body) in enumerate(GITHUB_COMMENTS)]
     site.json(f"{api}/issues/42/comments", comments)
     pull = {"number": 43, "title": "Treat an empty config file as defaults", "state": "closed", "merged": True,
             "user": _user("mara"), "author_association": "MEMBER", "body": "Fixes #42. The loader returns the "
@@ -326,7 +327,8 @@ Lake Vida · Lake Untersee · Don Juan Pond</td></tr></table></div>
 def install_wiki(site: FakeSite) -> None:
     """MediaWiki action API fixtures. ``action=parse`` with ``formatversion=2``: ``parse.title``, ``pageid``,
     ``displaytitle`` and ``text`` (HTML), from www.mediawiki.org/wiki/API:Parsing_wikitext and the module help
-    (Special:ApiHelp/parse); errors ``{"error": {"code", "info"}}`` from www.mediawiki.org/wiki/API:Errors_and_warnings."""
+    (Special:ApiHelp/parse); errors ``{"error": {"code", "info"}}`` from
+    www.mediawiki.org/wiki/API:Errors_and_warnings."""
 
     async def api(request: web.Request) -> web.StreamResponse:
         if request.query.get("action") != "parse" or request.query.get("format") != "json":

@@ -182,6 +182,17 @@ def label(text: Any, limit: int = 80) -> str:
     return s if len(s) <= limit else s[: limit - 1] + "…"
 
 
+def code_label(text: Any, limit: int = 40) -> str:
+    """An API's error code or status word (``throttle_violation``, ``LOGIN_REQUIRED``): letters, digits, ``_.-``."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "", str(text or ""))[:limit]
+
+
+def title_label(text: Any, limit: int = 200) -> str:
+    """A document title for the top heading: one line, no heading or marker characters, bounded."""
+    s = " ".join(re.sub(r"[#⟦⟧\\]+", " ", str(text or "")).split())
+    return s if len(s) <= limit else s[: limit - 1] + "…"
+
+
 def neutral(text: str) -> str:
     """Page text must not forge the hidden-text markers the sanitiser reads."""
     return text.replace("⟦", "[").replace("⟧", "]").replace("\r\n", "\n").replace("\x00", "")
@@ -254,7 +265,7 @@ def fence(code: str, lang: str = "") -> str:
 def markdown_page(req: FetchRequest, source: str, markdown: str, title: str,
                   warnings: list[str] | tuple[str, ...] = (), kind: PageKind = "markdown") -> Page:
     return Page(url=req.target, final_url=req.target, kind=kind, source=source, content_type="text/markdown",
-                text=markdown, title=label(title, 200), status=200, warnings=tuple(warnings))
+                text=markdown, title=title_label(title), status=200, warnings=tuple(warnings))
 
 
 # ------------------------------------------------------------------------------------------- the source

@@ -31,6 +31,7 @@ from .base import (
     Reader,
     ReaderFallback,
     body_text,
+    code_label,
     demote,
     expect_json,
     fence,
@@ -39,6 +40,7 @@ from .base import (
     neutral,
     on_host,
     status_fallback,
+    title_label,
 )
 
 HOSTS = frozenset({"github.com", "www.github.com"})
@@ -135,7 +137,7 @@ class GitHubReader(Reader):
         title = f"{what.owner}/{what.repo}"
         markdown = name.lower().endswith(_MARKDOWN_EXT) or "." not in name
         body = demote(neutral(text), 1) if markdown else neutral(text)
-        md = f"# {label(title)}\n\nREADME ({label(name)}) of the GitHub repository {label(title)}.\n\n{body}"
+        md = f"# {title_label(title)}\n\nREADME ({label(name)}) of the GitHub repository {label(title)}.\n\n{body}"
         return markdown_page(req, self.name, md, title)
 
     async def _file(self, s: ApiSession, repo: str, what: Target, req: FetchRequest) -> Page:
@@ -155,7 +157,7 @@ class GitHubReader(Reader):
         else:
             body = fence(neutral(text), label(lower.rsplit(".", 1)[-1], 16))
         where = f"File {label(what.path, 160)} at {label(what.ref)} in {what.owner}/{what.repo}."
-        md = f"# {label(title, 160)}\n\n{where}\n\n{body}"
+        md = f"# {title_label(title, 160)}\n\n{where}\n\n{body}"
         return markdown_page(req, self.name, md, title)
 
     async def _thread(self, s: ApiSession, repo: str, what: Target, req: FetchRequest) -> Page:
@@ -180,13 +182,14 @@ class GitHubReader(Reader):
                 f"{len(comments)} comments"]
         if labels:
             meta.append("labels: " + ", ".join(labels))
-        parts = [f"# {label(title, 160)}", " · ".join(m for m in meta if m)]
+        parts = [f"# {title_label(title, 160)}", " · ".join(m for m in meta if m)]
         parts.append(_record(f"{kind.capitalize()} by {_who(item)}", item))
         events: list[tuple[str, str, str, dict[str, Any]]] = []  # (time, kind, where, item)
         for c in comments:
             events.append((str(c.get("created_at") or ""), "Comment", "", c))
         for r in reviews:
-            events.append((str(r.get("submitted_at") or ""), f"Review ({label(r.get('state'), 30).lower()})", "", r))
+            verdict = code_label(r.get("state")).lower().replace("_", " ")
+            events.append((str(r.get("submitted_at") or ""), f"Review ({verdict})", "", r))
         for c in review_comments:
             where = label(c.get("path"), 100)
             line = c.get("line") or c.get("original_line")

@@ -18,7 +18,17 @@ from urllib.parse import parse_qs, unquote, urlencode, urlsplit
 from ...settings import Settings
 from ...types import ErrorCode, Page
 from ..base import FetchRequest
-from .base import Reader, ReaderFallback, expect_json, html_to_markdown, label, markdown_page, on_host, status_fallback
+from .base import (
+    Reader,
+    ReaderFallback,
+    code_label,
+    expect_json,
+    html_to_markdown,
+    markdown_page,
+    on_host,
+    status_fallback,
+    title_label,
+)
 
 SUFFIXES = (".wikipedia.org", ".wiktionary.org", ".wikibooks.org", ".wikivoyage.org", ".wikiquote.org",
             ".wikisource.org", ".wikinews.org", ".wikiversity.org")
@@ -68,7 +78,7 @@ class MediaWikiReader(Reader):
             resp = await s.get(f"{api}?{urlencode(params)}")
         data = resp.json()
         if isinstance(data, dict) and isinstance(data.get("error"), dict):
-            code = label(data["error"].get("code"), 40)
+            code = code_label(data["error"].get("code"))
             if code in _RATE:
                 raise ReaderFallback(ErrorCode.HTTP_ERROR, f"{self.api} is busy ({code})",
                                      f"{self.api} rate limit or lag ({code})")
@@ -93,7 +103,7 @@ class MediaWikiReader(Reader):
         shown = _plain(str(parsed.get("displaytitle") or parsed.get("title") or title))
         warnings: list[str] = []
         body = html_to_markdown(_trim(text), settings, warnings)
-        md = f"# {label(shown, 200)}\n\n{body}"
+        md = f"# {title_label(shown, 200)}\n\n{body}"
         return markdown_page(req, self.name, md, shown, warnings)
 
 

@@ -24,11 +24,13 @@ from .base import (
     Reader,
     ReaderFallback,
     body_text,
+    code_label,
     expect_json,
     label,
     markdown_page,
     on_host,
     status_fallback,
+    title_label,
 )
 
 HOSTS = frozenset({"reddit.com", "www.reddit.com", "old.reddit.com", "new.reddit.com", "np.reddit.com",
@@ -73,7 +75,7 @@ class RedditReader(Reader):
         sub = label(post.get("subreddit_name_prefixed") or "", 30)
         meta = [sub or "Reddit", f"posted by u/{label(post.get('author'), 30)}", _score(post),
                 f"{post.get('num_comments', 0)} comments"]
-        parts = [f"# {label(title, 200)}", " · ".join(m for m in meta if m)]
+        parts = [f"# {title_label(title, 200)}", " · ".join(m for m in meta if m)]
         body = body_text(post.get("selftext"))
         link = str(post.get("url") or "")
         if not post.get("is_self") and link.startswith(("http://", "https://")):
@@ -133,7 +135,7 @@ def _walk(children: list[dict[str, Any]], depth: int, parts: list[str], state: d
 
 def _fallback(resp: ApiResponse) -> ReaderFallback:
     data = resp.json()
-    reason = label(data.get("reason"), 30) if isinstance(data, dict) else ""
+    reason = code_label(data.get("reason")) if isinstance(data, dict) else ""
     if resp.status == 403 and reason:
         return ReaderFallback(ErrorCode.LOGIN_REQUIRED, f"Reddit refused the thread ({reason})",
                               f"Reddit says the community is {reason}")

@@ -23,6 +23,7 @@ from .base import (
     ApiResponse,
     Reader,
     ReaderFallback,
+    code_label,
     expect_json,
     flatten_headings,
     html_to_markdown,
@@ -30,6 +31,7 @@ from .base import (
     markdown_page,
     on_host,
     status_fallback,
+    title_label,
 )
 
 HOSTS = frozenset({"stackoverflow.com", "superuser.com", "serverfault.com", "askubuntu.com", "mathoverflow.net",
@@ -83,7 +85,7 @@ class StackExchangeReader(Reader):
             meta.append(f"tags: {tags}")
         if accepted:
             meta.append("has an accepted answer")
-        parts = [f"# {label(title, 200)}", " · ".join(meta)]
+        parts = [f"# {title_label(title, 200)}", " · ".join(meta)]
         parts.append(_post("Question", question, settings, warnings))
         for a in answers:
             parts.append(_post("Answer", a, settings, warnings, accepted))
@@ -93,7 +95,7 @@ class StackExchangeReader(Reader):
 def _items(resp: ApiResponse, api: str) -> list[dict[str, Any]]:
     data = resp.json()
     if isinstance(data, dict) and ("error_id" in data or "error_name" in data):
-        name = label(data.get("error_name"), 40)
+        name = code_label(data.get("error_name"))
         if name in _THROTTLE or data.get("error_id") in (502, 503):
             raise ReaderFallback(ErrorCode.HTTP_ERROR, f"{api} throttled the request ({name})",
                                  f"{api} rate limit reached ({name})")

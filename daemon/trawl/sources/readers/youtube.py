@@ -26,7 +26,19 @@ from lxml import etree
 from ...settings import Settings
 from ...types import ErrorCode, Page
 from ..base import FetchRequest
-from .base import Reader, ReaderFallback, clock, label, markdown_page, neutral, on_host, origin, status_fallback
+from .base import (
+    Reader,
+    ReaderFallback,
+    clock,
+    code_label,
+    label,
+    markdown_page,
+    neutral,
+    on_host,
+    origin,
+    status_fallback,
+    title_label,
+)
 
 HOSTS = frozenset({"youtube.com", "www.youtube.com", "m.youtube.com", "youtu.be", "music.youtube.com"})
 _ID = re.compile(r"^[A-Za-z0-9_-]{11}$")
@@ -75,10 +87,10 @@ class YouTubeReader(Reader):
             state = str((status or {}).get("status") or "OK")
             if state in ("LOGIN_REQUIRED", "AGE_CHECK_REQUIRED", "CONTENT_CHECK_REQUIRED"):
                 raise ReaderFallback(ErrorCode.LOGIN_REQUIRED, "YouTube wants a login for this video",
-                                     f"YouTube needs a login for this video ({label(state, 30)})")
+                                     f"YouTube needs a login for this video ({code_label(state)})")
             if state not in ("OK", "LIVE_STREAM_OFFLINE"):
                 raise ReaderFallback(ErrorCode.NOT_FOUND, f"YouTube cannot play this video ({state})",
-                                     f"YouTube says the video is unavailable ({label(state, 30)})")
+                                     f"YouTube says the video is unavailable ({code_label(state)})")
             track = _track(player)
             if track is None:
                 raise ReaderFallback(ErrorCode.EMPTY_CONTENT, "the video has no captions",
@@ -103,7 +115,7 @@ class YouTubeReader(Reader):
         if isinstance(length, str) and length.isdigit():
             meta.append(f"length {clock(int(length))}")
         meta.append(f"transcript: {label(track.get('languageCode'), 12)}" + (" (automatic captions)" if auto else ""))
-        parts = [f"# {label(title, 200)}", " · ".join(meta)]
+        parts = [f"# {title_label(title, 200)}", " · ".join(meta)]
         desc = neutral(str(details.get("shortDescription") or "")).strip()
         if desc:
             parts.append("## Description\n\n" + _paras(desc))
