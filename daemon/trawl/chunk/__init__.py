@@ -23,5 +23,5 @@ def chunk_document(doc: Document, settings: Settings) -> list[Chunk]:
     blocks = parse_blocks(doc.markdown)
     target = max(64, settings.chunk_chars)
     target_cjk = max(32, settings.chunk_chars_cjk)
-    pieces = Assembler(target=target, target_cjk=target_cjk).feed(blocks)
+    pieces = Assembler(target=target, target_cjk=target_cjk, lang=doc.lang).feed(blocks)
     return make_chunks(pieces)

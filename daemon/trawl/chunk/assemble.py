@@ -58,6 +58,7 @@ class _Piece:
 class Assembler:
     target: int
     target_cjk: int
+    lang: str = ""  # the page's language: some sentence rules depend on it (ordinals with a dot)
     pieces: list[_Piece] = field(default_factory=list)
     _stack: list[tuple[int, str]] = field(default_factory=list)
     _run: list[_Unit] = field(default_factory=list)
@@ -167,7 +168,7 @@ class Assembler:
             if len(u.text) <= target:
                 small.append(u)
                 continue
-            pieces = split_text(u.text, target, int(HARD_SENTENCE * target))
+            pieces = split_text(u.text, target, int(HARD_SENTENCE * target), self.lang)
             if len(pieces) > PREPACK_PIECES:  # a huge blob: fewer, larger units keep packing fast
                 pieces = _pack_pieces(pieces, target)
             for j, (s, sep) in enumerate(pieces):
