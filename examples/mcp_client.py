@@ -2,6 +2,9 @@
 
     python examples/mcp_client.py stdio https://example.org "what is this domain for?"
     python examples/mcp_client.py http  https://example.org "what is this domain for?"
+
+Run it with the Python trawl is installed in (e.g. .venv/bin/python); no activated venv is needed: the stdio
+bridge is started as ``<this python> -m trawl_mcp``, not looked up on PATH.
 """
 
 from __future__ import annotations
@@ -19,7 +22,9 @@ from trawl.settings import Settings, child_environment
 async def main(transport: str, url: str, query: str) -> None:
     settings = Settings.from_env()  # the same state directory and port the daemon uses
     if transport == "stdio":
-        target = Client(StdioServerParameters(command="trawl-mcp", args=[], env=child_environment(settings)))
+        env = child_environment(settings)
+        bridge = StdioServerParameters(command=sys.executable, args=["-m", "trawl_mcp"], env=env)
+        target = Client(bridge)
         async with target as client:
             result = await client.call_tool("fetch_page", {"url": url, "query": query})
     else:

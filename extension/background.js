@@ -130,7 +130,12 @@ async function listTabs(msg, policy) {
   const out = [];
   let hidden = 0;
   for (const t of tabs) {
-    if (!t.url || !decide(policy, t.url).allowed) {
+    // Browser pages (about:blank, chrome://, this extension's own pages) are no web pages: not listed, and not
+    // counted as hidden by the user's site policy either (agents read http(s) pages only).
+    if (!t.url || !/^https?:/i.test(t.url)) {
+      continue;
+    }
+    if (!decide(policy, t.url).allowed) {
       hidden += 1;
       continue;
     }

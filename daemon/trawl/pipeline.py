@@ -25,6 +25,7 @@ from .netguard import NetGuard
 from .policy import check_url
 from .retrieve import Retriever
 from .roots import FileAccess
+from .scores import on_scale
 from .settings import Settings
 from .sources.base import FetchRequest, Source
 from .sources.file import file_changed
@@ -137,8 +138,10 @@ class Engine:
             return FetchResult.failure(req.target, err, query=req.query, timings_ms=timings)
 
     async def rank(self, query: str, chunks: list[Chunk], lang: str, k: int | None, key: str) -> Any:
-        """Stage 5 alone, off the event loop, over any chunks (search_tabs ranks all tabs' chunks at once)."""
-        return await self._run(self.retriever.rank, query, chunks, lang, k, key)
+        """Stage 5 alone, off the event loop, over any chunks (search_tabs ranks all tabs' chunks at once); scores
+        on the public 0-1 scale (trawl.scores)."""
+        ranking = await self._run(self.retriever.rank, query, chunks, lang, k, key)
+        return replace(ranking, chunks=on_scale(ranking.chunks, ranking.mode))
 
     async def aclose(self) -> None:
         """Release what sources hold (HTTP clients, browsers) and stop background embedding."""
@@ -176,7 +179,8 @@ class Engine:
                     raise _final(err, source.name, failures) from None
                 failures.append((source.name, err))
                 # A site reader's failure (sources/readers: an API error, rate limit, private content) falls back.
-                if i + 1 == len(plan) or (err.code not in _FALLBACK_CODES and not getattr(err, "fallback", "")):
+                if i + 1 == len(plan) or (err.code not in _FALLBACK_CODES and not getattr(err, "fallback", "")) \
+                        or _users_own_wall(source.name, err):
                     raise _most_telling(failures) from None
                 self._status(f"{source.name}: {err.code}; trying {plan[i + 1][0].name}")
         raise AssertionError("unreachable: the router never returns an empty plan")
@@ -231,7 +235,7 @@ class Engine:
 
         # 6. sanitise
         t = time.perf_counter()
-        chunks = sanitise_stage.flag(ranking.chunks, prep.doc.hidden_text)
+        chunks = sanitise_stage.flag(on_scale(ranking.chunks, ranking.mode), prep.doc.hidden_text)  # scores 0-1
         timings["sanitise"] = _ms(t)
         if ranking.cached_embeddings:
             cached = (*cached, "embeddings")
@@ -331,6 +335,15 @@ _FALLBACK_CODES = frozenset(
         ErrorCode.BROWSER_UNAVAILABLE,
     }
 )
+
+
+# Walls the user's own browser showed: the page as their session sees it. A headless browser or plain HTTP has no
+# session and cannot do better, so none is launched; the extension's hint (log in in that browser) stands.
+_USERS_WALLS = frozenset({"login", "paywall", "challenge", "consent"})
+
+
+def _users_own_wall(source: str, err: TrawlError) -> bool:
+    return source == "extension" and getattr(err, "kind", "") in _USERS_WALLS
 
 
 # Refusals: no other source is tried after one of these.

@@ -44,9 +44,15 @@ async def test_stdio_configs(tmp_path: Path, name: str) -> None:
         stop_daemon(tmp_path / "state")
 
 
-async def test_http_config(tmp_path: Path) -> None:
-    entry = json.loads((EXAMPLES / "mcp-http.json").read_text())["mcpServers"]["trawl"]
-    assert entry["type"] == "http"
+# The "type" each client documents for streamable HTTP: the MCP Inspector's config file says "streamable-http"
+# (it cannot use "http"); Claude Code's .mcp.json says "http".
+HTTP_CONFIGS = {"mcp-http.json": "streamable-http", "claude-code-mcp.json": "http"}
+
+
+@pytest.mark.parametrize(("name", "kind"), sorted(HTTP_CONFIGS.items()))
+async def test_http_config(tmp_path: Path, name: str, kind: str) -> None:
+    entry = json.loads((EXAMPLES / name).read_text())["mcpServers"]["trawl"]
+    assert entry["type"] == kind
     page = write_pages(tmp_path / "site", 1)[0]
     async with RunningDaemon(daemon_settings(tmp_path)) as d:
         url = entry["url"].replace(":8765", f":{d.port}")
@@ -55,6 +61,24 @@ async def test_http_config(tmp_path: Path) -> None:
         async with http, Client(streamable_http_client(url, http_client=http)) as c:
             res = await c.call_tool("fetch_page", {"url": str(page), "query": "pricing per month"})
         assert res.is_error is False and "euros" in res.content[0].text  # type: ignore[union-attr]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(150)
+async def test_python_example_over_stdio_without_an_activated_venv(tmp_path: Path) -> None:
+    """examples/mcp_client.py run by the venv's python with a PATH that has no trawl-mcp on it (finding 7)."""
+    page = write_pages(tmp_path / "site", 1)[0]
+    env = {**_env(tmp_path, free_port()), "PATH": "/usr/bin:/bin"}
+    env.pop("VIRTUAL_ENV", None)
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, str(EXAMPLES / "mcp_client.py"), "stdio", str(page), "pricing per month in euros",
+            env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        out, err = await asyncio.wait_for(proc.communicate(), 120)
+    finally:
+        stop_daemon(tmp_path / "state")
+    assert proc.returncode == 0, err.decode()[-2000:]
+    assert "euros" in out.decode()
 
 
 @pytest.mark.timeout(120)
