@@ -243,7 +243,10 @@ def install_github(site: FakeSite) -> None:
         "crashes with KeyError: 'sections'.</p></div>" + thread, nav_items=80, footer_items=40))
     site.html("/acme/widget/pull/43", chrome_page(
         "Treat an empty config file as defaults · Pull Request #43", "<h1>Treat an empty config file as "
-        "defaults #43</h1><p>Fixes #42.</p><p>ivo requested changes</p><p>Works on my machine now.</p>",
+        "defaults #43</h1><p>Fixes #42.</p><p>ivo requested changes</p><div class='review-thread'>"
+        "<a href='/f'>src/widget/loader.py</a><pre>+    text = open(os.path.join(root, name)).read()</pre>"
+        "<p>Please use pathlib instead of os.path here, like the rest of the loader.</p></div>"
+        "<p>Works on my machine now.</p>",
         nav_items=80))
     site.html("/acme/widget", chrome_page(
         "acme/widget: A small configurable widget runner", "<div class='file-navigation'>"
@@ -274,7 +277,7 @@ def install_stackexchange(site: FakeSite) -> None:
     /docs/answers-on-questions (filter=withbody adds ``body``), /docs/types/question, /docs/types/answer,
     /docs/types/shallow-user, the wrapper (``items``, ``has_more``, ``quota_max``, ``quota_remaining``) from
     /docs/wrapper and errors (``error_id``, ``error_name``, ``error_message``) from /docs/error-handling."""
-    q = {"question_id": 11227809, "title": "Why is processing a sorted array faster than processing an "
+    q: dict[str, Any] = {"question_id": 11227809, "title": "Why is processing a sorted array faster than processing an "
          "unsorted array?", "score": 27000, "answer_count": 3, "is_answered": True, "accepted_answer_id": 11227902,
          "tags": ["java", "c++", "performance", "branch-prediction"], "owner": {"display_name": "GManNickG",
          "reputation": 500000}, "link": "https://stackoverflow.com/questions/11227809", "creation_date": 1340805096,
@@ -283,10 +286,10 @@ def install_stackexchange(site: FakeSite) -> None:
          "</code></pre>"}
     wrap = {"has_more": False, "quota_max": 300, "quota_remaining": 297}
     site.json("/2.3/questions/11227809", {"items": [q], **wrap})
-    answers = [{"answer_id": 11227902 if acc else 1000 + i, "question_id": 11227809, "score": score,
-                "is_accepted": acc, "owner": {"display_name": name}, "body": body}
-               for i, (score, acc, name, body) in enumerate(SE_ANSWERS)]
-    answers.sort(key=lambda a: -a["score"])
+    answers: list[dict[str, Any]] = [
+        {"answer_id": 11227902 if acc else 1000 + i, "question_id": 11227809, "score": score, "is_accepted": acc,
+         "owner": {"display_name": name}, "body": body} for i, (score, acc, name, body) in enumerate(SE_ANSWERS)]
+    answers.sort(key=lambda a: -int(a["score"]))
     site.json("/2.3/questions/11227809/answers", {"items": answers, **wrap})
     main = (f"<h1>{q['title']}</h1><div class='question'>{q['body']}</div>"
             + "".join(f"<div class='answer'><div class='votes'>{a['score']}</div>{a['body']}"

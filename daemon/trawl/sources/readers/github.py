@@ -137,7 +137,7 @@ class GitHubReader(Reader):
         title = f"{what.owner}/{what.repo}"
         markdown = name.lower().endswith(_MARKDOWN_EXT) or "." not in name
         body = demote(neutral(text), 1) if markdown else neutral(text)
-        md = f"# {title_label(title)}\n\nREADME ({label(name)}) of the GitHub repository {label(title)}.\n\n{body}"
+        md = f"# {title_label(title)}\n\n{body}"
         return markdown_page(req, self.name, md, title)
 
     async def _file(self, s: ApiSession, repo: str, what: Target, req: FetchRequest) -> Page:
@@ -148,7 +148,7 @@ class GitHubReader(Reader):
                                  "the GitHub path is a directory or a link, not a file")
         text = _decode(data)
         name = what.path.rsplit("/", 1)[-1]
-        title = f"{what.owner}/{what.repo}: {what.path}"
+        title = f"{what.owner}/{what.repo}: {what.path} ({what.ref})"
         lower = name.lower()
         if lower.endswith(_MARKDOWN_EXT):
             body = demote(neutral(text), 1)
@@ -156,8 +156,7 @@ class GitHubReader(Reader):
             body = neutral(text)
         else:
             body = fence(neutral(text), label(lower.rsplit(".", 1)[-1], 16))
-        where = f"File {label(what.path, 160)} at {label(what.ref)} in {what.owner}/{what.repo}."
-        md = f"# {title_label(title, 160)}\n\n{where}\n\n{body}"
+        md = f"# {title_label(title, 200)}\n\n{body}"
         return markdown_page(req, self.name, md, title)
 
     async def _thread(self, s: ApiSession, repo: str, what: Target, req: FetchRequest) -> Page:
@@ -182,8 +181,9 @@ class GitHubReader(Reader):
                 f"{len(comments)} comments"]
         if labels:
             meta.append("labels: " + ", ".join(labels))
-        parts = [f"# {title_label(title, 160)}", " · ".join(m for m in meta if m)]
-        parts.append(_record(f"{kind.capitalize()} by {_who(item)}", item))
+        # The summary line opens the first record: a line alone would be a chunk of its own.
+        parts = [f"# {title_label(title, 160)}",
+                 _record(f"{kind.capitalize()} by {_who(item)}", item, " · ".join(m for m in meta if m))]
         events: list[tuple[str, str, str, dict[str, Any]]] = []  # (time, kind, where, item)
         for c in comments:
             events.append((str(c.get("created_at") or ""), "Comment", "", c))
@@ -214,7 +214,7 @@ def _day(stamp: Any) -> str:
     return str(stamp)[:10] if isinstance(stamp, str) else ""
 
 
-def _record(head: str, c: dict[str, Any]) -> str:
+def _record(head: str, c: dict[str, Any], lead: str = "") -> str:
     notes = []
     role = str(c.get("author_association") or "").upper()
     if role in ("OWNER", "MEMBER", "COLLABORATOR", "CONTRIBUTOR"):
@@ -231,7 +231,7 @@ def _record(head: str, c: dict[str, Any]) -> str:
     hunk = c.get("diff_hunk")
     if isinstance(hunk, str) and hunk.strip():
         body = fence(neutral(hunk)[-1200:], "diff") + "\n\n" + body
-    return f"{heading}\n\n{body}"
+    return f"{heading}\n\n{lead}\n\n{body}" if lead else f"{heading}\n\n{body}"
 
 
 def _decode(data: Any) -> str:

@@ -75,12 +75,14 @@ class RedditReader(Reader):
         sub = label(post.get("subreddit_name_prefixed") or "", 30)
         meta = [sub or "Reddit", f"posted by u/{label(post.get('author'), 30)}", _score(post),
                 f"{post.get('num_comments', 0)} comments"]
-        parts = [f"# {title_label(title, 200)}", " · ".join(m for m in meta if m)]
+        parts = [f"# {title_label(title, 200)}"]
         body = body_text(post.get("selftext"))
         link = str(post.get("url") or "")
         if not post.get("is_self") and link.startswith(("http://", "https://")):
             body = (f"Link: {link}\n\n" + body).strip()
-        parts.append(f"## Post by u/{label(post.get('author'), 30)} ({_score(post)})\n\n{body or '(no text)'}")
+        summary = " · ".join(m for m in meta if m)  # opens the post: a line alone would be a chunk of its own
+        parts.append(f"## Post by u/{label(post.get('author'), 30)} ({_score(post)})\n\n{summary}\n\n"
+                     f"{body or '(no text)'}")
         state = {"count": 0, "more": 0}
         _walk(_children(data[1]), 0, parts, state)
         warnings = []

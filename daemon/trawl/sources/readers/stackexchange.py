@@ -85,8 +85,8 @@ class StackExchangeReader(Reader):
             meta.append(f"tags: {tags}")
         if accepted:
             meta.append("has an accepted answer")
-        parts = [f"# {title_label(title, 200)}", " · ".join(meta)]
-        parts.append(_post("Question", question, settings, warnings))
+        # The summary line opens the question: a line alone would be a chunk of its own.
+        parts = [f"# {title_label(title, 200)}", _post("Question", question, settings, warnings, lead=" · ".join(meta))]
         for a in answers:
             parts.append(_post("Answer", a, settings, warnings, accepted))
         return markdown_page(req, self.name, "\n\n".join(parts), title, warnings)
@@ -115,11 +115,13 @@ def _score(post: dict[str, Any]) -> int:
     return s if isinstance(s, int) else 0
 
 
-def _post(kind: str, post: dict[str, Any], settings: Settings, warnings: list[str], accepted: Any = None) -> str:
+def _post(kind: str, post: dict[str, Any], settings: Settings, warnings: list[str], accepted: Any = None,
+          lead: str = "") -> str:
     owner = post.get("owner") if isinstance(post.get("owner"), dict) else {}
     name = label(htmllib.unescape(str((owner or {}).get("display_name") or "anonymous")), 40)
     notes = [f"score {_score(post)}"]
     if kind == "Answer" and (post.get("is_accepted") or (accepted and post.get("answer_id") == accepted)):
         notes.append("accepted")
     body = html_to_markdown(str(post.get("body") or ""), settings, warnings)
-    return f"## {kind} by {name} ({', '.join(notes)})\n\n{flatten_headings(body) or '(no text)'}"
+    text = flatten_headings(body) or "(no text)"
+    return f"## {kind} by {name} ({', '.join(notes)})\n\n" + (f"{lead}\n\n{text}" if lead else text)

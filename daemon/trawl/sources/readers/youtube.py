@@ -115,10 +115,9 @@ class YouTubeReader(Reader):
         if isinstance(length, str) and length.isdigit():
             meta.append(f"length {clock(int(length))}")
         meta.append(f"transcript: {label(track.get('languageCode'), 12)}" + (" (automatic captions)" if auto else ""))
-        parts = [f"# {title_label(title, 200)}", " · ".join(meta)]
         desc = neutral(str(details.get("shortDescription") or "")).strip()
-        if desc:
-            parts.append("## Description\n\n" + _paras(desc))
+        about = " · ".join(meta) + ("\n\n" + _paras(desc) if desc else "")
+        parts = [f"# {title_label(title, 200)}", f"## About the video\n\n{about}"]
         for window in _windows(lines):
             span = f"{clock(window[0].start)}–{clock(window[-1].end)}"
             text = " ".join(line.text for line in window)
