@@ -28,8 +28,10 @@ class Fake:
 
 def test_default_sources(tmp_path: Path) -> None:
     sources = default_sources(Settings(cache_dir=tmp_path / "c", state_dir=tmp_path / "s"))
-    assert [type(s) for s in sources][:2] == [FileSource, HttpSource]
-    assert [s.priority for s in sources][:2] == [0, 20]
+    kinds = [type(s) for s in sources]
+    assert kinds[0] is FileSource and HttpSource in kinds
+    # file 0, the site readers 5 (sources/readers/), http 20
+    assert [s.priority for s in sources][:8] == [0, 5, 5, 5, 5, 5, 5, 20]
 
 
 def test_plan_order_and_added_sources(tmp_path: Path) -> None:
