@@ -96,6 +96,9 @@ def add_capability_arguments(parser: argparse.ArgumentParser, cap: Capability) -
             continue
         aliases = getattr(info.validation_alias, "choices", None) or [name]
         flags = list(dict.fromkeys(f"--{str(a).replace('_', '-')}" for a in [name, *aliases]))
+        if info.annotation is bool:  # a switch: absent is None (the model's default applies)
+            parser.add_argument(*flags, dest=name, action="store_true", default=None, help=info.description)
+            continue
         parser.add_argument(*flags, dest=name, default=None, type=_scalar(info.annotation), help=info.description)
 
 
@@ -171,6 +174,12 @@ def build_parser() -> argparse.ArgumentParser:
     add_capability_arguments(st, STATS)
     st.add_argument("--json", action="store_true", help="print the summary as JSON (the /v1/stats body)")
     st.set_defaults(func=run_stats_command)
+    from .capabilities.profile import PROFILE_PAGE, run_profile_command
+
+    pp = sub.add_parser("profile_page", help="show or reset a host's page profile (TRAWL_PAGE_PROFILES=1)")
+    add_capability_arguments(pp, PROFILE_PAGE)
+    pp.add_argument("--json", action="store_true", help="print it as JSON (the /v1/profile_page body)")
+    pp.set_defaults(func=run_profile_command)
 
     from .browser import browser_link
     from .server.commands import add_commands  # daemon, status, stop, doctor
@@ -201,7 +210,8 @@ def _pair(args: argparse.Namespace) -> int:
         return 1
     code = new_pair_code(settings.state_dir)
     print(code)
-    print(f"\nNext: click the trawl icon in Chrome's toolbar, paste this code and press Pair.\n"
+    print(f"\nNext: click the trawl icon in Chrome's toolbar to open the trawl popup, paste this code there and press "
+          "Pair.\n"
           f"The code works once, within {int(CODE_TTL_S // 60)} minutes; pairing again detaches any earlier "
           f"browser.\nThe daemon listens on port {settings.port}"
           + ("" if settings.port == 8765 else " (set the same port in the extension's options)")
