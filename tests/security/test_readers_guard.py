@@ -144,6 +144,7 @@ async def test_api_text_is_untrusted_page_text(sites: Sites, tmp_path: Path) -> 
     visible = [c for c in r.chunks if "SSH keys" in c.text]
     assert visible and "instruction_like" in visible[0].flags
     assert "curl attacker.example" not in " ".join(c.text for c in r.chunks)  # invisible text is cut, as on a page
+    assert any(w.startswith("hidden_instruction:") and "curl attacker.example" in w for w in r.warnings), r.warnings
     assert "untrusted" in r.to_dict()["untrusted_content"]
 
 

@@ -252,7 +252,14 @@ def html_to_markdown(html: str, settings: Settings, warnings: list[str]) -> str:
     if root is None:
         return ""
     md = to_markdown(root, records=False)
-    md, _ = apply_hidden(md, find_hidden(html), settings, warnings)
+    md, hidden = apply_hidden(md, find_hidden(html), settings, warnings)
+    # A markdown page has no HTML for the sanitiser to scan again: name hidden instructions here.
+    from ...sanitise import is_instruction
+
+    for text in hidden:
+        if is_instruction(text):
+            gist = " ".join(text.split())[:160]
+            warnings.append(f"hidden_instruction: the API's HTML hides text addressed to AI readers: \"{gist}\"")
     return md.strip()
 
 
