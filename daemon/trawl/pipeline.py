@@ -16,6 +16,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any, TypeVar
 
 from . import sanitise as sanitise_stage
@@ -23,6 +24,7 @@ from . import stages
 from .cache import PageCache
 from .netguard import NetGuard
 from .policy import check_url
+from .profiles import Profiles
 from .retrieve import Retriever
 from .roots import FileAccess
 from .scores import on_scale
@@ -62,6 +64,8 @@ class Engine:
         self.router = Router(list(sources) if sources is not None else default_sources(self.settings))
         self.page_cache = PageCache(self.settings)
         self.retriever = Retriever(self.settings, on_status=on_status)
+        self.profiles = Profiles(self.settings)  # per-host page profiles (profiles.py); used when page_profiles
+        self._extract = self.profiles.extractor() if self.settings.page_profiles else None
         self._executor = executor
         self._prepared: OrderedDict[str, Prepared] = OrderedDict()
         self._by_target: dict[str, str] = {}
@@ -203,7 +207,7 @@ class Engine:
         timings["fetch"] = _ms(t)
 
         # 3-4. extract, clean, refuse walls, chunk: one stage sequence (stages.prepare), off the event loop
-        ready = await self._run(stages.prepare, page, self.settings)
+        ready = await self._run(partial(stages.prepare, extractor=self._extract), page, self.settings)
         timings.update(ready.timings_ms)
         if not cached:
             self.page_cache.put(req.target, page)

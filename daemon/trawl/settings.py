@@ -187,6 +187,8 @@ class Settings(BaseSettings):
     # --- site readers (sources/readers/): a site's public API instead of its rendered page ---------------
     readers: bool = True  # GitHub, Stack Exchange, MediaWiki, YouTube, arXiv and Reddit URLs read through APIs
     reader_github_api: str = "https://api.github.com"  # GitHub Enterprise: https://<host>/api/v3
+    # page profiles (profiles.py): per host, the element holding the main content; off: no F1 gain measured
+    page_profiles: bool = False
     reader_github_token: SecretStr = SecretStr("")  # optional; sent only to reader_github_api's host
     reader_stackexchange_api: str = "https://api.stackexchange.com/2.3"
     reader_mediawiki_api: str = ""  # empty: https://<the wiki's host>/w/api.php

@@ -13,10 +13,11 @@ other. Adding an operation is one :class:`Capability` here (plus its handler and
 from .base import Backend, Capability, Input, LocalBackend, Output, Registry, Services, error_body, execute
 from .core import FETCH, READ_MORE, FetchIn, ReadMoreIn
 from .models import ErrorOut, PageOut, SearchOut, TabsOut
+from .profile import PROFILE_PAGE
 from .stats import STATS
 from .tabs import LIST_TABS, READ_TAB, SEARCH_TABS, attach_browser
 
-CAPABILITIES: tuple[Capability, ...] = (FETCH, READ_MORE, LIST_TABS, READ_TAB, SEARCH_TABS, STATS)
+CAPABILITIES: tuple[Capability, ...] = (FETCH, READ_MORE, LIST_TABS, READ_TAB, SEARCH_TABS, STATS, PROFILE_PAGE)
 
 
 def catalog() -> Registry:
@@ -28,6 +29,7 @@ __all__ = [
     "CAPABILITIES",
     "FETCH",
     "LIST_TABS",
+    "PROFILE_PAGE",
     "READ_MORE",
     "READ_TAB",
     "SEARCH_TABS",
