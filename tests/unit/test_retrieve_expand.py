@@ -180,3 +180,29 @@ def test_blend_is_unit_and_guards_shapes() -> None:
     assert blend(q, np.ones(4, dtype=np.float32)) is q  # another model's vector: the question alone
     assert blend(q, -q) is q  # opposite vectors cancel: the question alone
     assert blend(q, np.array([np.nan, 0, 0], dtype=np.float32)) is q
+
+
+async def test_the_reason_reaches_the_fetch_result_on_a_real_daemon(tmp_path: Path, endpoint: FakeEndpoint) -> None:
+    """Through the whole daemon: the fallback's reason is in the result's warnings; the answer never is."""
+    import httpx
+    from trawl.server.runner import RunningDaemon
+
+    from tests.integration.test_daemon_helpers import daemon_settings
+
+    page = tmp_path / "site" / "shop.html"
+    page.parent.mkdir()
+    page.write_text("<html><body><main><h1>Shop</h1>" + "".join(f"<p>{t}</p>" for t in TEXTS) + "</main></body></html>")
+    for behaviour, expect in (("ok", None), ("500", "HTTP 500")):
+        endpoint.chat = behaviour
+        s = daemon_settings(tmp_path / behaviour, dense="openai", embed_url=endpoint.url, expand_url=endpoint.url,
+                            embed_ahead=False, file_roots=(str(tmp_path),))
+        async with RunningDaemon(s) as d, httpx.AsyncClient(base_url=d.url, timeout=60.0,
+                                                            headers={"Authorization": f"Bearer {d.token}"}) as c:
+            body = (await c.post("/v1/fetch", json={"url": str(page), "query": QUESTION, "k": 1})).json()
+        assert body["ok"], body
+        warned = [w for w in body["warnings"] if "query expansion" in w]
+        if expect is None:
+            assert not warned and "30 euros" in body["chunks"][0]["text"]
+        else:
+            assert len(warned) == 1 and expect in warned[0]
+        assert ANSWER not in json.dumps(body)
