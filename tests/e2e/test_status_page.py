@@ -60,7 +60,7 @@ async def test_status_page_in_chromium(tmp_path: Path, chromium: str) -> None:
                 assert "Cache" in body and "hit rate" in body
                 assert "no browser attached" in body
                 assert str(page_file) in body and "not_found" in body and "file" in body
-                rows = await p.locator("table tbody tr").count()
+                rows = await p.locator("table#recent tbody tr").count()
                 assert rows == 2
                 cookies = await ctx.cookies()
                 session = [ck for ck in cookies if ck["name"] == "trawl_session"]

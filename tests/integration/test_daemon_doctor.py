@@ -25,7 +25,9 @@ def test_healthy_setup_passes(tmp_path: Path) -> None:
     code, text = doctor(settings)
     assert code == 0, text
     checks = {c.name: c for c in run_checks(settings)}
-    assert checks["python"].level == "ok" and "3.12" in checks["python"].detail
+    assert checks["python"].level == "ok" and "{}.{}".format(*sys.version_info[:2]) in checks["python"].detail
+    # which extraction path runs here, and its measured quality
+    assert "F1 0." in checks["extractor"].detail and "wcxb-dev" in checks["extractor"].detail
     assert checks["model"].level == "ok" and "loaded" in checks["model"].detail
     assert checks["port"].level == "ok" and "free" in checks["port"].detail
     assert checks["cache_dir"].level == "ok" and checks["state_dir"].level == "ok"

@@ -37,8 +37,9 @@ class Check:
 def check_python() -> Check:
     v = sys.version_info
     text = f"Python {v.major}.{v.minor}.{v.micro} at {sys.executable}"
-    if (v.major, v.minor) < (3, 12):
-        return Check("python", "fail", text, "Install Python 3.12 and reinstall trawl in a 3.12 virtual environment.")
+    if (v.major, v.minor) < (3, 11):
+        return Check("python", "fail", text, "Install Python 3.11 or newer (3.12 preferred) and reinstall trawl in a "
+                                             "virtual environment made with it.")
     return Check("python", "ok", text)
 
 
@@ -147,12 +148,14 @@ def check_endpoint(name: str, url: str, timeout: float = 3.0) -> Check:
 
 
 def check_extractor() -> Check:
-    try:
-        import rs_trafilatura  # noqa: F401
-    except ImportError:
-        return Check("extractor", "warn", "rs-trafilatura is not installed: a lower-quality extractor is used",
-                     "Use CPython 3.12 on x86-64 Linux and pip install rs-trafilatura.")
-    return Check("extractor", "ok", "rs-trafilatura available")
+    from ..extractor_path import current
+
+    path = current()
+    if path.best:
+        return Check("extractor", "ok", path.line())
+    return Check("extractor", "warn", path.line(),
+                 "For the best extraction use CPython 3.12 on x86-64 Linux (rs-trafilatura's wheel); trawl works "
+                 "without it.")
 
 
 def run_checks(settings: Settings) -> list[Check]:

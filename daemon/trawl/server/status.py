@@ -20,6 +20,8 @@ from typing import Any
 from aiohttp import web
 
 from .. import policy as site_policy
+from .. import usage
+from ..extractor_path import current as extractor_path
 from .security import SESSION_COOKIE, status_prefix
 from .state import STATE, AppState
 
@@ -59,6 +61,55 @@ def build_status(state: AppState) -> dict[str, Any]:
         "state_dir": str(state.settings.state_dir),
         "exits": _exits(state),
         "site_policy": site_policy.describe(state.settings),
+        "extractor": _extractor(),
+        "last_hour": last_hour(usage.recent(HOUR_S)),
+    }
+
+
+HOUR_S = 3600.0
+BUCKET_S = 300.0  # the chart's bars: five minutes each, twelve in the hour
+
+
+def _extractor() -> dict[str, Any]:
+    try:
+        return extractor_path().to_dict()
+    except Exception as exc:  # the status page must render even when a stage is broken
+        return {"error": str(exc)}
+
+
+def last_hour(records: list[usage.CallRecord], now: float | None = None) -> dict[str, Any]:
+    """The last hour of calls (usage.recent, no page text): totals, latency, the token saving, reads per site,
+    errors by code, and twelve five-minute buckets for the chart."""
+    now = time.time() if now is None else now
+    recs = [r for r in records if now - HOUR_S < r.ts <= now]
+    summary = usage.summarise(recs)
+    n = int(HOUR_S // BUCKET_S)
+    buckets: list[dict[str, Any]] = [{"calls": 0, "errors": 0, "ms": []} for _ in range(n)]
+    sites: dict[str, list[int]] = {}
+    for r in recs:
+        i = min(n - 1, max(0, n - 1 - int((now - r.ts) // BUCKET_S)))
+        buckets[i]["calls"] += 1
+        buckets[i]["errors"] += bool(r.error)
+        buckets[i]["ms"].append(r.ms)
+        if r.host:
+            site = sites.setdefault(r.host, [0, 0])
+            site[0] += 1
+            site[1] += bool(r.error)
+    lat = [r.ms for r in recs]
+    return {
+        "calls": summary.calls,
+        "errors": summary.errors,
+        "p50_ms": round(usage.percentile(lat, 50), 1),
+        "p95_ms": round(usage.percentile(lat, 95), 1),
+        "tokens_returned": summary.tokens_returned,
+        "tokens_page": summary.tokens_page,
+        "saving": round(summary.saving, 4),
+        "error_codes": summary.error_codes,
+        "sites": [{"host": h, "reads": c, "errors": e}
+                  for h, (c, e) in sorted(sites.items(), key=lambda kv: (-kv[1][0], kv[0]))[:15]],
+        "buckets": [{"calls": b["calls"], "errors": b["errors"],
+                     "p50_ms": round(usage.percentile(b["ms"], 50), 1)} for b in buckets],
+        "bucket_s": BUCKET_S,
     }
 
 
@@ -134,6 +185,8 @@ def render_text(st: dict[str, Any]) -> str:
         f"requests: {st['requests']['requests']} served, {_plural(st['requests']['errors'], 'error')}, "
         f"{st['requests']['in_flight']} in flight (limit {st['requests']['queue_limit']})",
         f"browser:  {st['browser']['summary']}",
+        f"extract:  {_fmt_extractor(st.get('extractor') or {})}",
+        f"hour:     {_fmt_hour(st.get('last_hour') or {})}",
         f"log:      {st['log_file'] or '(stderr only)'}",
     ]
     if st["recent"]:
@@ -154,10 +207,32 @@ def render_text(st: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _fmt_extractor(x: dict[str, Any]) -> str:
+    if "error" in x or "name" not in x:
+        return f"unknown ({x.get('error', 'not reported')})"
+    head = f"{x['name']} first, F1 {x['f1']:.3f} on {x['measured_on']}"
+    if x["best"]:
+        return head
+    return f"{head} (rs-trafilatura: {x['f1_best']:.3f}; {x['why']})"
+
+
+def _fmt_hour(h: dict[str, Any]) -> str:
+    if not h.get("calls"):
+        return "no calls in the last hour"
+    saved = (f", {h['tokens_returned']:,} of {h['tokens_page']:,} page tokens returned (saved {h['saving']:.0%})"
+             if h.get("tokens_page") else "")
+    return (f"{_plural(h['calls'], 'call')}, {_plural(h['errors'], 'error')}, latency p50 {h['p50_ms']:.0f} ms "
+            f"p95 {h['p95_ms']:.0f} ms{saved}")
+
+
 _CSS = """body{font:15px/1.45 system-ui,sans-serif;max-width:70em;margin:2em auto;padding:0 1em;color:#222}
 table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #ddd;padding:.3em .5em;text-align:left;
-vertical-align:top}th{background:#f4f4f4}dt{font-weight:600;float:left;width:9em}dd{margin:0 0 .4em 10em}
-.bad{color:#a00}.num{white-space:nowrap}.ok{color:#070}code{background:#f4f4f4;padding:0 .2em}"""
+vertical-align:top}th{background:#f4f4f4}dt{font-weight:600;float:left;clear:left;width:9em}dd{margin:0 0 .4em 10em}
+.bad{color:#a00}.num{white-space:nowrap}.ok{color:#070}code{background:#f4f4f4;padding:0 .2em}
+.glance{display:grid;grid-template-columns:repeat(auto-fit,minmax(20em,1fr));gap:1em;margin:1em 0}
+.card{border:1px solid #ddd;border-radius:6px;padding:.6em .9em}.card h3{margin:0 0 .4em;font-size:1em}
+.big{font-size:1.4em;font-weight:600}.meter{background:#eee;height:.8em;border-radius:.4em;overflow:hidden}
+.meter span{display:block;height:100%;background:#2a7}.chart{width:100%;height:auto;max-width:36em}"""
 
 
 def render_html(st: dict[str, Any]) -> str:
@@ -173,7 +248,8 @@ def render_html(st: dict[str, Any]) -> str:
             f"<td>{e(', '.join(r['cached']) or '-')}</td></tr>"
         )
     table = (
-        "<table><thead><tr><th>time</th><th>op</th><th>target</th><th>source</th><th>outcome</th><th>total</th>"
+        "<table id=recent><thead><tr><th>time</th><th>op</th><th>target</th><th>source</th><th>outcome</th>"
+        "<th>total</th>"
         "<th>stage timings (ms)</th><th>cached</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>"
         if rows else "<p>No requests yet.</p>"
     )
@@ -182,6 +258,7 @@ def render_html(st: dict[str, Any]) -> str:
 <html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="10">
 <title>trawl daemon status</title><style>{_CSS}</style></head>
 <body><h1>trawl daemon</h1>
+{_glance_html(st)}
 <dl>
 <dt>Version</dt><dd>{e(st['version'])} (pid {st['pid']})</dd>
 <dt>Uptime</dt><dd>{_fmt_uptime(st['uptime_s'])}</dd>
@@ -201,6 +278,88 @@ def render_html(st: dict[str, Any]) -> str:
 <p><small>This page refreshes every 10 seconds. It needs no JavaScript.</small></p>
 </body></html>
 """
+
+
+def _glance_html(st: dict[str, Any]) -> str:
+    """At a glance: the browser link, the last hour (chart, latency), the token saving, reads per site, errors."""
+    e = html.escape
+    h = st.get("last_hour") or {}
+    b = st["browser"]
+    link_cls = "ok" if b.get("attached") else "bad"
+    link = (f"<div class='card'><h3>Browser link</h3><p class='big {link_cls}'>"
+            f"{'attached' if b.get('attached') else 'not attached'}</p>"
+            + (f"<p>{e(b.get('summary', ''))}</p>" if b.get("attached") else
+               "<p>To let agents read your open tabs: run <code>trawl extension</code> to load the extension, then "
+               "<code>trawl pair</code>.</p>") + "</div>")
+    calls = int(h.get("calls", 0))
+    hour = (f"<div class='card'><h3>Last hour</h3><p><span class='big'>{calls}</span> "
+            f"{'call' if calls == 1 else 'calls'}, {_plural(int(h.get('errors', 0)), 'error')}"
+            + (f"; latency p50 {h['p50_ms']:.0f} ms, p95 {h['p95_ms']:.0f} ms" if calls else "")
+            + f"</p>{chart_svg(h.get('buckets') or [], float(h.get('bucket_s', BUCKET_S)))}"
+            "<p><small>bars: calls per 5 minutes (red: errors) · line: their median latency</small></p></div>")
+    if h.get("tokens_page"):
+        share = max(0.0, min(1.0, h["tokens_returned"] / h["tokens_page"]))
+        tokens = (f"<div class='card'><h3>Tokens</h3><p><span class='big'>{h['saving']:.0%}</span> saved: "
+                  f"{h['tokens_returned']:,} tokens returned instead of {h['tokens_page']:,} for the whole pages"
+                  f"</p><div class='meter' title='returned / whole pages'><span style='width:{share * 100:.1f}%'>"
+                  "</span></div></div>")
+    else:
+        tokens = "<div class='card'><h3>Tokens</h3><p>No page read in the last hour.</p></div>"
+    site_rows = "".join(f"<tr><td>{e(x['host'])}</td><td class=num>{x['reads']}</td>"
+                        f"<td class='num {'bad' if x['errors'] else ''}'>{x['errors']}</td></tr>"
+                        for x in h.get("sites") or [])
+    sites = ("<div class='card'><h3>Reads per site</h3>" + (
+        f"<table><thead><tr><th>site</th><th>reads</th><th>errors</th></tr></thead><tbody>{site_rows}</tbody>"
+        "</table>" if site_rows else "<p>No site read in the last hour (local files have no site).</p>") + "</div>")
+    err_rows = "".join(f"<tr><td><code>{e(code)}</code></td><td class=num>{n}</td></tr>"
+                       for code, n in (h.get("error_codes") or {}).items())
+    errors = ("<div class='card'><h3>Errors by code</h3>" + (
+        f"<table><tbody>{err_rows}</tbody></table>" if err_rows else "<p class=ok>None in the last hour.</p>")
+        + "</div>")
+    x = st.get("extractor") or {}
+    extract = f"<div class='card'><h3>Extraction</h3><p>{e(_fmt_extractor(x))}</p></div>"
+    return f"<div class='glance'>{link}{hour}{tokens}{sites}{errors}{extract}</div>"
+
+
+def chart_svg(buckets: list[dict[str, Any]], bucket_s: float = BUCKET_S) -> str:
+    """Calls per five minutes over the last hour (bars; errors in red on top) and each bucket's median latency
+    (dots on a line, right axis), as inline SVG: drawn by the server, no JavaScript."""
+    w, h, left, right, top, bottom = 360, 140, 30, 44, 10, 22
+    pw, ph = w - left - right, h - top - bottom
+    n = max(1, len(buckets))
+    most = max([int(b.get("calls", 0)) for b in buckets] + [1])
+    slow = max([float(b.get("p50_ms", 0.0)) for b in buckets] + [1.0])
+    bw = pw / n
+    parts = [f"<svg class='chart' role='img' viewBox='0 0 {w} {h}' xmlns='http://www.w3.org/2000/svg'>",
+             f"<title>calls per {bucket_s / 60:.0f} minutes over the last hour, with median latency</title>",
+             f"<line x1='{left}' y1='{top + ph}' x2='{left + pw}' y2='{top + ph}' stroke='#999'/>"]
+    points = []
+    for i, b in enumerate(buckets):
+        calls, errs = int(b.get("calls", 0)), int(b.get("errors", 0))
+        x = left + i * bw + 1
+        ok_h = ph * (calls - errs) / most
+        err_h = ph * errs / most
+        if calls:
+            parts.append(f"<rect x='{x:.1f}' y='{top + ph - ok_h:.1f}' width='{bw - 2:.1f}' height='{ok_h:.1f}' "
+                         "fill='#6a9fd8'/>")
+        if errs:
+            parts.append(f"<rect x='{x:.1f}' y='{top + ph - ok_h - err_h:.1f}' width='{bw - 2:.1f}' "
+                         f"height='{err_h:.1f}' fill='#d66'/>")
+        if calls:
+            points.append((left + (i + 0.5) * bw, top + ph - ph * float(b.get("p50_ms", 0.0)) / slow))
+    if points:
+        path = " ".join(f"{px:.1f},{py:.1f}" for px, py in points)
+        parts.append(f"<polyline points='{path}' fill='none' stroke='#333' stroke-width='1.5'/>")
+        parts.extend(f"<circle cx='{px:.1f}' cy='{py:.1f}' r='2.5' fill='#333'/>" for px, py in points)
+    parts += [
+        f"<text x='{left - 4}' y='{top + 9}' font-size='10' text-anchor='end'>{most}</text>",
+        f"<text x='{left - 4}' y='{top + ph}' font-size='10' text-anchor='end'>0</text>",
+        f"<text x='{left + pw + 4}' y='{top + 9}' font-size='10'>{slow:.0f} ms</text>",
+        f"<text x='{left}' y='{h - 6}' font-size='10'>60 min ago</text>",
+        f"<text x='{left + pw}' y='{h - 6}' font-size='10' text-anchor='end'>now</text>",
+        "</svg>",
+    ]
+    return "".join(parts)
 
 
 def _preread_html(pre: dict[str, Any] | None) -> str:
