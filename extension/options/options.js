@@ -16,9 +16,13 @@ async function load() {
   for (const radio of /** @type {NodeListOf<HTMLInputElement>} */ (document.querySelectorAll('input[name="mode"]'))) radio.checked = radio.value === policy.mode;
   $("deny").value = policy.deny.join("\n");
   $("allow").value = policy.allow.join("\n");
+  // The port the extension really uses (a stored choice, else the unpacked copy's config.json, else 8765).
+  const status = /** @type {{port?: number}} */ (await chrome.runtime.sendMessage({ cmd: "status" }));
   const { port } = /** @type {{port?: number}} */ (await chrome.storage.local.get("port"));
-  $("port").value = /** @type {any} */ (port) || "";
-  $("port").placeholder = "8765";
+  const inUse = Number(port) || Number(status && status.port) || 8765;
+  $("port").value = String(inUse);
+  $("port-note").textContent = `in use: ${inUse}` + (port ? " (set here)" : " (the default)") +
+    "; set it to the daemon's TRAWL_PORT if you changed that";
 }
 
 $("save").addEventListener("click", async () => {

@@ -24,10 +24,9 @@ function render(s) {
     disconnected: "Not connected to the trawl daemon",
   };
   el.textContent = text[link.state] || link.state;
-  let detail = link.detail || "";
-  if (link.state === "disconnected") detail += ` (port ${s.port}; is \`trawl daemon\` running?)`;
-  if (s.paused) detail += " Paused: every request is refused.";
-  $("detail").textContent = detail.trim();
+  $("detail").textContent = `${link.detail || ""} ${s.paused ? "Paused: every request is refused." : ""}`.trim();
+  $("todo").textContent = nextStep(link.state, s);
+  $("todo").hidden = !$("todo").textContent;
   $("pair-box").hidden = link.state === "connected" && s.paired;
   $("paused").checked = Boolean(s.paused);
   const list = $("recent");
@@ -39,11 +38,20 @@ function render(s) {
     list.append(li);
   }
   for (const r of s.recent || []) {
+    // Two lines per entry: what happened (wraps between words), then the URL on one line, cut with an ellipsis
+    // (the whole URL in the tooltip) instead of broken mid-word.
     const li = document.createElement("li");
+    const head = document.createElement("span");
+    head.className = "what";
     const when = new Date(r.t).toLocaleTimeString();
-    li.textContent = r.notice // something the daemon wants you to see, e.g. an agent's URL held back (exit guard)
-      ? `${when} ${r.code === "exit_refused" ? "refused an agent's URL" : "let an agent's URL through"} ${r.what}`
-      : `${when} ${r.ok ? "read" : `refused (${r.code})`} ${r.what} · ${r.ms} ms`;
+    head.textContent = r.notice // something the daemon wants you to see, e.g. an agent's URL held back (exit guard)
+      ? `${when} · ${r.code === "exit_refused" ? "refused an agent's URL" : "let an agent's URL through"}`
+      : `${when} · ${r.ok ? "read" : `refused (${r.code})`} · ${r.ms} ms`;
+    const url = document.createElement("span");
+    url.className = "url";
+    url.textContent = r.what || "";
+    url.title = r.what || "";
+    li.append(head, url);
     if (!r.ok) li.className = "fail";
     list.append(li);
   }
@@ -59,6 +67,29 @@ function render(s) {
   }
   document.body.dataset.state = link.state;
   document.body.dataset.paired = String(Boolean(s.paired));
+}
+
+/**
+ * What the user can do now, given the link's state: the port tried and the command that helps.
+ * @param {string} state
+ * @param {{port?: number, paired?: boolean}} s
+ */
+function nextStep(state, s) {
+  const where = `127.0.0.1:${s.port}`;
+  if (state === "disconnected" || state === "connecting") {
+    return `Tried ${where}. Start the daemon with \`trawl daemon\` (any trawl-mcp also starts it). If it runs on ` +
+      "another port (TRAWL_PORT), set that port under Settings.";
+  }
+  if (state === "refused") {
+    return `The daemon at ${where} did not accept this browser's pairing. Run \`trawl pair\` in a terminal and ` +
+      "paste the new code below (codes work once, for 10 minutes).";
+  }
+  if (state === "untrusted") {
+    return `Something else listens on ${where}. Stop it, or run the daemon on another port and set that port ` +
+      "under Settings.";
+  }
+  if (state === "connected" && !s.paired) return "Run `trawl pair` in a terminal and paste the code below.";
+  return "";
 }
 
 async function refresh() {
