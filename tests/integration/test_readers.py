@@ -6,6 +6,7 @@ One test runs the whole path through a real daemon over HTTP.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -21,7 +22,7 @@ from trawl.sources.base import FetchRequest
 from trawl.sources.http import HttpSource
 from trawl.sources.readers import all_readers
 from trawl.sources.router import Router, default_sources
-from trawl.types import FetchResult
+from trawl.types import FetchResult, Page
 
 from ..readers_fake import ANSWERS, QUESTIONS, Sites, start_sites, stop_sites
 
@@ -391,3 +392,56 @@ async def test_reader_through_the_daemon_over_http(sites: Sites, tmp_path: Path)
         body = resp.json()
         assert body["ok"] and body["source"] == "http", body
         assert "throttle_violation" in body["source_reason"]
+
+
+# ------------------------------------------------------------------------------------------- fallback order
+class BrowserTab:
+    """Stands in for the extension source at the Source seam (priority 10): the user's logged-in browser."""
+
+    name = "extension"
+    priority = 10
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    def accepts(self, req: FetchRequest) -> str | None:
+        return "the user's browser is attached" if req.target.startswith("http") else None
+
+    async def fetch(self, req: FetchRequest, settings: Settings) -> Page:
+        self.asked.append(req.target)
+        html = ("<html><head><title>Private issue</title></head><body><main><h1>Crash on empty config file</h1>"
+                "<p>Seen through the signed-in browser: set WIDGET_ALLOW_EMPTY=1 until the fix ships.</p>"
+                "</main></body></html>")
+        return Page(url=req.target, final_url=req.target, kind="html", source=self.name, html=html)
+
+
+async def test_private_repository_falls_back_to_the_users_browser_first(sites: Sites, tmp_path: Path) -> None:
+    sites.github.json("/api/v3/repos/acme/widget/issues/42", {"message": "Not Found"}, status=404)
+    settings = sites.settings(tmp_path)
+    tab = BrowserTab()
+    eng = Engine(settings, sources=[*all_readers(settings), tab, HttpSource(settings)])
+    try:
+        r = await eng.fetch(sites.urls()["github_issue"], "workaround")
+    finally:
+        await eng.aclose()
+    assert r.ok and r.source == "extension", r.error
+    assert r.source_reason == ("the user's browser is attached (after github: GitHub API answered 404: private "
+                               "repository or missing item)")
+    assert tab.asked == [sites.urls()["github_issue"]]
+    assert not [h for h in sites.github.hits if not h.path.startswith("/api/")]  # plain HTTP was not needed
+
+
+async def test_stalled_api_times_out_and_falls_back(sites: Sites, tmp_path: Path) -> None:
+    never = asyncio.Event()
+
+    async def stall(request: web.Request) -> web.StreamResponse:
+        await never.wait()  # the API accepts the connection and never answers
+        return web.Response()
+
+    sites.wiki.routes["/w/api.php"] = stall
+    try:
+        r = await read(sites, tmp_path, "mediawiki", http_timeout_s=1.0)
+    finally:
+        never.set()  # let the stalled handler end, so the server shuts down at once
+    assert r.ok and r.source == "http", r.error
+    assert "mediawiki: " in r.source_reason and "timed out" in r.source_reason, r.source_reason
