@@ -11,6 +11,7 @@ read the page instead. ``reader_mediawiki_api`` sets one API URL for every wiki 
 
 from __future__ import annotations
 
+import asyncio
 import re
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlencode, urlsplit
@@ -102,7 +103,8 @@ class MediaWikiReader(Reader):
         assert isinstance(parsed, dict)
         shown = _plain(str(parsed.get("displaytitle") or parsed.get("title") or title))
         warnings: list[str] = []
-        body = html_to_markdown(_trim(text), settings, warnings)
+        # Parsing a long article's HTML takes a while: off the event loop, like the pipeline's own stages.
+        body = await asyncio.to_thread(lambda: html_to_markdown(_trim(text), settings, warnings))
         md = f"# {title_label(shown, 200)}\n\n{body}"
         return markdown_page(req, self.name, md, shown, warnings)
 

@@ -11,6 +11,7 @@ first, then the others by votes. Errors come as ``{error_id, error_name, error_m
 
 from __future__ import annotations
 
+import asyncio
 import html as htmllib
 import re
 from typing import Any
@@ -86,10 +87,14 @@ class StackExchangeReader(Reader):
         if accepted:
             meta.append("has an accepted answer")
         # The summary line opens the question: a line alone would be a chunk of its own.
-        parts = [f"# {title_label(title, 200)}", _post("Question", question, settings, warnings, lead=" · ".join(meta))]
-        for a in answers:
-            parts.append(_post("Answer", a, settings, warnings, accepted))
-        return markdown_page(req, self.name, "\n\n".join(parts), title, warnings)
+
+        def build() -> str:  # the posts' HTML is parsed off the event loop, like the pipeline's own stages
+            parts = [f"# {title_label(title, 200)}", _post("Question", question, settings, warnings,
+                                                           lead=" · ".join(meta))]
+            parts.extend(_post("Answer", a, settings, warnings, accepted) for a in answers)
+            return "\n\n".join(parts)
+
+        return markdown_page(req, self.name, await asyncio.to_thread(build), title, warnings)
 
 
 def _items(resp: ApiResponse, api: str) -> list[dict[str, Any]]:
