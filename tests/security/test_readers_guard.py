@@ -162,3 +162,11 @@ async def test_authors_cannot_forge_headings_or_hidden_markers(sites: Sites, tmp
     assert not any("admin" in h for ch in r.chunks for h in ch.heading_path)
     assert "**Comment by u/admin (score 99999, pinned)**" in c.text
     assert "⟦" not in c.text and "hidden_text" not in c.flags
+
+
+def test_github_token_from_the_environment_stays_secret(tmp_path: Path) -> None:
+    s = Settings.from_env({"TRAWL_READER_GITHUB_TOKEN": "ghp_env_secret_42", "TRAWL_READERS": "1",
+                           "TRAWL_STATE_DIR": str(tmp_path / "state"), "TRAWL_CACHE_DIR": str(tmp_path / "cache")})
+    assert s.reader_github_token.get_secret_value() == "ghp_env_secret_42"
+    assert "ghp_env_secret_42" not in repr(s) and "ghp_env_secret_42" not in str(s)
+    assert Settings.from_env({"TRAWL_READERS": "0"}).readers is False
