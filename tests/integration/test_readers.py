@@ -445,3 +445,18 @@ async def test_stalled_api_times_out_and_falls_back(sites: Sites, tmp_path: Path
         never.set()  # let the stalled handler end, so the server shuts down at once
     assert r.ok and r.source == "http", r.error
     assert "mediawiki: " in r.source_reason and "timed out" in r.source_reason, r.source_reason
+
+
+async def test_youtube_xml_timedtext_is_read_too(sites: Sites, tmp_path: Path) -> None:
+    xml = ('<?xml version="1.0" encoding="utf-8" ?><transcript><text start="0.5" dur="3.2">Today we change a '
+           'wheel.</text><text start="185.0" dur="4.0">Tighten the nuts to 110 newton metres &amp;amp; '
+           'check again.</text></transcript>')
+
+    async def timedtext(request: web.Request) -> web.StreamResponse:
+        return web.Response(text=xml, content_type="text/xml")
+
+    sites.youtube.routes["/api/timedtext"] = timedtext
+    r = await read(sites, tmp_path, "youtube", query="")
+    assert r.ok and r.source == "youtube", r.error
+    c = chunk_with(r, "110 newton metres & check again")
+    assert c.heading_path[-1] == "Transcript 03:05–03:09"  # a new window: more than 90 s after the last
