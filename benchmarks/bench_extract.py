@@ -1,8 +1,11 @@
 """Main-content extraction on WCXB pages: trawl's cascade against each single candidate, same run.
 
     .venv/bin/python benchmarks/bench_extract.py [WCXB_DIR] [--limit N] [--only trawl,rs-trafilatura,...]
+    .venv/bin/python benchmarks/bench_extract.py --short [WCXB_DIR]    # the short-article check
 
-WCXB_DIR defaults to ../shared/bench/wcxb-dev (html/NNNN.html.gz + ground-truth/NNNN.json). Prints, for
+WCXB_DIR defaults to ../shared/bench/wcxb-dev (html/NNNN.html.gz + ground-truth/NNNN.json). ``--short`` runs
+the short-article check instead (benchmarks/data/short-articles/README.md): the WCXB_DIR articles whose
+reference has fewer than 400 words, plus the written news and blog pages, with a row per page template. Prints, for
 trawl and every baseline: mean F1 / precision / recall and pages per second (extraction time only; for
 trawl, its whole stage sequence: extract, clean, walls, chunk), then
 a per-page-type F1 table. Speed is given per wall second and per CPU second of this process (the
@@ -16,15 +19,20 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import os
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "daemon"))
+# --before runs this file again with another tree's daemon/ here (its trawl, this file's pages and scorer).
+sys.path.insert(0, os.environ.get("TRAWL_BENCH_DAEMON") or str(ROOT / "daemon"))
 
 from trawl.extract import candidates as cands  # noqa: E402
 from trawl.extract.score import PRF, mean_prf, score_markdown  # noqa: E402
@@ -42,6 +50,7 @@ class WcxbPage:
     page_type: str
     reference: str  # "" when the page has no main text: only an empty output scores
     html_path: Path
+    group: str = ""  # a finer grouping for the report (the written pages' template)
 
     def html(self) -> str:
         with gzip.open(self.html_path, "rb") as fh:
@@ -66,11 +75,30 @@ def load_pages(root: Path, limit: int | None = None) -> list[WcxbPage]:
                 page_type="collection" if page_type == "category" else str(page_type),
                 reference=gt.get("main_content") or "",
                 html_path=html_path,
+                group=str(internal.get("template") or ""),
             )
         )
         if limit is not None and len(pages) >= limit:
             break
     return pages
+
+
+SHORT_DIR = ROOT / "benchmarks" / "data" / "short-articles"
+SHORT_WORDS = 400  # a WCXB article is "short" when its reference has fewer \w+ words than this
+
+
+def load_short(wcxb_dir: Path) -> list[WcxbPage]:
+    """The short-article check: short WCXB articles (group "wcxb-short") and the written pages (their template)."""
+    from dataclasses import replace
+
+    from trawl.extract.score import tokens
+
+    short = [
+        replace(p, group="wcxb-short")
+        for p in load_pages(wcxb_dir)
+        if p.page_type == "article" and p.reference and len(tokens(p.reference)) < SHORT_WORDS
+    ]
+    return short + load_pages(SHORT_DIR)
 
 
 Extractor = Callable[[str, str], str]
@@ -134,13 +162,33 @@ def score_pages(
     return scores, times
 
 
+def _run_before(args: argparse.Namespace, argv: list[str] | None) -> dict[str, Any]:
+    """This benchmark's trawl run with ``args.before``'s daemon/ in a child process (same pages, same scorer)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "before.json"
+        cmd = [sys.executable, str(Path(__file__).resolve()), str(args.wcxb_dir), "--only", "trawl", "--dump", str(out)]
+        if args.short:
+            cmd.append("--short")
+        if args.limit is not None:
+            cmd += ["--limit", str(args.limit)]
+        env = {**os.environ, "TRAWL_BENCH_DAEMON": str(args.before.resolve() / "daemon")}
+        subprocess.run(cmd, check=True, env=env)
+        data: dict[str, Any] = json.loads(out.read_text())
+        return data
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("wcxb_dir", nargs="?", type=Path, default=DEFAULT_DIR)
     ap.add_argument("--limit", type=int, default=None)
     ap.add_argument("--only", default="", help="comma-separated extractor names (default: all)")
+    ap.add_argument("--short", action="store_true", help="the short-article check (see the module docstring)")
+    ap.add_argument("--before", type=Path, default=None,
+                    help="another checkout (e.g. a `git worktree` of the base commit): its trawl is run on the same "
+                    "pages in a child process, reported as trawl@before beside this tree's")
+    ap.add_argument("--dump", type=Path, default=None, help=argparse.SUPPRESS)  # the child's per-page figures
     args = ap.parse_args(argv)
-    pages = load_pages(args.wcxb_dir, args.limit)
+    pages = load_short(args.wcxb_dir)[: args.limit] if args.short else load_pages(args.wcxb_dir, args.limit)
     if not pages:
         print(f"no WCXB pages under {args.wcxb_dir}", file=sys.stderr)
         return 2
@@ -158,19 +206,33 @@ def main(argv: list[str] | None = None) -> int:
         results[name] = scores
         speed[name] = len(times) / max(sum(times), 1e-9)
         cpu_speed[name] = len(cpu) / max(sum(cpu), 1e-9)
+        if name == "trawl" and args.before is not None:
+            before = _run_before(args, argv)
+            results["trawl@before"] = [PRF(*s) for s in before["scores"]]
+            speed["trawl@before"], cpu_speed["trawl@before"] = before["speed"], before["cpu_speed"]
+    if args.dump is not None:
+        name = next(iter(results))
+        args.dump.write_text(json.dumps({"scores": [[s.precision, s.recall, s.f1] for s in results[name]],
+                                         "speed": speed[name], "cpu_speed": cpu_speed[name]}))
+        return 0
     print(f"WCXB {args.wcxb_dir} — {len(pages)} pages")
     print(f"{'extractor':<16} {'F1':>7} {'P':>7} {'R':>7} {'pages/s':>8} {'pages/cpu-s':>11}")
     for name, scores in results.items():
         m = mean_prf(scores)
         print(f"{name:<16} {m.f1:7.4f} {m.precision:7.4f} {m.recall:7.4f} {speed[name]:8.1f} {cpu_speed[name]:11.1f}")
     types = sorted({p.page_type for p in pages})
+    groups = sorted({p.group for p in pages if p.group})
     names = list(results)
     print()
     print(f"{'page type':<14} {'n':>5} " + " ".join(f"{n[:14]:>14}" for n in names) + "  best single")
-    for t in [*types, "ALL"]:
-        idx = [i for i, p in enumerate(pages) if t in ("ALL", p.page_type)]
+    rows = [(t, [i for i, p in enumerate(pages) if t in ("ALL", p.page_type)]) for t in types]
+    rows += [(g, [i for i, p in enumerate(pages) if p.group == g]) for g in groups]
+    if groups:
+        rows.append(("written", [i for i, p in enumerate(pages) if p.group and p.group != "wcxb-short"]))
+    rows.append(("ALL", list(range(len(pages)))))
+    for t, idx in rows:
         f1s = {n: statistics.fmean(results[n][i].f1 for i in idx) for n in names}
-        singles = {n: v for n, v in f1s.items() if n != "trawl"}
+        singles = {n: v for n, v in f1s.items() if not n.startswith("trawl")}
         best = max(singles, key=lambda n: singles[n]) if singles else ""
         flag = ""
         if "trawl" in f1s and best and f1s["trawl"] + 1e-9 < singles[best]:

@@ -82,10 +82,57 @@ function probeSettle() {
 // Serialises the document with open and closed shadow roots and same-origin iframes, text the user cannot see
 // marked data-trawl-hidden (hidden.js, injected first into this same isolated world). The marks are taken off
 // again before this function returns: the page's own DOM is left as it was.
-function serializePage(maxBytes) {
-  if (document.contentType === "application/pdf") return { pdf: true, url: location.href };
+// Cross-origin frames cannot be read from here: each leaves an empty slot (data-trawl-slot="<nonce>:<path>", the
+// path being the frame's index in window.frames at each level) that serializeTab fills from the frame itself,
+// where this same function runs with `frameNonce` set and returns the frame's body (or null in the top window and
+// in frames their parent can read, which the parent inlines). A frame element the user cannot see marks its box
+// data-trawl-hidden="hidden-frame": what it holds is hidden text of this page, however visible inside the frame.
+function serializePage(maxBytes, nonce, frameNonce) {
+  const inFrame = typeof frameNonce === "string";
+  if (inFrame) {
+    let readable = false;
+    try {
+      readable = window === window.top || window.frameElement !== null;
+    } catch (e) {
+      readable = false;
+    }
+    if (readable) return null;
+  }
+  if (document.contentType === "application/pdf") return inFrame ? null : { pdf: true, url: location.href };
   const markHidden = globalThis.__trawlMarkHidden;
   if (typeof markHidden !== "function") return { needHidden: true, url: location.href };
+  const pathOf = (w) => {
+    const parts = [];
+    try {
+      for (let depth = 0; w !== w.top && depth < 10; depth++) {
+        const p = w.parent;
+        let k = -1;
+        for (let i = 0; i < p.frames.length; i++) {
+          if (p.frames[i] === w) {
+            k = i;
+            break;
+          }
+        }
+        parts.unshift(k);
+        w = p;
+      }
+    } catch (e) {
+      return "?";
+    }
+    return parts.join(".");
+  };
+  const frameHidden = (f) => {
+    try {
+      if (!f.checkVisibility({ opacityProperty: true, visibilityProperty: true })) return true;
+      const r = f.getBoundingClientRect();
+      const win = f.ownerDocument.defaultView;
+      if (r.width < 2 || r.height < 2) return true;
+      return r.right + win.scrollX <= 0 || r.bottom + win.scrollY <= 0;
+    } catch (e) {
+      return false;
+    }
+  };
+  const slots = [];
   const shadowOf = (el) => {
     try {
       return chrome.dom.openOrClosedShadowRoot(el) || null;
@@ -134,20 +181,38 @@ function serializePage(maxBytes) {
       } catch (e) {
         doc = null;
       }
-      if (!doc || !doc.body) return match;
+      const hidden = frameHidden(frame) ? ' data-trawl-hidden="hidden-frame"' : "";
+      if (!doc) {
+        let path = "?";
+        try {
+          const win = frame.ownerDocument.defaultView;
+          for (let k = 0; win && k < win.frames.length; k++) {
+            if (win.frames[k] === frame.contentWindow) {
+              path = (win === window.top ? "" : pathOf(win) + ".") + k;
+              break;
+            }
+          }
+        } catch (e) {
+          path = "?";
+        }
+        const slot = `${nonce}:${path}`;
+        slots.push(slot);
+        return `${match}<div data-trawl-frame="${escAttr(frame.src || "")}" data-trawl-slot="${escAttr(slot)}"${hidden}></div>`;
+      }
+      if (!doc.body) return match;
       let src = "";
       try {
         src = doc.location.href;
       } catch (e) {
         src = frame.src || "";
       }
-      return `<div data-trawl-frame="${escAttr(src)}">${serializeNode(doc.body, depth + 1)}</div>`;
+      return `<div data-trawl-frame="${escAttr(src)}"${hidden}>${serializeNode(doc.body, depth + 1)}</div>`;
     });
     return html;
   }
 
-  const root = document.documentElement;
-  if (!root) return { html: "", title: "", url: location.href, contentType: document.contentType, size: 0 };
+  const root = inFrame ? document.body : document.documentElement;
+  if (!root) return inFrame ? null : { html: "", title: "", url: location.href, contentType: document.contentType, size: 0 };
   let body = "";
   const hidden = { marked: 0, scanned: 0, partial: false };
   try {
@@ -164,11 +229,12 @@ function serializePage(maxBytes) {
     .filter((a) => a.name !== "data-trawl-hidden-scan")
     .map((a) => ` ${a.name}="${escAttr(a.value)}"`)
     .join("");
+  if (inFrame) return { key: `${frameNonce}:${pathOf(window)}`, html: body, slots, hidden, url: location.href };
   if (hidden.partial) attrs += ' data-trawl-hidden-scan="partial"';
   const doctype = document.doctype ? `<!DOCTYPE ${document.doctype.name}>` : "<!DOCTYPE html>";
   const html = `${doctype}<html${attrs}>${body}</html>`;
   const out = {
-    title: document.title, url: location.href, contentType: document.contentType, size: html.length, hidden,
+    title: document.title, url: location.href, contentType: document.contentType, size: html.length, hidden, slots,
   };
   if (html.length > maxBytes) return { ...out, html: null, tooLarge: true };
   return { ...out, html };
@@ -346,9 +412,10 @@ const SERIALIZE_FLOOR_MS = 3000;
 export async function serializeTab(tabId, maxBytes, watch, deadline) {
   watch.check();
   let out = null;
+  const nonce = crypto.randomUUID().slice(0, 8);
   for (let attempt = 0; attempt < 2; attempt++) {
     await injectFile(tabId, "hidden.js", deadline, SERIALIZE_FLOOR_MS);
-    out = await inject(tabId, serializePage, [maxBytes], deadline, SERIALIZE_FLOOR_MS);
+    out = await inject(tabId, serializePage, [maxBytes, nonce], deadline, SERIALIZE_FLOOR_MS);
     if (!out.needHidden) break; // a new document replaced the one hidden.js went into: once more
   }
   watch.check();
@@ -357,7 +424,63 @@ export async function serializeTab(tabId, maxBytes, watch, deadline) {
   if (out.tooLarge) {
     throw new CaptureError("too_large", `the page is ${out.size} characters, over the ${maxBytes} limit`);
   }
+  if (out.slots && out.slots.length) {
+    out.html = await fillFrames(tabId, out, maxBytes, nonce, deadline);
+    out.size = out.html.length;
+    watch.check();
+    if (out.size > maxBytes) {
+      throw new CaptureError("too_large", `the page is ${out.size} characters, over the ${maxBytes} limit`);
+    }
+  }
   return out;
+}
+
+// At most this many cross-origin frames are read into one page; the rest are named as unread.
+const MAX_FRAMES = 16;
+const SLOT = /(<div data-trawl-frame="[^"]*" data-trawl-slot="([\w:.?-]+)"[^>]*)>(<\/div>)/g;
+
+// Reads the cross-origin frames of a serialised page from the frames themselves (the extension's host
+// permissions reach them; each marks its own hidden text) and puts each one's body in its slot. A frame that
+// cannot be read (no permission, an error page, no answer in time) keeps an empty slot marked
+// data-trawl-unread="frame": the daemon names it in the result's coverage.
+async function fillFrames(tabId, out, maxBytes, nonce, deadline) {
+  const bodies = new Map();
+  try {
+    await injected(tabId, { target: { tabId, allFrames: true }, files: ["hidden.js"], world: "ISOLATED" }, deadline,
+      SCRIPT_FLOOR_MS, "hidden.js in frames");
+    const results = await injected(tabId, {
+      target: { tabId, allFrames: true }, func: serializePage, args: [maxBytes, nonce, nonce], world: "ISOLATED",
+    }, deadline, SCRIPT_FLOOR_MS, "frames");
+    for (const r of results || []) {
+      const got = r && r.frameId !== 0 ? r.result : null;
+      if (!got || typeof got.key !== "string" || typeof got.html !== "string" || bodies.size >= MAX_FRAMES) continue;
+      bodies.set(got.key, got.html);
+      if (got.hidden) {
+        out.hidden.marked += got.hidden.marked;
+        out.hidden.scanned += got.hidden.scanned;
+        out.hidden.partial = out.hidden.partial || got.hidden.partial;
+      }
+    }
+  } catch (e) {
+    if (e instanceof CaptureError && e.code === "tab_not_found") throw e;
+    // a busy or unreachable frame: every slot stays unread
+  }
+  let html = out.html;
+  for (let pass = 0; pass < 5; pass++) {
+    let changed = false;
+    html = html.replace(SLOT, (m, open, key, close) => {
+      const inner = bodies.get(key);
+      if (inner === undefined) return m;
+      bodies.delete(key);
+      changed = true;
+      return `${open}>${inner}${close}`;
+    });
+    if (!changed) break;
+  }
+  if (out.hidden.partial && !/^[^>]*<html[^>]*data-trawl-hidden-scan/.test(html.slice(0, 4096))) {
+    html = html.replace("<html", '<html data-trawl-hidden-scan="partial"');
+  }
+  return html.replace(SLOT, (m, open, key, close) => `${open} data-trawl-unread="frame">${close}`);
 }
 
 function toBase64(bytes) {

@@ -113,6 +113,7 @@ class Document:
     quality: float | None = None
     hidden_text: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
+    unread: tuple[str, ...] = ()  # frames the capture could not read (their src), for the result's coverage
 
 
 ChunkKind = Literal["text", "table", "code", "record", "list"]
@@ -148,6 +149,7 @@ class Coverage:
     chunks_total: int = 0
     tokens_returned: int = 0
     tokens_total: int = 0
+    unread: tuple[str, ...] = ()  # parts of the page the capture could not read (frames, by their src)
 
 
 @dataclass(frozen=True, slots=True)

@@ -42,6 +42,7 @@ class CoverageOut(BaseModel):
     chunks_total: int = 0
     tokens_returned: int = 0
     tokens_total: int = 0
+    unread: list[str] = Field(default_factory=list, description="frames of the page that could not be read (src)")
 
 
 class PageOut(Output):

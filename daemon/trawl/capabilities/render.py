@@ -21,7 +21,8 @@ def render_page(p: PageOut, *, neighbours: bool = False) -> str:
         return _error_text(p.error, p.url) + "".join(f"\nwarning: {one_line(w, 1000)}" for w in p.warnings)
     cov = p.coverage
     head = [f"{cov.chunks_returned} of {cov.chunks_total} passages (~{cov.tokens_returned} of ~{cov.tokens_total} "
-            f"tokens) · source {p.source} · mode {p.mode}" + (f" · cached {'+'.join(p.cached)}" if p.cached else ""),
+            f"tokens) · source {p.source} · mode {p.mode}" + (f" · cached {'+'.join(p.cached)}" if p.cached else "")
+            + (f" · {len(cov.unread)} frame(s) not read" if cov.unread else ""),
             f"page: {p.page}"]
     frame = Frame([p.title, p.url, p.final_url, *p.warnings, *(c.text for c in p.chunks),
                    *(h for c in p.chunks for h in c.heading_path)])

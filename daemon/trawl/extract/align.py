@@ -14,6 +14,7 @@ import re
 _WORD = re.compile(r"\w+")
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _ORDINAL = re.compile(r"^\s*\d{1,3}[.)]\s+", re.M)  # list numbers are syntax, not words
+_HEADING = re.compile(r"^(#{1,6}) \S")
 KEEP_SHARE = 0.8  # a block stays when at least this share of its words occur in the text
 MIN_COVERAGE = 0.5  # below this share of the text's words, the markdown is replaced by the text
 
@@ -47,21 +48,33 @@ def align_markdown(markdown: str, text: str) -> str:
     if not text_words:
         return markdown
     vocab = set(text_words)
-    kept: list[str] = []
+    parts = blocks(markdown)
+    keep: list[bool] = []
     covered: set[str] = set()
-    for block in blocks(markdown):
+    for block in parts:
         words = _words(block)
-        if not words:
-            kept.append(block)
-            continue
         inside = [w for w in words if w in vocab]
-        if len(inside) >= KEEP_SHARE * len(words):
-            kept.append(block)
+        ok = not words or len(inside) >= KEEP_SHARE * len(words)
+        keep.append(ok)
+        if ok:
             covered.update(inside)
+    # A heading the plain text left out (rs-trafilatura's text view drops headings on short pages) stays when the
+    # block it heads stays: it is the section's structure, and the chunks' heading path.
+    for i in range(len(parts) - 2, -1, -1):
+        if not keep[i] and _HEADING.match(parts[i]) and ((keep[i + 1] and not _HEADING.match(parts[i + 1]))
+                                                        or _heads_kept(parts, keep, i)):
+            keep[i] = True
+    kept = [b for b, ok in zip(parts, keep, strict=True) if ok]
     coverage = sum(1 for w in text_words if w in covered) / len(text_words)
     if coverage < MIN_COVERAGE:
         return _text_as_markdown(text)
     return _drop_stray_breaks("\n\n".join(kept))
+
+
+def _heads_kept(parts: list[str], keep: list[bool], i: int) -> bool:
+    """Whether heading ``parts[i]`` is directly followed by a kept heading of a lower level (a subsection)."""
+    m, n = _HEADING.match(parts[i]), _HEADING.match(parts[i + 1])
+    return bool(m and n and keep[i + 1] and len(n.group(1)) > len(m.group(1)))
 
 
 def _text_as_markdown(text: str) -> str:

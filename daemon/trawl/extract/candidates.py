@@ -21,6 +21,7 @@ import trafilatura as _traf
 from .align import align_markdown
 from .code import restore_code
 from .dom import extract_dom, parse_html
+from .headings import restore_headings
 from .markdown import to_markdown
 
 log = logging.getLogger("trawl.extract")
@@ -49,6 +50,7 @@ class Candidate:
     page_type: str = ""
     title: str = ""
     lang: str = ""
+    records: tuple[str, ...] = ()  # dom only: the text of each repeated record (card, listing item, post) it found
 
 
 def clean_markdown(md: str) -> str:
@@ -76,6 +78,7 @@ def run_rs(html: str, url: str) -> Candidate | None:
             markdown = align_markdown(restore_code(to_markdown(root), html), text)
     if not markdown.strip() and text.strip():
         markdown = text.strip()
+    markdown = restore_headings(markdown, html)
     return Candidate(
         name="rs-trafilatura",
         markdown=markdown,
@@ -112,8 +115,8 @@ def run_trafilatura(html: str, url: str, *, precision: bool = False, recall: boo
 
 def run_dom(html: str) -> Candidate | None:
     try:
-        md, h1 = extract_dom(html)
+        md, h1, records = extract_dom(html)
     except Exception as exc:  # the last resort must not raise either
         log.warning("dom fallback failed: %s", exc)
         return None
-    return Candidate(name="dom", markdown=md, text=md, quality=0.6, title=h1)
+    return Candidate(name="dom", markdown=md, text=md, quality=0.6, title=h1, records=records)

@@ -77,17 +77,27 @@ def parse_html(html: str) -> etree._Element | None:
     return root
 
 
+# Removed elements that a browser does not draw at all: the text either side of them is joined as it was.
+_UNDRAWN = frozenset({"script", "style", "noscript", "template", "head", "title", "meta", "link", "base"})
+
+
 def remove_keep_tail(el: etree._Element) -> None:
-    """Remove ``el`` and its subtree but keep the text that follows it."""
+    """Remove ``el`` and its subtree but keep the text that follows it.
+
+    Where the removed element was drawn (a block, a form control, an image), a space stands in for it, so the
+    words either side of it do not run together.
+    """
     parent = el.getparent()
     if parent is None:
         return
-    if el.tail:
+    drawn = isinstance(el.tag, str) and el.tag not in _UNDRAWN
+    tail = (" " if drawn else "") + (el.tail or "")
+    if tail:
         prev = el.getprevious()
         if prev is not None:
-            prev.tail = (prev.tail or "") + el.tail
+            prev.tail = (prev.tail or "") + tail
         else:
-            parent.text = (parent.text or "") + el.tail
+            parent.text = (parent.text or "") + tail
     parent.remove(el)
 
 
@@ -159,13 +169,19 @@ def find_main(root: etree._Element) -> etree._Element:
     return body
 
 
-def extract_dom(html: str) -> tuple[str, str]:
-    """(markdown of the main region, h1 text) of a page; ("", "") when nothing is readable."""
+def extract_dom(html: str) -> tuple[str, str, tuple[str, ...]]:
+    """(markdown of the main region, h1 text, text of each repeated record in it) of a page.
+
+    ("", "", ()) when nothing is readable.
+    """
     root = parse_html(html)
     if root is None:
-        return "", ""
+        return "", "", ()
     h1s = root.xpath("//h1")
     h1 = element_text(h1s[0]) if h1s else ""
     strip_chrome(root)
     main = find_main(root)
-    return to_markdown(main), h1
+    groups: list[list[etree._Element]] = []
+    md = to_markdown(main, groups=groups)
+    records = tuple(t for members in groups for m in members if (t := element_text(m)))
+    return md, h1, records

@@ -6,7 +6,11 @@
                   low (< ESCALATE_QUALITY), run the lxml ``dom`` fallback too
     3. compare    the fallback wins when it found DOM_GAIN_RATIO times more text (or DOM_SUPERSET_RATIO
                   times more, containing the primary's): the primary then kept one card or one block of a
-                  page made of many (listings, collections, product grids)
+                  page made of many (listings, collections, product grids). Unless the page's own evidence
+                  says the primary found an article and the fallback only adds a rail (:mod:`.evidence`): the
+                  page declares itself an article, little of the primary's text lies inside the fallback's
+                  repeated records, and most of what the fallback adds is records (latest news, related
+                  stories, comments). Then the primary stays: a short article is not a listing.
     4. shell      when both found (next to) nothing, the page is an empty JavaScript shell: return an
                   empty document and let the pipeline report it, rather than a title as "content"
 
@@ -18,11 +22,13 @@ from __future__ import annotations
 import logging
 import re
 from collections import Counter
+from html import unescape
 
 from ..settings import Settings
 from ..types import Document, Page
 from . import candidates as cands
 from .candidates import Candidate
+from .evidence import declares_article, record_shares
 from .guard import flatten_nesting, looks_binary, strip_heavy, too_deep, trim_html
 from .lang import detect_language
 from .meta import declared_language, html_title
@@ -32,6 +38,10 @@ from .visibility import HIDDEN_WARNING, apply_hidden, find_hidden
 log = logging.getLogger("trawl.extract")
 # Set on <html> by the browser sources when their visibility walk ran out of budget (data/hidden.js).
 PARTIAL_SCAN = re.compile(r"<html\b[^>]*\sdata-trawl-hidden-scan=[\"']?partial", re.IGNORECASE)
+# Left by the browser sources on the box of a frame they could not read (extension/capture.js, playwright_page.py).
+_UNREAD = re.compile(r"<div\s[^>]*\bdata-trawl-unread=\"frame\"[^>]*>", re.IGNORECASE)
+_FRAME_SRC = re.compile(r"\bdata-trawl-i?frame=\"([^\"]*)\"", re.IGNORECASE)
+MAX_UNREAD = 20
 
 ESCALATE_TOKENS = 1000  # primary output shorter than this (in \w+ tokens) gets a second opinion
 ESCALATE_QUALITY = 0.7  # ... as does output rs-trafilatura itself rates below this
@@ -39,6 +49,9 @@ DOM_GAIN_RATIO = 3.0  # the fallback must find this many times more text to repl
 DOM_SUPERSET_RATIO = 2.5  # ... or this many times more when it also contains nearly all the primary's text
 DOM_SUPERSET_SHARE = 0.9
 SHELL_TOKENS = 40  # both candidates below this (fallback: nothing at all) → an empty shell
+RAIL_PRIMARY_IN_RECORDS = 0.5  # an article beside a rail: less than this share of the primary lies in records ...
+RAIL_EXTRA_IN_RECORDS = 0.6  # ... and at least this share of what the fallback adds is records
+RAIL_MIN_PRIMARY_CHARS = 100  # a primary shorter than this is no article to keep (a title, a "loading" line)
 _WORD = re.compile(r"\w+")
 
 
@@ -70,11 +83,23 @@ def choose(primary: Candidate | None, html: str) -> tuple[Candidate | None, bool
     n_fallback = _ntokens(fallback.text)
     if n_fallback == 0 and n_primary < SHELL_TOKENS:
         return None, True
-    if n_fallback >= DOM_GAIN_RATIO * max(n_primary, 1):
-        return fallback, True
-    if n_fallback >= DOM_SUPERSET_RATIO * max(n_primary, 1) and _contained(primary.text, fallback.text):
+    gain = n_fallback >= DOM_GAIN_RATIO * max(n_primary, 1) or (
+        n_fallback >= DOM_SUPERSET_RATIO * max(n_primary, 1) and _contained(primary.text, fallback.text)
+    )
+    if gain and not article_beside_rail(primary, fallback, html):
         return fallback, True
     return primary, True
+
+
+def article_beside_rail(primary: Candidate, fallback: Candidate, html: str) -> bool:
+    """Whether the fallback's extra text is a rail of records beside the article the primary found."""
+    if len(primary.text.strip()) < RAIL_MIN_PRIMARY_CHARS or not fallback.records:
+        return False
+    in_records, extra_records = record_shares(primary.text, fallback.text, fallback.records)
+    if in_records >= RAIL_PRIMARY_IN_RECORDS or extra_records < RAIL_EXTRA_IN_RECORDS:
+        return False
+    return declares_article(html)
+
 
 
 def _contained(inner: str, outer: str) -> bool:
@@ -95,6 +120,7 @@ def extract_html(page: Page, settings: Settings) -> Document:
     if "\x00" in raw:
         raw = raw.replace("\x00", "")
     raw = flatten_shadow_roots(raw)  # captured shadow DOM (extension, headless, saved pages) is content
+    unread = unread_frames(raw) if page.source in BROWSER_SOURCES else ()
     hidden_scan = find_hidden(raw)  # text people cannot see is not the page (cut or marked below)
     if PARTIAL_SCAN.search(raw[:4096]):  # the browser's visibility walk ran out of budget (data/hidden.js)
         warnings.append(f"{HIDDEN_WARNING}: the browser's visibility check stopped early on this very large page; "
@@ -116,7 +142,7 @@ def extract_html(page: Page, settings: Settings) -> Document:
     title = _title(page, html, primary, chosen)
     if chosen is None or not chosen.markdown.strip():
         return Document(markdown="", title=title, extractor="none", hidden_text=hidden_scan.texts,
-                        warnings=tuple(warnings))
+                        warnings=tuple(warnings), unread=unread)
     markdown, hidden = apply_hidden(chosen.markdown, hidden_scan, settings, warnings)
     lang = detect_language(chosen.text or chosen.markdown, declared_language(html))
     if chosen.name == "dom" and primary is not None:
@@ -129,7 +155,24 @@ def extract_html(page: Page, settings: Settings) -> Document:
         quality=round(chosen.quality, 3),
         hidden_text=hidden,
         warnings=tuple(warnings),
+        unread=unread,
     )
+
+
+BROWSER_SOURCES = frozenset({"playwright", "extension"})  # the captures that mark unread frames
+
+
+def unread_frames(html: str) -> tuple[str, ...]:
+    """The src of every frame a browser capture could not read (its box is marked ``data-trawl-unread``)."""
+    if "data-trawl-unread" not in html:
+        return ()
+    out: list[str] = []
+    for m in _UNREAD.finditer(html):
+        src = _FRAME_SRC.search(m.group(0))
+        out.append(unescape(src.group(1)) if src else "")
+        if len(out) >= MAX_UNREAD:
+            break
+    return tuple(out)
 
 
 def _title(page: Page, html: str, primary: Candidate | None, chosen: Candidate | None) -> str:

@@ -38,6 +38,16 @@ _WS = re.compile(r"[ \t\r\n\f\v\u00a0\u200b]+")
 _MAX_TABLE_CELL = 400
 _LAYOUT_CELL_CHARS = 400  # a cell holding more text than this means the table lays out a page
 _LAYOUT_MARKERS = ".//table|.//h1|.//h2|.//h3|.//article|.//pre"
+# Elements a browser draws as a box of their own (form controls, media, embedded frames): skipped for their
+# text, but the words on either side of them are not one word.
+BOX_TAGS = frozenset(
+    {
+        "img", "input", "button", "select", "textarea", "video", "audio", "canvas", "iframe", "object", "embed",
+        "svg", "math", "picture", "meter", "progress",
+    }
+)  # fmt: skip
+# An inline style that makes any element a block (or a box) of its own.
+_BOX_DISPLAY = re.compile(r"display\s*:\s*(inline-)?(?:block|flex|grid|table|list-item|flow-root)\b", re.I)
 
 
 @dataclass
@@ -79,6 +89,15 @@ def _hidden(el: etree._Element) -> bool:
         s = style.replace(" ", "").lower()
         return "display:none" in s or "visibility:hidden" in s
     return False
+
+
+def _styled_box(el: etree._Element) -> str:
+    """"block" or "inline" when the element's own style makes it a box of its own, else ""."""
+    style = el.get("style")
+    if not style:
+        return ""
+    m = _BOX_DISPLAY.search(style)
+    return "" if m is None else ("inline" if m.group(1) else "block")
 
 
 def element_text(el: etree._Element) -> str:
@@ -141,8 +160,13 @@ def _pre_markdown(pre: etree._Element) -> str:
     return f"{fence}\n{code}\n{fence}"
 
 
-def to_markdown(root: etree._Element, *, records: bool = True) -> str:
-    """Convert ``root`` (and its descendants) to markdown. ``records`` enables ``---`` between records."""
+def to_markdown(
+    root: etree._Element, *, records: bool = True, groups: list[list[etree._Element]] | None = None
+) -> str:
+    """Convert ``root`` (and its descendants) to markdown. ``records`` enables ``---`` between records.
+
+    ``groups``, when given, receives the members of every record group found (for the cascade's evidence).
+    """
     st = _State()
     # Stack items: ("open", element) or ("close", element) or ("tail", text) or ("sep", "")
     stack: list[tuple[str, object]] = [("open", root)]
@@ -154,6 +178,9 @@ def to_markdown(root: etree._Element, *, records: bool = True) -> str:
         if action == "sep":
             st.add_block("---")
             continue
+        if action == "flush":
+            st.flush()
+            continue
         el = obj
         assert isinstance(el, etree._Element)
         tag = _tag(el)
@@ -161,6 +188,8 @@ def to_markdown(root: etree._Element, *, records: bool = True) -> str:
             _close(st, el, tag)
             continue
         if not tag or tag in SKIP_TAGS or _hidden(el):
+            if tag in BOX_TAGS:
+                st.inline.append(" ")
             if el.tail and el is not root:
                 st.inline.append(el.tail)
             continue
@@ -178,10 +207,20 @@ def to_markdown(root: etree._Element, *, records: bool = True) -> str:
         if tag == "hr":
             st.add_block("---")
             continue
+        if tag not in BLOCK_TAGS and tag not in HEADINGS and (box := _styled_box(el)):
+            # an inline element its own style lays out as a block (a block boundary either side) or an inline box
+            # (a space either side)
+            if box == "block":
+                st.flush()
+            else:
+                st.inline.append(" ")
+            stack.append(("flush" if box == "block" else "tail", " "))
         _open(st, el, tag)
         stack.append(("close", el))
         children = [c for c in el if isinstance(c.tag, str)]
         group = records and len(children) >= 3 and is_record_group(el, children)
+        if group and groups is not None:
+            groups.append(children)
         for i, child in enumerate(reversed(children)):
             stack.append(("open", child))
             if group and i < len(children) - 1:

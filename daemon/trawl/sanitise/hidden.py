@@ -1040,7 +1040,8 @@ def scan(page_html: str) -> Scan:
             continue
         if len(text) > MIN_WHOLE_PAGE_CHARS:
             page_chars = page_chars or len(_text(root))
-            if len(text) > MAX_SHARE * page_chars and reasons[el] != "browser:unchecked":  # not judged: flag it
+            # not judged ("unchecked": flag it) or a frame the user cannot see (never the page itself)
+            if len(text) > MAX_SHARE * page_chars and reasons[el] not in ("browser:unchecked", "browser:hidden-frame"):
                 continue
         (seen if visible else covered).add(el)
         passages.append(Passage(reasons[el], text[:MAX_TEXT_PER_ELEMENT]))

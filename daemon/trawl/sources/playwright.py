@@ -39,9 +39,9 @@ from .base import FetchRequest
 from .playwright_page import (
     CAPTURE_RESERVE_S,
     INIT_SCRIPT,
-    SERIALIZE,
     SettleStats,
     Tab,
+    capture,
     check_response,
     internal_error,
     ms_left,
@@ -430,7 +430,7 @@ class PlaywrightSource:
             host = urlsplit(page.url).hostname or ""
             await settle(page, tab.pending, host, self.stats, settings, deadline, warnings)
             left = max(0.5, deadline - time.monotonic() + CAPTURE_RESERVE_S)
-            html, title = await asyncio.wait_for(page.evaluate(SERIALIZE), timeout=left)
+            html, title = await capture(page, time.monotonic() + left)
             final_url = page.url
             await asyncio.wait_for(tab.guard.verify(), timeout=max(1.0, deadline - time.monotonic() + 5.0))
             warnings.extend(tab.guard.warnings())

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
+import secrets
 import time
 from collections import OrderedDict, deque
 from pathlib import Path
@@ -103,7 +105,8 @@ _TEXT_SIZE = """() => {
 HIDDEN_JS = (Path(__file__).resolve().parent.parent / "data" / "hidden.js").read_text(encoding="utf-8")
 _MARK_HIDDEN = "(() => { const globalThis = {};\n" + HIDDEN_JS + "\nreturn globalThis.__trawlMarkHidden; })()"
 
-SERIALIZE = r"""() => {
+SERIALIZE = r"""(opts) => {
+  const o = opts || {};
   const markHidden = """ + _MARK_HIDDEN + r""";
   const esc = (v) => String(v).replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;');
   const rootsOf = (doc) => {
@@ -120,6 +123,16 @@ SERIALIZE = r"""() => {
     for (let i = 0; i < roots.length; i++) walk(roots[i]);
     return roots;
   };
+  // A frame element the user cannot see: its document, however visible inside, is hidden text of this page.
+  const frameHidden = (f) => {
+    try {
+      if (!f.checkVisibility({ opacityProperty: true, visibilityProperty: true })) return true;
+      const r = f.getBoundingClientRect();
+      const win = f.ownerDocument.defaultView;
+      if (r.width < 2 || r.height < 2) return true;
+      return r.right + win.scrollX <= 0 || r.bottom + win.scrollY <= 0;
+    } catch (e) { return false; }
+  };
   const scans = [];
   const scanned = new Set();
   const scan = (doc) => {
@@ -131,44 +144,129 @@ SERIALIZE = r"""() => {
     scans.push(markHidden(doc, { shadowOf, maxMs: 1500, maxElements: 60000 }));
   };
   let counter = 0;
+  const slots = []; // cross-origin frames: [slot id, src], filled by the caller from the frame itself
   const ser = (el, doc, depth) => {
     scan(doc);
     const marks = [];
-    if (depth < 4) {
-      for (const f of doc.querySelectorAll('iframe, frame')) {
-        let fd = null;
-        try { fd = f.contentDocument; } catch (e) { fd = null; }
-        if (!fd || !fd.body) continue;
-        const id = 'f' + (counter++);
-        f.setAttribute('data-trawl-frame', id);
-        marks.push([id, fd, f.getAttribute('src') || 'about:srcdoc']);
-      }
+    for (const f of doc.querySelectorAll('iframe, frame')) {
+      let fd = null;
+      try { fd = f.contentDocument; } catch (e) { fd = null; }
+      const src = f.getAttribute('src') || 'about:srcdoc';
+      const id = (o.prefix || 'f') + (counter++);
+      f.setAttribute('data-trawl-frame', id);
+      const hidden = frameHidden(f) ? ' data-trawl-hidden="hidden-frame"' : '';
+      if (depth >= 4) continue;
+      if (fd && fd.body) marks.push([id, fd, src, hidden]);
+      else if (!fd) { marks.push([id, null, src, hidden]); slots.push([id, src]); }
     }
     let html;
     try { html = el.getHTML({ serializableShadowRoots: true, shadowRoots: rootsOf(doc) }); }
     catch (e) { html = el.innerHTML; }
-    for (const [id, fd, src] of marks) {
-      const inner = ser(fd.body, fd, depth + 1);
+    for (const [id, fd, src, hidden] of marks) {
+      const inner = fd ? ser(fd.body, fd, depth + 1) : '';
+      const slot = fd ? '' : ' data-trawl-slot="' + id + '"';
       const re = new RegExp('<(?:iframe|frame)\\b[^>]*\\bdata-trawl-frame="' + id + '"[^>]*>(?:</iframe>)?');
-      const box = '<div data-trawl-iframe="' + esc(src) + '">' + inner + '</div>';
+      const box = '<div data-trawl-iframe="' + esc(src) + '"' + slot + hidden + '>' + inner + '</div>';
       html = html.replace(re, (m) => m.replace(' data-trawl-frame="' + id + '"', '') + box);
     }
     return html;
   };
   const root = document.documentElement;
-  if (!root) return ['', document.title || ''];
+  if (!root) return ['', document.title || '', [], false];
   let body = '';
   let partial = false;
   try {
-    body = ser(root, document, 0);
+    body = o.frame ? (document.body ? ser(document.body, document, 0) : '') : ser(root, document, 0);
   } finally {
     for (const s of scans) { s.undo(); partial = partial || s.partial; }
   }
+  if (o.frame) return [body, document.title || '', slots, partial];
   let attrs = Array.from(root.attributes).filter((a) => a.name !== 'data-trawl-hidden-scan')
     .map((a) => ' ' + a.name + '="' + esc(a.value) + '"').join('');
   if (partial) attrs += ' data-trawl-hidden-scan="partial"';
-  return ['<!DOCTYPE html>\n<html' + attrs + '>' + body + '</html>', document.title || ''];
+  return ['<!DOCTYPE html>\n<html' + attrs + '>' + body + '</html>', document.title || '', slots, partial];
 }"""
+
+MAX_FRAMES = 16  # cross-origin frames read per page (each is one more round trip into the browser)
+MAX_FRAME_DEPTH = 3  # frames nested deeper than this are named as unread, not read
+_SLOT = re.compile(r'(<div data-trawl-iframe="[^"]*" data-trawl-slot="([\w.]+)"[^>]*)>(</div>)')
+
+
+async def capture(page: Any, until: float) -> tuple[str, str]:
+    """Serialise the page (:data:`SERIALIZE`) with its cross-origin frames read in place, in each frame itself.
+
+    Same-origin frames are inlined by the script; a cross-origin frame leaves an empty slot that is filled here
+    from the frame's own document (its hidden text marked by its own scan, the slot marked ``hidden-frame`` when
+    the frame element itself is invisible). A frame that cannot be read (error page, detached, too deep, over
+    :data:`MAX_FRAMES`, no answer) keeps its slot empty, marked ``data-trawl-unread="frame"``: extraction names it
+    in the result's coverage. Returns (html, title).
+    """
+    prefix = "f" + secrets.token_hex(4)
+    left = max(0.5, until - time.monotonic())
+    html, title, slots, partial = await asyncio.wait_for(page.evaluate(SERIALIZE, {"prefix": prefix}), timeout=left)
+    pending: dict[str, int] = {sid: 0 for sid, _ in slots}
+    filled: dict[str, str] = {}
+    if pending:
+        frames = [f for f in page.frames if f is not page.main_frame]
+        done: set[Any] = set()
+        progress = True
+        while pending and progress and time.monotonic() < until:
+            progress = False
+            for fr in frames:
+                if fr in done or not pending or time.monotonic() >= until:
+                    continue
+                sid = await _slot_of(fr, until)
+                if sid is None or sid not in pending:
+                    continue
+                done.add(fr)
+                progress = True
+                depth = pending.pop(sid)
+                if depth >= MAX_FRAME_DEPTH or len(done) > MAX_FRAMES or not fr.url.startswith(("http:", "https:")):
+                    continue
+                got = await evaluate(fr, SERIALIZE, until, {"frame": True, "prefix": sid + "."})
+                if not got:
+                    continue
+                inner, _, sub, sub_partial = got
+                filled[sid] = inner
+                partial = partial or bool(sub_partial)
+                for child, _ in sub:
+                    pending[child] = depth + 1
+    html = _fill_slots(html, filled)
+    if partial and "data-trawl-hidden-scan" not in html[:4096]:
+        html = html.replace("<html", '<html data-trawl-hidden-scan="partial"', 1)
+    return html, title
+
+
+async def _slot_of(frame: Any, until: float) -> str | None:
+    from playwright.async_api import Error as PlaywrightError
+
+    try:
+        handle = await asyncio.wait_for(frame.frame_element(), timeout=max(0.05, until - time.monotonic()))
+        sid = await asyncio.wait_for(handle.get_attribute("data-trawl-frame"),
+                                     timeout=max(0.05, until - time.monotonic()))
+    except (TimeoutError, PlaywrightError):
+        return None
+    return sid if isinstance(sid, str) else None
+
+
+def _fill_slots(html: str, filled: dict[str, str]) -> str:
+    """Put each read frame's HTML into its slot (slots nest: filled repeatedly); unread slots are marked."""
+    for _ in range(MAX_FRAME_DEPTH + 2):
+        changed = False
+
+        def fill(m: re.Match[str]) -> str:
+            nonlocal changed
+            inner = filled.pop(m.group(2), None)
+            if inner is None:
+                return m.group(0)
+            changed = True
+            return m.group(1) + ">" + inner + m.group(3)
+
+        html = _SLOT.sub(fill, html)
+        if not changed:
+            break
+    return _SLOT.sub(lambda m: m.group(1) + ' data-trawl-unread="frame">' + m.group(3), html)
+
 
 _NET_ERRORS: tuple[tuple[str, ErrorCode, str], ...] = (
     ("ERR_NAME_NOT_RESOLVED", ErrorCode.NETWORK_ERROR, "the host name does not resolve"),
