@@ -262,6 +262,7 @@ class Engine:
             chunks_total=len(prep.chunks),
             tokens_returned=sum(approx_tokens(c.text) for c in chunks),
             tokens_total=total_tokens,
+            unread=prep.doc.unread,
         )
         return FetchResult(
             url=req.target or prep.page.url,
