@@ -4,7 +4,8 @@ Heading-aware chunking of the extractor's markdown: each chunk carries the title
 its enclosing headings, tables and fenced code stay whole when they fit (else they
 are split with their header / fence repeated), ``---`` separates records that stay
 one chunk each, and prose is packed to ``settings.chunk_chars`` (``chunk_chars_cjk``
-for CJK text), cut at sentence ends. See :mod:`.assemble` for the rules.
+for Chinese and Japanese, ``chunk_chars_hangul`` for Korean), cut at sentence ends.
+See :mod:`.assemble` for the rules.
 """
 
 from __future__ import annotations
@@ -23,5 +24,6 @@ def chunk_document(doc: Document, settings: Settings) -> list[Chunk]:
     blocks = parse_blocks(doc.markdown)
     target = max(64, settings.chunk_chars)
     target_cjk = max(32, settings.chunk_chars_cjk)
-    pieces = Assembler(target=target, target_cjk=target_cjk, lang=doc.lang).feed(blocks)
+    target_hangul = max(32, settings.chunk_chars_hangul)
+    pieces = Assembler(target=target, target_cjk=target_cjk, target_hangul=target_hangul, lang=doc.lang).feed(blocks)
     return make_chunks(pieces)

@@ -19,11 +19,12 @@ Numbered rules (the names are the knobs):
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 
-from ..text import cjk_ratio
+from ..lang import SCRIPT_RANGES
 from ..types import Chunk, ChunkKind
 from .blocks import Block
 from .split import hard_split, split_code, split_table, split_text
@@ -36,7 +37,10 @@ PART = 2.0
 LEAD_IN = 0.34
 TINY_RECORD = 0.17
 PREPACK_PIECES = 200  # sentence pieces in one paragraph above which they are pre-joined
-CJK_FULL_RATIO = 0.5  # cjk_ratio at or above which the CJK target applies in full
+CJK_FULL_RATIO = 0.5  # share of word characters at or above which a script's target applies in full
+_HAN_KANA = re.compile(f"[{SCRIPT_RANGES['han']}{SCRIPT_RANGES['kana']}]+")
+_HANGUL = re.compile(f"[{SCRIPT_RANGES['hangul']}]+")
+_NON_WORD = re.compile(r"\W+")
 
 
 @dataclass(slots=True)
@@ -57,7 +61,8 @@ class _Piece:
 @dataclass(slots=True)
 class Assembler:
     target: int
-    target_cjk: int
+    target_cjk: int  # Chinese and Japanese (Han and kana)
+    target_hangul: int = 0  # Korean; 0: the alphabetic target
     lang: str = ""  # the page's language: some sentence rules depend on it (ordinals with a dot)
     pieces: list[_Piece] = field(default_factory=list)
     _stack: list[tuple[int, str]] = field(default_factory=list)
@@ -112,13 +117,18 @@ class Assembler:
         return tuple(t for _, t in self._stack)
 
     def _target_for(self, text: str) -> int:
-        if not self.target_cjk or self.target_cjk == self.target:
+        """The target for ``text``: the alphabetic one, moved towards the Han/kana and the Hangul targets by
+        the share of the text written in those scripts."""
+        hangul_target = self.target_hangul or self.target
+        if self.target_cjk == self.target == hangul_target:
             return self.target
         if len(text) > 4000:  # a sample is enough to tell the script
             mid = len(text) // 2
             text = text[:1000] + text[mid : mid + 1000] + text[-1000:]
-        share = min(1.0, cjk_ratio(text) / CJK_FULL_RATIO)
-        return round(self.target - (self.target - self.target_cjk) * share)
+        words = max(1, len(text) - _count(_NON_WORD, text))
+        han = min(1.0, _count(_HAN_KANA, text) / words / CJK_FULL_RATIO)
+        hangul = min(1.0 - han, _count(_HANGUL, text) / words / CJK_FULL_RATIO)
+        return round(self.target - (self.target - self.target_cjk) * han - (self.target - hangul_target) * hangul)
 
     def _emit(self, text: str, kind: ChunkKind) -> None:
         if text.strip():
@@ -181,6 +191,10 @@ class Assembler:
             texts[-2:] = [_join(groups[-2] + groups[-1])]
         for t in texts:
             self._emit(t, kind)
+
+
+def _count(pattern: re.Pattern[str], text: str) -> int:
+    return len(text) - len(pattern.sub("", text))
 
 
 def _join(units: list[_Unit]) -> str:

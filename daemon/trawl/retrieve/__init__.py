@@ -20,7 +20,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -31,13 +31,13 @@ from ..cache.salt import cache_key
 from ..settings import Settings
 from ..text import approx_tokens
 from ..types import Chunk, Mode
-from . import fuse, select
+from . import context, fuse, select
 from .ahead import EmbedAhead
 from .bm25 import BM25Index
 from .embed import CALIBRATION_TEXT, Embedder, EmbedError, embed_text, make_embedder
 from .expand import Expander, blend
 from .rerank import Reranker, RerankError, apply_scores
-from .tokenize import guess_lang, same_language, script_of, stopwords, tokens
+from .tokenize import guess_lang, same_language, script_of, stopwords
 
 log = logging.getLogger("trawl.retrieve")
 
@@ -158,7 +158,7 @@ class Retriever:
             return Ranking([], "bm25-only" if self._embedder is None else "hybrid")
         warnings: list[str] = []
         index, seen = self._index(page_key, chunks)
-        qterms = tokens(query)
+        qterms = index.terms(query)  # analysed in the page's language, as its chunks were
         bm = index.scores(qterms)
         plang = page_lang or guess_lang(" ".join(c.text for c in chunks[:8])[:3000])
         qlang = guess_lang(query, plang)  # the page's language settles a short, ambiguous question
@@ -215,7 +215,8 @@ class Retriever:
                 order, tokens_per_chunk, s.k_min, s.k_max, s.token_budget, k,
                 bm=bm, dense=dense, have=have_vec, weight=weight,
             )
-        ranked = [replace(chunks[i], score=round(float(fused[i]), 4)) for i in order[:n]]
+        # Neighbours returned together become one passage (an explicit k is a count of chunks: kept).
+        ranked = context.passages(chunks, order, n, fused, join=k is None)
 
         if self._ahead is not None and dense is not None and len(have_vec) < len(chunks):
             self._queue_ahead(page_key, chunks)

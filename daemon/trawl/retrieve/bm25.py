@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from functools import lru_cache
 
 import numpy as np
 
+from ..lang import detect
 from .tokenize import tokens
 
 K1 = 1.2
@@ -18,15 +20,22 @@ B = 0.75
 
 
 class BM25Index:
-    """Inverted index of ``texts``; ``scores(query_terms)`` gives one score per text."""
+    """Inverted index of ``texts``; ``scores(query_terms)`` gives one score per text.
 
-    def __init__(self, texts: Sequence[str]) -> None:
+    The texts are analysed in ``lang`` (the page's language; detected from the texts when None), and so is
+    a question: take its terms from :meth:`terms`.
+    """
+
+    def __init__(self, texts: Sequence[str], lang: str | None = None) -> None:
         self.n = n = len(texts)
+        if lang is None:
+            lang = detect(" ".join(texts[:16])[:3000])
+        self.lang = lang
         vocab: dict[str, int] = {}
         ids: list[int] = []
         lengths = np.zeros(n, dtype=np.int64)
         for i, text in enumerate(texts):
-            toks = tokens(text)
+            toks = tokens(text, lang)
             ids.extend([vocab.setdefault(t, len(vocab)) for t in toks])
             lengths[i] = len(toks)
         self._vocab = vocab
@@ -39,6 +48,10 @@ class BM25Index:
         self._starts = np.searchsorted(terms, np.arange(len(vocab) + 1))
         avg = float(lengths.mean()) if n else 1.0
         self._norm = (K1 * (1.0 - B + B * lengths / max(avg, 1e-6))).astype(np.float32)
+
+    def terms(self, text: str) -> list[str]:
+        """BM25 terms of a question (or any text) as this index analyses its texts."""
+        return tokens(text, self.lang)
 
     def _posting(self, term: str) -> tuple[np.ndarray, np.ndarray] | None:
         t = self._vocab.get(term)
@@ -72,6 +85,8 @@ class BM25Index:
 
     def coverage(self, query_terms: Sequence[str], ignore: frozenset[str] = frozenset()) -> float:
         """Share of the query's distinct terms (minus ``ignore``) that occur on the page, idf-weighted."""
+        if ignore:
+            ignore = ignore | _analysed(frozenset(ignore), self.lang)
         terms = {t for t in query_terms if t not in ignore}
         if not terms:
             return 0.0
@@ -86,3 +101,9 @@ class BM25Index:
                 w = absent_idf
             total += w
         return present / total if total else 0.0
+
+
+@lru_cache(maxsize=64)
+def _analysed(words: frozenset[str], lang: str) -> frozenset[str]:
+    """``words`` (a language's stop words) as the index's terms: stemmed like the texts."""
+    return frozenset(tokens(" ".join(sorted(words)), lang))

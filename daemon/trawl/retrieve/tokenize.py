@@ -1,45 +1,99 @@
 """Multilingual tokens for BM25 (languages and scripts themselves are :mod:`trawl.lang`'s).
 
-Alphabetic scripts (Latin, Cyrillic, Greek, ...) give casefolded words, lightly
-stemmed by truncation to :data:`STEM_CHARS` characters (a crude stemmer that
-helps inflected languages such as German and Russian without language rules);
-digits stay whole tokens. Han, kana and Hangul have no spaces: each run gives
-overlapping character bigrams (a one-character run gives itself).
+Alphabetic scripts (Latin, Cyrillic, Greek, Arabic, ...) give casefolded words. In a language with a
+Snowball stemmer (:func:`trawl.lang.stemmer_of`), words are stemmed after the language's light
+normalisation (:func:`trawl.lang.normalise_words`: Arabic loses its article and vowel marks), and the stem
+is cut to :data:`STEM_CHARS` letters like the words of any other language (a crude stemmer that needs no
+rules and matches parts of compounds).
+Digits stay whole tokens. Han, kana and Hangul have no spaces: each run gives overlapping character
+bigrams (a one-character run gives itself).
+
+One page is analysed in one language (the page's, also for a question asked in another language), so a
+name or a word the question shares with the page becomes the same term on both sides.
 """
 
 from __future__ import annotations
 
 import re
+import threading
 import unicodedata
+from functools import lru_cache
+
+import Stemmer
 
 from ..lang import CJK_CLASS as _CJK_CLASS
-from ..lang import detect, same_language, script_of, stopwords
+from ..lang import detect, normalise_words, same_language, script_of, stemmer_of, stopwords
 
 __all__ = ["guess_lang", "same_language", "script_of", "stopwords", "tokens"]
 
 STEM_CHARS = 7
 
-# One token-ish run: a CJK run, a digit run, or a run of other word characters.
 _CJK_START = re.compile(rf"[{_CJK_CLASS}]")
-
-
-# Alphabetic words keep their first STEM_CHARS letters (the rest is skipped); digit runs stay whole.
+# Without a stemmer: alphabetic words keep their first STEM_CHARS letters (the rest is skipped).
 _ALPHA = re.compile(rf"(\d+)|([^\W\d_]{{1,{STEM_CHARS}}})[^\W\d_]*")
+
+
+def _marks() -> str:
+    """Combining marks of the Basic Multilingual Plane as a character class body (vowel signs of Indic
+    scripts and Arabic are marks, not letters, so ``\\w`` alone would cut words at them)."""
+    ranges: list[tuple[int, int]] = []
+    for cp in range(0x300, 0x10000):
+        if unicodedata.category(chr(cp)) in ("Mn", "Mc", "Me"):
+            if ranges and ranges[-1][1] == cp - 1:
+                ranges[-1] = (ranges[-1][0], cp)
+            else:
+                ranges.append((cp, cp))
+    return "".join(f"\\u{a:04x}" + (f"-\\u{b:04x}" if b > a else "") for a, b in ranges)
+
+
+@lru_cache(maxsize=1)
+def _word() -> re.Pattern[str]:
+    """With a stemmer: whole words (digits, or letters with their combining marks); built on first use."""
+    return re.compile(rf"(\d+)|([^\W\d_](?:[^\W\d_]|[{_marks()}])*)")
 _CJK_SPLIT = re.compile(rf"([{_CJK_CLASS}]+)")
+_LOCAL = threading.local()  # a PyStemmer object is not thread-safe: one per thread and language
 
 
-def tokens(text: str) -> list[str]:
-    """BM25 terms of ``text``, in order (duplicates kept)."""
+def _stemmer(algorithm: str) -> Stemmer.Stemmer:
+    have: dict[str, Stemmer.Stemmer] | None = getattr(_LOCAL, "stemmers", None)
+    if have is None:
+        have = _LOCAL.stemmers = {}
+    s = have.get(algorithm)
+    if s is None:
+        s = have[algorithm] = Stemmer.Stemmer(algorithm, 20000)
+    return s
+
+
+@lru_cache(maxsize=64)
+def _analyser(lang: str) -> tuple[str, bool]:
+    """(Snowball algorithm or "", whether the language's words are normalised first)."""
+    return stemmer_of(lang), script_of(lang) == "arabic"
+
+
+def _words(text: str, lang: str) -> list[str]:
+    algorithm, normalise = _analyser(lang)
+    if not algorithm:
+        return [a or b for a, b in _ALPHA.findall(text)]
+    found = _word().findall(text)
+    letters = [b for a, b in found if b]
+    if normalise:
+        letters = normalise_words(lang, letters)
+    stems = iter(_stemmer(algorithm).stemWords(letters))
+    return [a or next(stems)[:STEM_CHARS] for a, b in found]
+
+
+def tokens(text: str, lang: str = "") -> list[str]:
+    """BM25 terms of ``text`` in the language ``lang`` (the page's), in order (duplicates kept)."""
     if not text.isascii():
         text = unicodedata.normalize("NFKC", text)
     text = text.casefold()
     if not _CJK_START.search(text):
-        return [a or b for a, b in _ALPHA.findall(text)]
+        return _words(text, lang)
     out: list[str] = []
     for i, part in enumerate(_CJK_SPLIT.split(text)):
         if i % 2 == 0:  # between CJK runs
             if part:
-                out.extend(a or b for a, b in _ALPHA.findall(part))
+                out.extend(_words(part, lang))
         elif len(part) == 1:
             out.append(part)
         else:

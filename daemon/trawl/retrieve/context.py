@@ -1,0 +1,60 @@
+"""Context around a hit: returned chunks that stand next to each other become one passage.
+
+An answer often sits in the chunk next to the one the question matches (the question names the subject,
+the next sentence gives the fact). When the ranking returns both, they are joined in document order at
+the better one's rank, so the first passage holds the answer and the tokens returned do not change
+(:data:`PASSAGE_MAX` chunks at most, under one heading path). On qa-dev-long, warm (3,466 questions),
+recall@1 went 0.817 -> 0.921 at 747 tokens a question either way. Letting a neighbour that was not
+returned join the best chunk when its fused score is close to the best's (margins 0.1-0.3) changed
+nothing there, so it is not done.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+import numpy as np
+
+from ..types import Chunk
+
+PASSAGE_MAX = 3  # chunks in one passage
+
+
+def passages(
+    chunks: Sequence[Chunk], order: Sequence[int], n: int, fused: np.ndarray, join: bool = True
+) -> list[Chunk]:
+    """The first ``n`` of ``order`` (chunk ids, best first) as passages, best first; with ``join``, adjacent
+    chunks under one heading path are joined in document order and keep the better one's id, rank and score."""
+    if not join:
+        return [replace(chunks[int(i)], score=round(float(fused[int(i)]), 4)) for i in order[:n]]
+    groups: list[list[int]] = []
+    where: dict[int, int] = {}  # chunk id -> its group
+    for i in (int(i) for i in order[:n]):
+        g = _adjacent_group(i, chunks, where, groups)
+        if g is None:
+            g = len(groups)
+            groups.append([])
+        groups[g].append(i)
+        where[i] = g
+    out: list[Chunk] = []
+    for g in groups:
+        best = chunks[g[0]]
+        score = round(float(fused[g[0]]), 4)
+        if len(g) == 1:
+            out.append(replace(best, score=score))
+            continue
+        ids = sorted(g)
+        text = "\n\n".join(chunks[i].text for i in ids)
+        flags = tuple(dict.fromkeys(f for i in ids for f in chunks[i].flags))
+        out.append(replace(best, text=text, index=ids[0], score=score, flags=flags))
+    return out
+
+
+def _adjacent_group(i: int, chunks: Sequence[Chunk], where: dict[int, int], groups: list[list[int]]) -> int | None:
+    """The passage chunk ``i`` joins: one holding its neighbour under the same heading path, with room."""
+    for j in (i - 1, i + 1):
+        g = where.get(j)
+        if g is not None and len(groups[g]) < PASSAGE_MAX and chunks[j].heading_path == chunks[i].heading_path:
+            return g
+    return None
