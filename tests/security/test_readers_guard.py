@@ -16,10 +16,12 @@ import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import httpx
 import pytest
 from aiohttp import web
 from trawl.pipeline import Engine
 from trawl.policy import SitePolicy, now_revision, policy_store
+from trawl.server.runner import RunningDaemon
 from trawl.settings import Settings
 from trawl.sources.http import HttpSource
 from trawl.sources.readers import all_readers
@@ -170,3 +172,19 @@ def test_github_token_from_the_environment_stays_secret(tmp_path: Path) -> None:
     assert s.reader_github_token.get_secret_value() == "ghp_env_secret_42"
     assert "ghp_env_secret_42" not in repr(s) and "ghp_env_secret_42" not in str(s)
     assert Settings.from_env({"TRAWL_READERS": "0"}).readers is False
+
+
+async def test_daemon_refuses_a_reader_api_on_a_private_address(sites: Sites, tmp_path: Path) -> None:
+    """The same attack through the real daemon over HTTP: ``/v1/fetch`` of a public GitHub URL whose API base
+    points at a loopback service, with private hosts refused."""
+    settings = sites.settings(tmp_path, allow_private_hosts="none", port=0, shutdown_grace_s=5.0)
+    async with RunningDaemon(settings, warm=False) as d, httpx.AsyncClient(base_url=d.url, timeout=60) as c:
+        resp = await c.post("/v1/fetch", json={"url": ISSUE, "query": "workaround"},
+                            headers={"Authorization": f"Bearer {d.token}"})
+        body = resp.json()
+        assert body["ok"] is False and body["error"]["code"] == "blocked_by_policy", body
+        assert "private-network rule" in body["error"]["message"]
+        assert "WIDGET_ALLOW_EMPTY" not in json.dumps(body)
+        healthy = await c.get("/healthz")
+        assert healthy.status_code == 200  # the daemon keeps serving
+    assert sites.github.hits == []
