@@ -63,6 +63,7 @@ def test_each_reader_accepts_its_own_urls_only() -> None:
         "https://github.com/acme/widget/blob/main/src/a.py": "github",
         "https://github.com/orgs/acme/people": "http",
         "https://github.com/acme/widget/actions": "http",
+        "https://github.com/acme/widget/blob/main/../../../users/x": "http",
         "https://stackoverflow.com/questions/11227809/why-is-it": "stackexchange",
         "https://unix.stackexchange.com/q/12345": "stackexchange",
         "https://stackoverflow.com/tags/python": "http",

@@ -79,7 +79,7 @@ class GitHubReader(Reader):
         api_path = urlsplit(settings.reader_github_api).path.strip("/")
         if api_path and "/".join(segs).startswith(api_path):
             return None  # a URL of the API itself
-        if len(segs) < 2 or segs[0].lower() in RESERVED or segs[0].startswith("."):
+        if len(segs) < 2 or segs[0].lower() in RESERVED or any(g in (".", "..") for g in segs):
             return None
         owner, repo = segs[0], segs[1].removesuffix(".git")
         rest = segs[2:]
