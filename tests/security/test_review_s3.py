@@ -10,14 +10,18 @@ and held.
 
 from __future__ import annotations
 
+import itertools
+import json
 import os
 import subprocess
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from aiohttp import web
 from trawl import usage
 from trawl.pipeline import Engine
 from trawl.server.runner import RunningDaemon
@@ -178,3 +182,276 @@ async def test_a_server_on_another_port_does_not_set_the_profile_of_this_one(tmp
             assert not mine.extractor.startswith("profile+"), "their server's profile read the user's first page"
         finally:
             await eng.aclose()
+
+
+# ------------------------------------------------------------------------------------------------ browser paths
+# Real Chromium with the real extension (the e2e fixtures), and headless Chromium through PlaywrightSource.
+
+from ..e2e import conftest as e2e_fixtures  # noqa: E402
+from ..e2e.conftest import Linked, LocalSite, close_linked, e2e_settings, launch_linked  # noqa: E402
+from ..e2e.test_extension_capture import _set_policy  # noqa: E402
+
+linked = e2e_fixtures.linked
+site = e2e_fixtures.site
+
+FRAME_SECRET = "The payroll export password is tangerine-walrus-417 and the backup code is 99-13-77."
+CANAL = " ".join(f"Line {i} of the canal guide describes the towpath between the locks and the mill."
+                 for i in range(14))
+
+
+def _html(title: str, body: str, head: str = "") -> str:
+    return f"<!doctype html><html lang=en><head><title>{title}</title>{head}</head><body>{body}</body></html>"
+
+
+@pytest.fixture
+async def other() -> AsyncIterator[LocalSite]:
+    """A second origin (another loopback port): the frames' site."""
+    s = await LocalSite().start()
+    s.add("/secret", _html("Payroll", f"<h2>Payroll</h2><p>{FRAME_SECRET}</p>"))
+    yield s
+    await s.stop()
+
+
+def _framing(site: LocalSite, frame_url: str, style: str = "", path: str = "/framing", head: str = "") -> str:
+    return site.add(path, _html("Canal guide", f"<h1>Canal guide</h1><p>{CANAL}</p>"
+                                f"<iframe src='{frame_url}' width=600 height=300 style='{style}'></iframe>"
+                                "<p>After the frame: the towpath is closed on Sundays in winter.</p>", head))
+
+
+def _text(result: Any) -> str:
+    return "\n".join(c.text for c in result.chunks)
+
+
+@pytest.mark.e2e
+@pytest.mark.timeout(180)
+@pytest.mark.xfail(strict=True, reason="S3-5: the extension reads every cross-origin frame of an allowed page "
+                   "(allFrames) with the user's cookies and inlines it, whatever the site policy says of the "
+                   "frame's site; the daemon checks only the page's URLs; fix in extension/capture.js fillFrames "
+                   "(decide(policy, frame URL) per frame, unread slot otherwise) and in the daemon (check every "
+                   "data-trawl-frame URL against the policy and the private-network rule, pipeline._guard_page)")
+async def test_extension_does_not_inline_a_frame_from_a_denied_site(linked: Linked, site: LocalSite,
+                                                                   other: LocalSite) -> None:
+    """Attack: the user denies their payroll site (here ``localhost:<port>``); an allowed page frames a payroll
+    page. The user's browser renders the frame with the user's session; the agent asks for the allowed page."""
+    await _set_policy(linked, f"localhost:{other.port}")
+    url = _framing(site, f"http://localhost:{other.port}/secret")
+    await linked.open_tab(url)
+    result = await linked.engine.fetch(url, "what is the payroll export password?")
+    assert result.ok and result.source == "extension", result.error
+    assert "towpath between the locks" in _text(result)
+    assert "tangerine-walrus" not in _text(result)
+
+
+async def _private_stack(tmp_path: Path, chromium: str, site: LocalSite) -> Linked:
+    # Agents may read loopback only at the page's own host:port; every other private address is refused.
+    settings = e2e_settings(tmp_path, allow_private_hosts="0", allow_hosts=(f"127.0.0.1:{site.port}",))
+    stack = await launch_linked(tmp_path, chromium, settings=settings)
+    assert await stack.hub.wait_attached(15), stack.hub.describe()
+    return stack
+
+
+@pytest.mark.e2e
+@pytest.mark.timeout(180)
+@pytest.mark.xfail(strict=True, reason="S3-6: a frame from an address the private-network rule refuses (a router, "
+                   "a LAN or loopback service) is read by the extension and inlined into an allowed page; fix as "
+                   "S3-5: the daemon checks each data-trawl-frame URL with NetGuard like the page's own URLs")
+async def test_extension_does_not_inline_a_frame_from_a_refused_private_address(tmp_path: Path, chromium: str,
+                                                                                site: LocalSite,
+                                                                                other: LocalSite) -> None:
+    """Attack: an allowed page frames a service on a private address (here loopback at another port, which the
+    settings refuse: allow_private_hosts=0 with only the page's own host:port allowed)."""
+    stack = await _private_stack(tmp_path, chromium, site)
+    try:
+        direct = await stack.engine.fetch(other.url("/secret"), "payroll password")
+        assert direct.error is not None and direct.error.code == "blocked_by_policy"  # the rule itself holds
+        url = _framing(site, other.url("/secret"))
+        await stack.open_tab(url)
+        result = await stack.engine.fetch(url, "what is the payroll export password?")
+        assert result.ok and result.source == "extension", result.error
+        assert "tangerine-walrus" not in _text(result)
+    finally:
+        await close_linked(stack)
+
+
+def _headless_engine(tmp_path: Path, chromium: str, **kw: Any) -> Engine:
+    return Engine(Settings(cache_dir=tmp_path / "hcache", state_dir=tmp_path / "hstate", dense="none",
+                           chromium_path=chromium, render_timeout_s=15.0, render_ceiling_s=6.0, page_ttl_s=0.0, **kw))
+
+
+@pytest.mark.e2e
+@pytest.mark.timeout(180)
+async def test_headless_request_guard_sees_frames_from_refused_addresses_and_denied_sites(
+        tmp_path: Path, chromium: str, site: LocalSite, other: LocalSite) -> None:
+    """Held: in headless Chromium the route guard sees the frame's request; the page is refused as a whole."""
+    url = _framing(site, other.url("/secret"), path="/framing-private")
+    eng = _headless_engine(tmp_path, chromium, allow_private_hosts="0", allow_hosts=(f"127.0.0.1:{site.port}",))
+    try:
+        r = await eng.fetch(url, "payroll password", source="playwright", max_age_s=0)
+        assert "tangerine-walrus" not in json.dumps(r.to_dict())
+        assert other.hits.get("/secret") is None, "the refused frame was requested"
+    finally:
+        await eng.aclose()
+    from trawl.policy import SitePolicy, now_revision, policy_store
+
+    eng = _headless_engine(tmp_path, chromium)
+    policy_store(eng.settings).save(SitePolicy.from_json({"mode": "allow_all_except_denied", "allow": [],
+                                                          "deny": [f"localhost:{other.port}"],
+                                                          "revision": now_revision()}))
+    url = _framing(site, f"http://localhost:{other.port}/secret", path="/framing-denied")
+    try:
+        r = await eng.fetch(url, "payroll password", source="playwright", max_age_s=0)
+        assert "tangerine-walrus" not in json.dumps(r.to_dict())
+        assert other.hits.get("/secret") is None, "the denied frame was requested"
+    finally:
+        await eng.aclose()
+
+
+# A frame element the user cannot see, hidden in ways the frame check (frameHidden: checkVisibility, a box under
+# 2 px, left of or above the page) does not look at; hidden.js catches each of them on ordinary elements.
+INVISIBLE_FRAME_STYLES = {
+    "clip-path": "clip-path: inset(50%)",
+    "clip-rect": "position:absolute; clip: rect(0px, 0px, 0px, 0px)",
+    "filter-opacity": "filter: opacity(0)",
+}
+
+
+@pytest.mark.e2e
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("how", list(INVISIBLE_FRAME_STYLES))
+@pytest.mark.xfail(strict=True, reason="S3-7: a cross-origin frame made invisible by clip-path, clip or "
+                   "filter:opacity(0) is read as visible text of the page (headless path); fix in "
+                   "sources/playwright_page.py and extension/capture.js frameHidden: use hidden.js's own tests "
+                   "(clippedAway, filter, overflow-clipping ancestors) on the frame element")
+async def test_headless_invisible_frame_is_hidden_text(tmp_path: Path, chromium: str, site: LocalSite,
+                                                       other: LocalSite, how: str) -> None:
+    """Attack: the page draws a frame no one sees; inside it, text addressed to the agent (here a secret the agent
+    would repeat). The frame's own document is 'visible' in its own viewport, so only the frame element tells."""
+    url = _framing(site, other.url("/secret"), INVISIBLE_FRAME_STYLES[how], path=f"/inv-{how}")
+    eng = _headless_engine(tmp_path, chromium)
+    try:
+        r = await eng.fetch(url, "what is the payroll export password?", source="playwright", max_age_s=0)
+        assert r.ok, r.error
+        assert "tangerine-walrus" not in _text(r)
+    finally:
+        await eng.aclose()
+
+
+@pytest.mark.e2e
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("how", list(INVISIBLE_FRAME_STYLES))
+@pytest.mark.xfail(strict=True, reason="S3-7 (extension path): as the headless test; fix in extension/capture.js "
+                   "frameHidden")
+async def test_extension_invisible_frame_is_hidden_text(linked: Linked, site: LocalSite, other: LocalSite,
+                                                        how: str) -> None:
+    url = _framing(site, other.url("/secret"), INVISIBLE_FRAME_STYLES[how], path=f"/inv-{how}")
+    await linked.open_tab(url)
+    r = await linked.engine.fetch(url, "what is the payroll export password?")
+    assert r.ok and r.source == "extension", r.error
+    assert "tangerine-walrus" not in _text(r)
+
+
+SPOOF = ("<script>HTMLIFrameElement.prototype.checkVisibility = function () { return true; };"
+         "HTMLIFrameElement.prototype.getBoundingClientRect = function () {"
+         " return { left: 10, top: 10, right: 610, bottom: 310, width: 600, height: 300, x: 10, y: 10 }; };</script>")
+
+
+@pytest.mark.e2e
+@pytest.mark.timeout(180)
+@pytest.mark.xfail(strict=True, reason="S3-8: headless capture runs in the page's world (a known limit), and for "
+                   "frames there is no second line: the frame's box is put beside the <iframe> element, so the "
+                   "raw-HTML cascade never sees that the frame was off-screen; a page that overrides "
+                   "checkVisibility/getBoundingClientRect has its hidden frame read as visible text. Fix in "
+                   "sources/playwright_page.py: put the frame's box inside (or in place of) the <iframe> element "
+                   "with its style/class/hidden attributes, so extract/visibility.py judges it too")
+async def test_headless_hidden_frame_stays_hidden_when_the_page_spoofs_the_check(
+        tmp_path: Path, chromium: str, site: LocalSite, other: LocalSite) -> None:
+    # Off-screen: the frame's document renders normally inside it; only the frame element's box tells.
+    url = _framing(site, other.url("/secret"), "position:absolute; left:-5000px; top:0", path="/spoofed", head=SPOOF)
+    eng = _headless_engine(tmp_path, chromium)
+    try:
+        r = await eng.fetch(url, "what is the payroll export password?", source="playwright", max_age_s=0)
+        assert r.ok, r.error
+        assert "tangerine-walrus" not in _text(r)
+    finally:
+        await eng.aclose()
+
+
+# ------------------------------------------------------------------------------------------------ open tabs read ahead
+
+
+def _reader(stack: Linked) -> Any:
+    from trawl.browser.preread import PreReader
+    from trawl.capabilities.tabs import PREREAD
+
+    reader = stack.daemon.state.services.extras[PREREAD]
+    assert isinstance(reader, PreReader)
+    return reader
+
+
+async def _tab_id(stack: Linked, url: str) -> int:
+    listing = await stack.hub.list_tabs()
+    return next(int(t["id"]) for t in listing["tabs"] if t["url"] == url)
+
+
+def _article(title: str, text: str) -> str:
+    return _html(title, f"<main><h1>{title}</h1><p>{text}</p></main>")
+
+
+@pytest.mark.e2e
+@pytest.mark.timeout(240)
+@pytest.mark.xfail(strict=True, reason="S3-9: every tab read ahead is adopted into the engine's 64-page LRU "
+                   "(pipeline._remember), the same one that holds the agent's pages, and preread_max_tabs/"
+                   "preread_max_chars do not bound it; a tab that reloads itself (or a user with many tabs) evicts "
+                   "the agent's pages: read_more answers 'unknown page'. Fix in browser/preread.py + "
+                   "pipeline.adopt: keep read-ahead pages out of the agents' LRU (the PreReader's own bounded "
+                   "index is enough), or give them their own bounded slot")
+async def test_a_tab_that_keeps_reloading_does_not_evict_the_agents_pages(linked: Linked, site: LocalSite) -> None:
+    """Attack: a page open in a background tab reloads itself every few hundred ms with new text. Each load is
+    read ahead (idle CPU only, as designed), and each read pushes one more page into the engine's page memory."""
+    agent_url = site.add("/agent", _article("Harbour", "The harbour master's office opens at six and the ferry "
+                                                       "to the island leaves from the north pier every hour."))
+    out = await linked.engine.fetch(agent_url, "when does the ferry leave", source="http")
+    assert out.ok and out.page_key and out.chunks, out.error
+    loads = itertools.count()
+
+    async def churn(request: web.Request) -> web.StreamResponse:
+        n = next(loads)
+        html = _html(f"Ticker {n}", f"<main><h1>Ticker {n}</h1><p>Reading number {n} of the ticker says the "
+                                    f"value moved by {n * 7 % 101} points.</p></main>"
+                                    "<script>setTimeout(() => location.reload(), 300)</script>")
+        return web.Response(text=html, content_type="text/html")
+
+    churn_url = site.add("/ticker", churn)
+    await linked.open_tab(churn_url)
+    reader = _reader(linked)
+    assert await reader.wait_for(lambda: reader.reads >= 70, 180), reader.describe()
+    more = await linked.engine.read_more(out.page_key, out.chunks[0].id)
+    assert more.ok, more.error
+
+
+@pytest.mark.e2e
+@pytest.mark.timeout(180)
+@pytest.mark.xfail(strict=True, reason="S3-10: a tab read ahead stays in the daemon's index (memory, status page, "
+                   "popup list) after the user denies its site: the extension re-announces only allowed tabs and "
+                   "nothing drops the denied one; search_tabs then relies on the extension's listing alone (it "
+                   "never re-checks an entry against the daemon's policy, unlike read_tab). Fix in "
+                   "browser/preread.py: on every policy change (PolicyStore listener / 'state' frame) drop entries "
+                   "the new policy refuses, and check each entry with engine.check_page in capabilities/tabs.py "
+                   "search_tabs")
+async def test_a_site_denied_after_its_tab_was_read_ahead_leaves_the_index(linked: Linked, site: LocalSite) -> None:
+    """Attack (privacy): the user reads their bank in a tab, sees trawl read it ahead, and denies the bank's site.
+    Its text stays held by the daemon and listed as indexed until the tab is closed."""
+    bank_url = f"http://localhost:{site.port}/bank"
+    site.add("/bank", _article("Bank", "Your current account balance is 12,408.55 and the overdraft is 2,000."))
+    await linked.open_tab(bank_url)
+    reader = _reader(linked)
+    bank = await _tab_id(linked, bank_url)
+    assert await reader.wait_for(lambda: bank in reader.entries, 60), reader.describe()
+    await _set_policy(linked, f"localhost:{site.port}")
+    # The extension reacts to the policy change on its link; a tab opened afterwards is read after that reaction.
+    later_url = site.add("/later", _article("Later", "The library closes early on the first Monday of the month."))
+    await linked.open_tab(later_url)
+    later = await _tab_id(linked, later_url)
+    assert await reader.wait_for(lambda: later in reader.entries, 60), reader.describe()
+    held = [t for t in reader.describe()["tabs"] if "localhost" in t["host"]]
+    assert bank not in reader.entries and held == [], f"the denied site is still held: {held}"
