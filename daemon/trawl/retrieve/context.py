@@ -31,20 +31,20 @@ def passages(
     groups: list[list[int]] = []
     where: dict[int, int] = {}  # chunk id -> its group
     for i in (int(i) for i in order[:n]):
-        g = _adjacent_group(i, chunks, where, groups)
-        if g is None:
-            g = len(groups)
+        at = _adjacent_group(i, chunks, where, groups)
+        if at is None:
+            at = len(groups)
             groups.append([])
-        groups[g].append(i)
-        where[i] = g
+        groups[at].append(i)
+        where[i] = at
     out: list[Chunk] = []
-    for g in groups:
-        best = chunks[g[0]]
-        score = round(float(fused[g[0]]), 4)
-        if len(g) == 1:
+    for group in groups:
+        best = chunks[group[0]]
+        score = round(float(fused[group[0]]), 4)
+        if len(group) == 1:
             out.append(replace(best, score=score))
             continue
-        ids = sorted(g)
+        ids = sorted(group)
         text = "\n\n".join(chunks[i].text for i in ids)
         flags = tuple(dict.fromkeys(f for i in ids for f in chunks[i].flags))
         out.append(replace(best, text=text, index=ids[0], score=score, flags=flags))
