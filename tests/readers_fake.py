@@ -241,7 +241,11 @@ def install_github(site: FakeSite, filler: int = 0) -> None:
                                             "open(os.path.join(root, name)).read()",
                                             "body": "Please use pathlib instead of os.path here, like the rest "
                                             "of the loader.", "created_at": "2026-03-05T15:01:00Z"}])
-    readme = ("# widget\n\nA small configurable widget runner.\n\n## Install\n\n```\npip install acme-widget\n```\n\n"
+    readme = ("<!-- header -->\n<p align=\"center\"><img src=\"docs/logo.svg\" width=\"160\" alt=\"\"></p>\n\n"
+              "[![CI](https://github.com/acme/widget/actions/workflows/ci.yml/badge.svg)](https://github.com/acme/"
+              "widget/actions) [![PyPI](https://img.shields.io/pypi/v/acme-widget.svg)](https://pypi.org/project/"
+              "acme-widget/) [![License: MIT](https://img.shields.io/badge/License-MIT-yellow.svg)](LICENSE)\n\n"
+              "# widget\n\nA small configurable widget runner.\n\n## Install\n\n```\npip install acme-widget\n```\n\n"
               "## Usage\n\nRun `widget run` in a folder holding `widget.toml`.\n\n## License\n\nMIT")
     site.json(f"{api}/readme", {"type": "file", "name": "README.md", "path": "README.md", "encoding": "base64",
                                 "size": len(readme), "content": base64.b64encode(readme.encode()).decode()})

@@ -12,6 +12,7 @@ from trawl.sources.readers.base import (
     flatten_headings,
     label,
     neutral,
+    tidy_markdown,
     title_label,
 )
 from trawl.types import Document
@@ -50,3 +51,13 @@ def test_a_comment_body_stays_under_its_authors_heading() -> None:
 
 def test_clock() -> None:
     assert (clock(5), clock(65), clock(3725)) == ("00:05", "01:05", "1:02:05")
+
+
+def test_tidy_markdown_drops_readme_decoration_but_not_code() -> None:
+    md = ("<!-- logo -->\n<p align=\"center\"><img src=\"logo.png\" width=200></p>\n\n"
+          "[![CI](https://x/badge.svg)](https://x/actions) [![PyPI](https://x/v.svg)](https://pypi.org/x)\n\n"
+          "Some ![a diagram](d.png) text.\n\n```html\n<p align=center>kept</p>\n![kept](k.png)\n```")
+    out = tidy_markdown(md)
+    assert "badge.svg" not in out and "logo.png" not in out and "<!--" not in out
+    assert "Some a diagram text." in out
+    assert "```html\n<p align=center>kept</p>\n![kept](k.png)\n```" in out

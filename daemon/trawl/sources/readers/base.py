@@ -236,6 +236,37 @@ def demote(md: str, by: int) -> str:
     return "\n".join(out)
 
 
+_BADGE_LINK = re.compile(r"\[!\[[^\]\n]*\]\([^)\n]*\)\]\([^)\n]*\)")  # [![alt](img)](link): a badge
+_IMAGE = re.compile(r"!\[([^\]\n]*)\]\([^)\n]*\)")
+_HTML_COMMENT = re.compile(r"<!--.*?-->", re.S)
+_LAYOUT_TAG = re.compile(r"</?(?:p|div|br|img|picture|source|a|span|center|h[1-6]|sup|sub|details|summary)\b[^>\n]*>",
+                         re.I)
+
+
+def tidy_markdown(md: str) -> str:
+    """A README's decoration out: badges, images (their alt text stays), HTML comments and layout tags.
+
+    Code blocks are left as they are. Headings written as HTML (``<h1 align=center>``) lose their tags and
+    stay as text.
+    """
+    md = _HTML_COMMENT.sub("", md)
+    out: list[str] = []
+    fence = ""
+    for line in md.split("\n"):
+        m = _FENCE.match(line)
+        if fence:
+            if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence):
+                fence = ""
+        elif m:
+            fence = m.group(1)
+        else:
+            line = _LAYOUT_TAG.sub("", _IMAGE.sub(lambda g: g.group(1), _BADGE_LINK.sub("", line)))
+            if not line.strip() and out and not out[-1].strip():
+                continue  # a line emptied by the tidy-up: no runs of blank lines
+        out.append(line)
+    return "\n".join(out).strip()
+
+
 def body_text(md: Any) -> str:
     """An author's Markdown body, ready to sit under a record heading."""
     return flatten_headings(neutral(str(md or ""))).strip()

@@ -40,6 +40,7 @@ from .base import (
     neutral,
     on_host,
     status_fallback,
+    tidy_markdown,
     title_label,
 )
 
@@ -136,7 +137,7 @@ class GitHubReader(Reader):
         text = _decode(data)
         title = f"{what.owner}/{what.repo}"
         markdown = name.lower().endswith(_MARKDOWN_EXT) or "." not in name
-        body = demote(neutral(text), 1) if markdown else neutral(text)
+        body = demote(tidy_markdown(neutral(text)), 1) if markdown else neutral(text)
         md = f"# {title_label(title)}\n\n{body}"
         return markdown_page(req, self.name, md, title)
 
@@ -151,7 +152,7 @@ class GitHubReader(Reader):
         title = f"{what.owner}/{what.repo}: {what.path} ({what.ref})"
         lower = name.lower()
         if lower.endswith(_MARKDOWN_EXT):
-            body = demote(neutral(text), 1)
+            body = demote(tidy_markdown(neutral(text)), 1)
         elif any(lower.endswith(e) for e in _TEXT_EXT if e) or "." not in lower:
             body = neutral(text)
         else:
