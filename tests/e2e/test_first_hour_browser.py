@@ -130,3 +130,31 @@ async def test_playwright_source_leaves_no_event_loop_noise(tmp_path: Path, chro
     assert proc.returncode == 0, err.decode()[-2000:]
     assert "source playwright" in out.decode() and "wick" in out.decode()
     assert "Event loop is closed" not in err.decode() and "Exception ignored" not in err.decode(), err.decode()
+
+
+SPA = """<!doctype html><html><head><title>Counter app</title></head><body><div id="root"></div>
+<script>
+document.getElementById('root').innerHTML = '<div class="App"><h1>Counter</h1><h2>How it works</h2>' +
+  '<p>Click the plus button to add one to the count shown in the middle of the screen.</p><h2>Reset</h2>' +
+  '<p>Press R on the keyboard to reset the count to zero at any time.</p></div>';
+</script></body></html>"""
+
+
+@pytest.mark.parametrize("via", ["extension", "playwright"])
+async def test_small_single_page_app_keeps_its_headings(linked: Linked, site: LocalSite, chromium: str,
+                                                        via: str) -> None:
+    """Finding 10: the h1/h2 a script renders reach heading_path, through the user's browser and headless."""
+    url = site.add(f"/spa-{via}", SPA)
+    if via == "playwright":
+        from trawl.pipeline import Engine
+
+        engine = Engine(linked.settings.with_(chromium_path=chromium))
+        try:
+            result = await engine.fetch(url, "how do I reset the count?", source="playwright")
+        finally:
+            await engine.aclose()
+    else:
+        result = await linked.engine.fetch(url, "how do I reset the count?", source="extension")
+    assert result.ok and result.source == via, result.error
+    reset = next(c for c in result.chunks if "Press R" in c.text)
+    assert reset.heading_path[-1] == "Reset" and "Counter" in reset.heading_path
