@@ -461,3 +461,20 @@ async def test_youtube_xml_timedtext_is_read_too(sites: Sites, tmp_path: Path) -
     assert r.ok and r.source == "youtube", r.error
     c = chunk_with(r, "110 newton metres & check again")
     assert c.heading_path[-1] == "Transcript 03:05–03:09"  # a new window: more than 90 s after the last
+
+
+async def test_a_rate_limited_api_is_left_alone_until_it_resets(sites: Sites, tmp_path: Path) -> None:
+    sites.stackexchange.json("/2.3/questions/11227809", {
+        "error_id": 502, "error_name": "throttle_violation",
+        "error_message": "too many requests from this IP, more requests available in 600 seconds"}, status=400)
+    settings = sites.settings(tmp_path)
+    eng = engine(settings)
+    url = sites.urls()["stackexchange"]
+    try:
+        first = await eng.fetch(url, "branch prediction", max_age_s=0)
+        second = await eng.fetch(url, "sorted array", max_age_s=0)
+    finally:
+        await eng.aclose()
+    assert first.source == second.source == "http", (first.error, second.error)
+    assert len(sites.stackexchange.api_hits("/2.3/")) == 1  # the second read did not ask the throttled API
+    assert "throttle_violation" in second.source_reason and "not asking again for" in second.source_reason

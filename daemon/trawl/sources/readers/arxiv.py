@@ -18,7 +18,7 @@ from ...settings import Settings
 from ...types import ErrorCode, Page, PageKind
 from ..base import FetchRequest
 from ..body import build_page
-from .base import Reader, ReaderFallback, on_host, status_fallback
+from .base import Reader, ReaderFallback, on_host, seconds, status_fallback
 
 HOSTS = frozenset({"arxiv.org", "www.arxiv.org", "export.arxiv.org"})
 _NEW = r"\d{4}\.\d{4,5}(?:v\d+)?"
@@ -51,7 +51,8 @@ class ArxivReader(Reader):
             retry = resp.headers.get("retry-after", "")
             after = f" (retry-after: {retry.strip()[:12]})" if retry.strip() else ""
             raise ReaderFallback(ErrorCode.HTTP_ERROR, f"arXiv asked to slow down (HTTP {resp.status}){after}",
-                                 f"arXiv rate limit reached (HTTP {resp.status}){after}")
+                                 f"arXiv rate limit reached (HTTP {resp.status}){after}",
+                                 retry_after=seconds(retry, 60.0))
         if resp.status != 200:
             raise status_fallback(resp, "arXiv")
         ctype = resp.headers.get("content-type", "")

@@ -23,6 +23,7 @@ import contextlib
 import json
 import logging
 import re
+import time
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urljoin, urlsplit
@@ -42,12 +43,27 @@ READER_PRIORITY = 5  # file 0 < readers 5 < extension 10 < http 20 < playwright 
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
 
 
-class ReaderFallback(TrawlError):
-    """The API could not give this page. ``fallback`` is the short reason the engine puts in source_reason."""
+MAX_QUIET_S = 3600.0  # the longest a rate limit keeps a reader from asking its API again
 
-    def __init__(self, code: ErrorCode, message: str, why: str, hint: str | None = None) -> None:
+
+class ReaderFallback(TrawlError):
+    """The API could not give this page. ``fallback`` is the short reason the engine puts in source_reason;
+    ``retry_after`` (seconds), when the API rate-limited us: the reader leaves the API alone that long."""
+
+    def __init__(self, code: ErrorCode, message: str, why: str, hint: str | None = None, *,
+                 retry_after: float | None = None) -> None:
         super().__init__(code, message, hint)
         self.fallback = why
+        self.retry_after = retry_after
+
+
+def seconds(value: Any, default: float | None = None) -> float | None:
+    """A Retry-After style number of seconds, or ``default`` when it is not one."""
+    try:
+        n = float(str(value).strip())
+    except ValueError:
+        return default
+    return n if 0 <= n < 1e9 else default
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,7 +175,7 @@ def status_fallback(resp: ApiResponse, api: str) -> ReaderFallback:
         retry = resp.headers.get("retry-after", "")
         after = f", retry after {retry} s" if retry.strip().isdigit() else ""
         return ReaderFallback(ErrorCode.HTTP_ERROR, f"{api} rate-limited the request (HTTP 429{after})",
-                              f"{api} rate limit reached (HTTP 429{after})")
+                              f"{api} rate limit reached (HTTP 429{after})", retry_after=seconds(retry, 60.0))
     if status in (404, 410):
         return ReaderFallback(ErrorCode.NOT_FOUND, f"{api} answered HTTP {status}",
                               f"{api} answered {status}: private, removed or missing")
@@ -317,6 +333,8 @@ class Reader:
     def __init__(self, settings: Settings | None = None, *, resolver: Resolver | None = None) -> None:
         self.settings = settings or Settings()
         self._resolver = resolver  # None: the system resolver
+        self._quiet_until = 0.0  # after a rate limit: no API request before this (time.monotonic())
+        self._quiet_why = ""
 
     def match(self, url: str, settings: Settings) -> Any:
         """What the reader needs from ``url`` (an id, a path), or None when it does not read this URL."""
@@ -347,10 +365,17 @@ class Reader:
             what = None
         if what is None:
             raise TrawlError(ErrorCode.INVALID_REQUEST, f"the {self.name} reader does not read {req.target!r}")
+        left = self._quiet_until - time.monotonic()
+        if left > 0:  # the API asked us to wait: honour it (asking again while limited can get an address banned)
+            raise ReaderFallback(ErrorCode.HTTP_ERROR, f"{self.api} is rate-limited for another {left:.0f} s",
+                                 f"{self._quiet_why}; not asking again for {left:.0f} s")
         try:
             async with asyncio.timeout(settings.http_timeout_s):
                 return await self.read(what, req, settings)
-        except ReaderFallback:
+        except ReaderFallback as err:
+            if err.retry_after is not None:
+                self._quiet_until = time.monotonic() + min(max(err.retry_after, 1.0), MAX_QUIET_S)
+                self._quiet_why = err.fallback
             raise
         except TrawlError as err:
             if err.code == ErrorCode.BLOCKED_BY_POLICY:

@@ -39,6 +39,7 @@ from .base import (
     markdown_page,
     neutral,
     on_host,
+    seconds,
     status_fallback,
     tidy_markdown,
     title_label,
@@ -260,13 +261,16 @@ def _fallback(resp: ApiResponse, private_hint: bool) -> ReaderFallback:
             when = ""
             if reset.isdigit():
                 when = ", resets at " + time.strftime("%H:%M UTC", time.gmtime(int(reset)))
+            wait = (seconds(reset, 0.0) or 0.0) - time.time()
             return ReaderFallback(ErrorCode.HTTP_ERROR, f"GitHub API rate limit reached{when}",
                                   f"GitHub API rate limit reached (x-ratelimit-remaining: 0{when})",
-                                  "Set TRAWL_READER_GITHUB_TOKEN for a higher limit.")
+                                  "Set TRAWL_READER_GITHUB_TOKEN for a higher limit.",
+                                  retry_after=wait if wait > 0 else 60.0)
         if "retry-after" in h:
             retry = h.get("retry-after", "")
             return ReaderFallback(ErrorCode.HTTP_ERROR, f"GitHub API secondary rate limit (retry after {retry} s)",
-                                  f"GitHub API secondary rate limit (retry-after: {label(retry, 12)})")
+                                  f"GitHub API secondary rate limit (retry-after: {label(retry, 12)})",
+                                  retry_after=seconds(retry, 60.0))
     if resp.status == 404 and private_hint:
         return ReaderFallback(ErrorCode.NOT_FOUND, "GitHub API answered 404 (a private repository or a missing item)",
                               "GitHub API answered 404: private repository or missing item",

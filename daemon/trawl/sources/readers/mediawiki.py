@@ -27,6 +27,7 @@ from .base import (
     html_to_markdown,
     markdown_page,
     on_host,
+    seconds,
     status_fallback,
     title_label,
 )
@@ -82,7 +83,8 @@ class MediaWikiReader(Reader):
             code = code_label(data["error"].get("code"))
             if code in _RATE:
                 raise ReaderFallback(ErrorCode.HTTP_ERROR, f"{self.api} is busy ({code})",
-                                     f"{self.api} rate limit or lag ({code})")
+                                     f"{self.api} rate limit or lag ({code})",
+                                     retry_after=seconds(resp.headers.get("retry-after", ""), 60.0))
             if code in _MISSING:
                 raise ReaderFallback(ErrorCode.NOT_FOUND, f"{self.api}: no article {title!r} ({code})",
                                      f"{self.api} has no such article ({code})")

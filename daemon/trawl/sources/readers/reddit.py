@@ -29,6 +29,7 @@ from .base import (
     label,
     markdown_page,
     on_host,
+    seconds,
     status_fallback,
     title_label,
 )
@@ -145,5 +146,6 @@ def _fallback(resp: ApiResponse) -> ReaderFallback:
         reset = resp.headers.get("x-ratelimit-reset", "").strip()
         after = f", resets in {label(reset, 12)} s" if reset else ""
         return ReaderFallback(ErrorCode.HTTP_ERROR, f"Reddit rate limit reached{after}",
-                              f"Reddit rate limit reached (HTTP {resp.status}{after})")
+                              f"Reddit rate limit reached (HTTP {resp.status}{after})",
+                              retry_after=seconds(reset, 60.0))
     return status_fallback(resp, "Reddit JSON")

@@ -102,8 +102,11 @@ def _items(resp: ApiResponse, api: str) -> list[dict[str, Any]]:
     if isinstance(data, dict) and ("error_id" in data or "error_name" in data):
         name = code_label(data.get("error_name"))
         if name in _THROTTLE or data.get("error_id") in (502, 503):
+            # "... more requests available in 80000 seconds": the documented throttle message names the wait
+            wait = re.search(r"available in (\d+) seconds", str(data.get("error_message") or ""))
             raise ReaderFallback(ErrorCode.HTTP_ERROR, f"{api} throttled the request ({name})",
-                                 f"{api} rate limit reached ({name})")
+                                 f"{api} rate limit reached ({name})",
+                                 retry_after=float(wait.group(1)) if wait else 60.0)
         raise ReaderFallback(ErrorCode.HTTP_ERROR, f"{api} error {data.get('error_id')} ({name})",
                              f"{api} error ({name})")
     if resp.status != 200:
