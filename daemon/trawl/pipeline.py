@@ -177,7 +177,8 @@ class Engine:
                 if failures:
                     reason += " (after " + ", ".join(f"{name}: {getattr(e, 'fallback', '') or e.code}"
                                                      for name, e in failures) + ")"
-                return await self._prepare_from(source, reason, req, timings)
+                prep, got = await self._prepare_from(source, reason, req, timings)
+                return _browser_skipped(prep, source.name, failures), got
             except TrawlError as err:
                 if err.code in _FINAL_CODES:  # a refusal is final: no other source may try to read it
                     raise _final(err, source.name, failures) from None
@@ -340,6 +341,16 @@ _FALLBACK_CODES = frozenset(
         ErrorCode.BROWSER_UNAVAILABLE,
     }
 )
+
+
+def _browser_skipped(prep: Prepared, source: str, failures: list[tuple[str, TrawlError]]) -> Prepared:
+    """A page read some other way after the user's browser could not read it says so in its warnings (the agent
+    and the user see that it is not what their browser shows, and why)."""
+    why = next((e for name, e in failures if name == "extension"), None)
+    if why is None:
+        return prep
+    note = f"read via {source}, not through your browser: the browser could not read it ({why.code}: {why.message})"
+    return replace(prep, doc=replace(prep.doc, warnings=(*prep.doc.warnings, note[:400])))
 
 
 # Walls the user's own browser showed: the page as their session sees it. A headless browser or plain HTTP has no

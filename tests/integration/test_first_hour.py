@@ -135,6 +135,44 @@ async def test_login_page_from_the_extension_is_final(tmp_path: Path) -> None:
     assert "log in" in hint and "extension attached" not in hint  # it was attached: the hint says what is left
 
 
+ARTICLE_HTML = """<!doctype html><html><head><title>Kites</title></head><body><main><h1>Kites</h1>
+<p>A box kite flies steadily in strong wind because its cells give it lift and stability at once.</p>
+<p>Lawrence Hargrave built the first box kites in Australia in the 1890s.</p></main></body></html>"""
+
+
+class _RefusingBrowser(_Browser):
+    """The user's browser could not read the page (here: its tab crashed); plain HTTP could."""
+
+    async def fetch(self, req: FetchRequest, settings: Settings) -> Page:
+        from trawl.types import TrawlError
+
+        self.calls += 1
+        raise TrawlError(ErrorCode.EXTENSION_UNAVAILABLE, "the browser tab crashed while loading")
+
+
+class _Http(_Browser):
+    name = "http"
+    priority = 20
+
+    async def fetch(self, req: FetchRequest, settings: Settings) -> Page:
+        self.calls += 1
+        return Page(url=req.target, final_url=req.target, kind="html", source="http", html=ARTICLE_HTML,
+                    title="Kites", status=200)
+
+
+async def test_a_page_read_another_way_after_the_browser_failed_says_so(tmp_path: Path) -> None:
+    """Finding 5: what comes back over HTTP after the browser could not read it carries a warning naming why."""
+    browser, http = _RefusingBrowser(), _Http()
+    engine = Engine(daemon_settings(tmp_path), sources=[browser, http])
+    try:
+        result = await engine.fetch("http://127.0.0.1:9/kites", "who built the first box kites?")
+    finally:
+        await engine.aclose()
+    assert result.ok and result.source == "http" and browser.calls == 1 and http.calls == 1
+    notes = [w for w in result.warnings if "not through your browser" in w]
+    assert notes and "extension_unavailable" in notes[0] and "crashed" in notes[0]
+
+
 # -- 6. one score scale, 0-1, higher is better -------------------------------------------------------------------
 def test_relevance_maps_every_raw_range_into_zero_one_keeping_order() -> None:
     fused = [-3.2, -1.0, -0.28, 0.0, 0.31, 0.77, 1.0]
