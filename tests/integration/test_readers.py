@@ -478,3 +478,17 @@ async def test_a_rate_limited_api_is_left_alone_until_it_resets(sites: Sites, tm
     assert first.source == second.source == "http", (first.error, second.error)
     assert len(sites.stackexchange.api_hits("/2.3/")) == 1  # the second read did not ask the throttled API
     assert "throttle_violation" in second.source_reason and "not asking again for" in second.source_reason
+
+
+async def test_youtube_chapters_from_the_description_head_their_transcript_windows(sites: Sites,
+                                                                                   tmp_path: Path) -> None:
+    status, headers, body = sites.youtube.routes["/watch"]  # type: ignore[misc]
+    chapters = b"Changing a wheel.\\n0:00 Intro\\n1:00 Lifting the car\\n3:00 Tightening the nuts"
+    sites.youtube.routes["/watch"] = (status, headers, body.replace(b"Changing a wheel safely in five minutes.",
+                                                                    chapters))
+    r = await read(sites, tmp_path, "youtube", query="")
+    assert r.ok and r.source == "youtube", r.error
+    c = chunk_with(r, "110 newton metres")
+    assert c.heading_path == ("How to change a wheel", "Chapter 03:00 Tightening the nuts", "Transcript 03:05–03:55")
+    lifting = chunk_with(r, "Lift the car until the tyre clears")
+    assert lifting.heading_path[1] == "Chapter 01:00 Lifting the car"

@@ -18,6 +18,7 @@ import html as htmllib
 import json
 import re
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any
 from urllib.parse import parse_qs, urljoin, urlsplit
 
@@ -118,10 +119,18 @@ class YouTubeReader(Reader):
         desc = neutral(str(details.get("shortDescription") or "")).strip()
         about = " · ".join(meta) + ("\n\n" + _paras(desc) if desc else "")
         parts = [f"# {title_label(title, 200)}", f"## About the video\n\n{about}"]
-        for window in _windows(lines):
+        chapters = _chapters(desc)
+        level = "###" if chapters else "##"
+        chapter = -1
+        for window in _windows(lines, [start for start, _ in chapters]):
+            now = _chapter_at(chapters, window[0].start)
+            if now != chapter:
+                chapter = now
+                start, name = chapters[now]
+                parts.append(f"## Chapter {clock(start)} {label(name, 100)}")
             span = f"{clock(window[0].start)}–{clock(window[-1].end)}"
             text = " ".join(line.text for line in window)
-            parts.append(f"## Transcript {span}\n\n{neutral(text)}")
+            parts.append(f"{level} Transcript {span}\n\n{neutral(text)}")
         return markdown_page(req, self.name, "\n\n".join(parts), title)
 
 
@@ -194,12 +203,44 @@ def _lines(body: bytes) -> list[Line]:
     return out
 
 
-def _windows(lines: list[Line]) -> list[list[Line]]:
+_CHAPTER = re.compile(r"^\s*[-•*]?\s*\(?((?:\d{1,2}:)?\d{1,2}:\d{2})\)?\s*[-–—:|]?\s*(\S.{0,120})$")
+
+
+def _chapters(description: str) -> list[tuple[float, str]]:
+    """Chapters the way YouTube reads them from a description: timestamped lines, the first at 0:00, at least
+    three, in ascending order. Anything else: no chapters."""
+    found: list[tuple[float, str]] = []
+    for line in description.splitlines():
+        m = _CHAPTER.match(line)
+        if m:
+            parts = [int(p) for p in m.group(1).split(":")]
+            while len(parts) < 3:
+                parts.insert(0, 0)
+            secs = float(parts[0] * 3600 + parts[1] * 60 + parts[2])
+            found.append((secs, m.group(2).strip()))
+    if len(found) < 3 or found[0][0] != 0 or any(b[0] <= a[0] for a, b in pairwise(found)):
+        return []
+    return found
+
+
+def _chapter_at(chapters: list[tuple[float, str]], t: float) -> int:
+    at = -1
+    for i, (start, _) in enumerate(chapters):
+        if start <= t:
+            at = i
+    return at
+
+
+def _windows(lines: list[Line], cuts: list[float] | None = None) -> list[list[Line]]:
+    """Lines grouped into windows of at most WINDOW_S seconds and WINDOW_CHARS characters; a chapter start
+    (``cuts``) always opens a new window."""
     windows: list[list[Line]] = []
     cur: list[Line] = []
     size = 0
+    cuts = sorted(cuts or [])
     for line in lines:
-        if cur and (line.start - cur[0].start >= WINDOW_S or size + len(line.text) > WINDOW_CHARS):
+        crosses = any(cur[0].start < c <= line.start for c in cuts) if cur else False
+        if cur and (crosses or line.start - cur[0].start >= WINDOW_S or size + len(line.text) > WINDOW_CHARS):
             windows.append(cur)
             cur, size = [], 0
         cur.append(line)
