@@ -21,7 +21,8 @@ async function load() {
   const { port } = /** @type {{port?: number}} */ (await chrome.storage.local.get("port"));
   const inUse = Number(port) || Number(status && status.port) || 8765;
   $("port").value = String(inUse);
-  $("port-note").textContent = `in use: ${inUse}` + (port ? " (set here)" : " (the default)") +
+  const origin = port ? "set here" : inUse === 8765 ? "the default" : "from this copy's config.json";
+  $("port-note").textContent = `in use: ${inUse} (${origin})` +
     "; set it to the daemon's TRAWL_PORT if you changed that";
 }
 
