@@ -313,12 +313,16 @@ def install_stackexchange(site: FakeSite, filler: int = 0) -> None:
          "</code></pre>"}
     wrap = {"has_more": False, "quota_max": 300, "quota_remaining": 297}
     site.json("/2.3/questions/11227809", {"items": [q], **wrap})
+    posts = SE_ANSWERS + [(i % 9, False, _WHO[i % len(_WHO)], f"<p>{filler_text(i)}</p>") for i in range(filler)]
+    # ids: the accepted answer 11227902, the other two by their score (4200 and 12), fillers from 1000
     answers: list[dict[str, Any]] = [
-        {"answer_id": 11227902 if acc else 1000 + i, "question_id": 11227809, "score": score, "is_accepted": acc,
-         "owner": {"display_name": name}, "body": body} for i, (score, acc, name, body) in enumerate(
-            SE_ANSWERS + [(i % 9, False, _WHO[i % len(_WHO)], f"<p>{filler_text(i)}</p>") for i in range(filler)])]
+        {"answer_id": 11227902 if acc else score if i < len(SE_ANSWERS) else 1000 + i, "question_id": 11227809,
+         "score": score, "is_accepted": acc, "owner": {"display_name": name}, "body": body}
+        for i, (score, acc, name, body) in enumerate(posts)]
     answers.sort(key=lambda a: -int(a["score"]))
     site.json("/2.3/questions/11227809/answers", {"items": answers, **wrap})
+    site.json("/2.3/answers/4200", {"items": [{"answer_id": 4200, "question_id": 11227809, "score": 4200,
+                                               "is_accepted": False}], **wrap})
     main = (f"<h1>{q['title']}</h1><div class='question'>{q['body']}</div>"
             + "".join(f"<div class='answer'><div class='votes'>{a['score']}</div>{a['body']}"
                       "<div class='comments'>" + "".join(f"<p>comment {j} on this answer, with a link</p>"

@@ -67,6 +67,8 @@ def test_each_reader_accepts_its_own_urls_only() -> None:
         "https://stackoverflow.com/questions/11227809/why-is-it": "stackexchange",
         "https://unix.stackexchange.com/q/12345": "stackexchange",
         "https://stackoverflow.com/tags/python": "http",
+        "https://stackoverflow.com/a/11227902/87234": "stackexchange",
+        "https://stackoverflow.com/questions/11227809/why-is-it/11227902#11227902": "stackexchange",
         "https://en.wikipedia.org/wiki/Lake_Vostok": "mediawiki",
         "https://de.m.wikipedia.org/wiki/Wostoksee": "mediawiki",
         "https://en.wikipedia.org/wiki/Special:Random": "http",
@@ -492,3 +494,16 @@ async def test_youtube_chapters_from_the_description_head_their_transcript_windo
     assert c.heading_path == ("How to change a wheel", "Chapter 03:00 Tightening the nuts", "Transcript 03:05–03:55")
     lifting = chunk_with(r, "Lift the car until the tyre clears")
     assert lifting.heading_path[1] == "Chapter 01:00 Lifting the car"
+
+
+async def test_stackexchange_answer_share_link_reads_its_question(sites: Sites, tmp_path: Path) -> None:
+    settings = sites.settings(tmp_path)
+    eng = engine(settings)
+    try:
+        r = await eng.fetch(f"{sites.stackexchange.base}/a/4200/12345", "")
+    finally:
+        await eng.aclose()
+    assert r.ok and r.source == "stackexchange", r.error
+    c = chunk_with(r, "conditional move")
+    assert c.heading_path[-1] == "Answer by WiSaGaN (score 4200, the linked answer)"
+    assert sites.stackexchange.api_hits("/2.3/answers/4200")[0].query["site"] == "stackoverflow.com"

@@ -40,7 +40,8 @@ HOSTS = frozenset({"stackoverflow.com", "superuser.com", "serverfault.com", "ask
                    "pt.stackoverflow.com", "ja.stackoverflow.com", "meta.superuser.com", "meta.serverfault.com",
                    "meta.askubuntu.com", "meta.mathoverflow.net"})
 SUFFIXES = (".stackexchange.com",)
-_PATH = re.compile(r"^/(?:questions|q)/(\d+)(?:/[^/]*)?/?$")
+_PATH = re.compile(r"^/(?:questions|q)/(\d+)(?:/[^/]*(?:/(\d+))?)?/?$")  # a question, or one of its answers
+_ANSWER = re.compile(r"^/a/(\d+)(?:/\d+)?/?$")  # an answer's share link (/a/<answer>/<user>)
 _THROTTLE = frozenset({"throttle_violation", "temporarily_unavailable"})
 
 
@@ -48,7 +49,8 @@ class StackExchangeReader(Reader):
     name = "stackexchange"
     api = "Stack Exchange API"
 
-    def match(self, url: str, settings: Settings) -> tuple[str, int] | None:
+    def match(self, url: str, settings: Settings) -> tuple[str, int, int] | None:
+        """(site, question id or 0, linked answer id or 0)."""
         if not on_host(url, HOSTS, SUFFIXES, (settings.reader_stackexchange_api,)):
             return None
         parts = urlsplit(url)
@@ -56,20 +58,31 @@ class StackExchangeReader(Reader):
         if host == "api.stackexchange.com":
             return None
         m = _PATH.match(parts.path)
-        if not m:
+        a = _ANSWER.match(parts.path)
+        if not m and not a:
             return None
-        known = host in HOSTS or host.endswith(SUFFIXES)
-        return (host if known else "stackoverflow.com"), int(m.group(1))
+        site = host if host in HOSTS or host.endswith(SUFFIXES) else "stackoverflow.com"
+        if a:
+            return site, 0, int(a.group(1))
+        assert m is not None
+        return site, int(m.group(1)), int(m.group(2) or 0)
 
-    def reason(self, what: tuple[str, int]) -> str:
+    def reason(self, what: tuple[str, int, int]) -> str:
         return "Stack Exchange question: API v2.3 gives the question and answers with votes and the accepted one"
 
-    async def read(self, what: tuple[str, int], req: FetchRequest, settings: Settings) -> Page:
-        site, qid = what
+    async def read(self, what: tuple[str, int, int], req: FetchRequest, settings: Settings) -> Page:
+        site, qid, linked = what
         base = settings.reader_stackexchange_api.rstrip("/")
         common = {"site": site, "filter": "withbody"}
         warnings: list[str] = []
         async with self.session(settings, headers={"Accept": "application/json"}) as s:
+            if not qid:  # an answer's share link: which question is it on?
+                found = _items(await s.get(f"{base}/answers/{linked}?{urlencode({'site': site})}"), self.api)
+                on = found[0].get("question_id") if found else None
+                if not isinstance(on, int):
+                    raise ReaderFallback(ErrorCode.NOT_FOUND, f"answer {linked} is not on {site} (deleted or missing)",
+                                         "Stack Exchange API has no such answer (deleted or missing)")
+                qid = on
             q = _items(await s.get(f"{base}/questions/{qid}?{urlencode(common)}"), self.api)
             if not q:
                 raise ReaderFallback(ErrorCode.NOT_FOUND, f"question {qid} is not on {site} (deleted or missing)",
@@ -91,7 +104,7 @@ class StackExchangeReader(Reader):
         def build() -> str:  # the posts' HTML is parsed off the event loop, like the pipeline's own stages
             parts = [f"# {title_label(title, 200)}", _post("Question", question, settings, warnings,
                                                            lead=" · ".join(meta))]
-            parts.extend(_post("Answer", a, settings, warnings, accepted) for a in answers)
+            parts.extend(_post("Answer", a, settings, warnings, accepted, linked=linked) for a in answers)
             return "\n\n".join(parts)
 
         return markdown_page(req, self.name, await asyncio.to_thread(build), title, warnings)
@@ -124,12 +137,14 @@ def _score(post: dict[str, Any]) -> int:
 
 
 def _post(kind: str, post: dict[str, Any], settings: Settings, warnings: list[str], accepted: Any = None,
-          lead: str = "") -> str:
+          lead: str = "", linked: int = 0) -> str:
     owner = post.get("owner") if isinstance(post.get("owner"), dict) else {}
     name = label(htmllib.unescape(str((owner or {}).get("display_name") or "anonymous")), 40)
     notes = [f"score {_score(post)}"]
     if kind == "Answer" and (post.get("is_accepted") or (accepted and post.get("answer_id") == accepted)):
         notes.append("accepted")
+    if linked and post.get("answer_id") == linked:
+        notes.append("the linked answer")
     body = html_to_markdown(str(post.get("body") or ""), settings, warnings)
     text = flatten_headings(body) or "(no text)"
     return f"## {kind} by {name} ({', '.join(notes)})\n\n" + (f"{lead}\n\n{text}" if lead else text)
