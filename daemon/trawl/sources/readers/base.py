@@ -113,7 +113,6 @@ class ApiSession:
             transport=self.transport, follow_redirects=False,
             headers={"User-Agent": settings.user_agent, "Accept-Language": "en;q=0.9, *;q=0.5", **(headers or {})},
         )
-        self.requests: list[str] = []  # every URL requested, in order (tests and reasons read it)
 
     async def __aenter__(self) -> ApiSession:
         return self
@@ -134,7 +133,6 @@ class ApiSession:
             hdrs = dict(headers or {})
             if self.token_origin is not None and origin(url) == self.token_origin:
                 hdrs["Authorization"] = f"Bearer {self.token}"
-            self.requests.append(url)
             try:
                 request = self.client.build_request("GET", url, headers=hdrs, timeout=timeout)
                 response = await self.client.send(request, stream=True)
