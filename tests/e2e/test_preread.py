@@ -248,3 +248,44 @@ async def test_popup_and_status_page_show_what_is_read_ahead(linked: Linked, sit
     held = status["browser"]["preread"]
     assert held["enabled"] is True and held["tabs"][0]["title"] == "Lighthouse keeping"
     assert "Tabs read ahead" in page_html and "Lighthouse keeping" in page_html
+
+
+async def test_a_tab_read_ahead_is_not_served_after_its_site_is_denied(linked: Linked, site: LocalSite) -> None:
+    """The attack: a page read ahead stays in memory; the user then denies its site; an agent asks anyway."""
+    from trawl.policy import check_url
+    from trawl.types import TrawlError
+
+    url = site.add("/ledger", article("Ledger", ["The vault combination is 31-17-42 and it changes on Fridays."]))
+    site.add("/other", article("Other", ["The vault of the old chapel has a combination of arches."]))
+    await linked.open_tab(url)
+    await linked.open_tab(f"http://localhost:{site.port}/other")  # another host name: still allowed
+    reader = reader_of(linked)
+    tid = await tab_id(linked, url)
+    await wait_read(reader, tid, url)
+    entry = reader.entries[tid]
+
+    options = await linked.context.new_page()
+    await options.goto(f"chrome-extension://{PINNED_EXTENSION_ID}/options/options.html")
+    await options.fill("#deny", f"127.0.0.1:{site.port}")
+    await options.click("#save")
+    await options.wait_for_selector("#saved:has-text('Saved')")
+    await options.close()
+
+    def denied_here() -> bool:  # the daemon's copy of the policy has the rule (policy sync)
+        try:
+            check_url(url, linked.settings)
+        except TrawlError:
+            return True
+        return False
+
+    assert await _until(denied_here, 15)
+    out = await ask_tab(linked, tid, "what is the vault combination")
+    assert not out.ok and out.error is not None and out.error.code == ErrorCode.BLOCKED_BY_POLICY, out
+    found = await search_tabs(linked.daemon.state.services, SearchTabsIn(query="vault combination"))
+    assert found.ok and found.hits and not any("31-17-42" in h.text for h in found.hits)
+    assert all("127.0.0.1" not in h.url for h in found.hits)
+    # Straight at the memory path: the engine re-checks the policy before answering from a page read earlier,
+    # and the reader drops the denied tab's index.
+    direct = await linked.engine.answer(f"tab:{tid}", "vault combination", entry.prep)
+    assert direct.error is not None and direct.error.code == ErrorCode.BLOCKED_BY_POLICY
+    assert reader.fresh(tid, url) is None and tid not in reader.entries

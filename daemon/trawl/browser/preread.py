@@ -32,6 +32,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from .. import stages
+from ..policy import check_url
 from ..types import Chunk, TrawlError
 
 if TYPE_CHECKING:
@@ -137,6 +138,11 @@ class PreReader:
         """The tab's index when it was read at ``url`` and nothing was heard from the tab since (and not too old)."""
         e = self.entries.get(tab_id)
         if e is None or e.gen != self._gen.get(tab_id) or _strip(e.url) != _strip(url):
+            return None
+        try:  # the site policy may have changed since the tab was read: a denied site's index is dropped
+            check_url(e.url, self.settings)
+        except TrawlError:
+            self.entries.pop(tab_id, None)
             return None
         if time.time() - e.at > self.settings.preread_ttl_s:
             self._queue[tab_id] = {"id": tab_id, "url": e.url, "title": e.title}
