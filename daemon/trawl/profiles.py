@@ -43,7 +43,9 @@ from .cache.store import DiskStore
 from .extract import extract
 from .extract.dom import parse_html, strip_chrome
 from .extract.guard import strip_heavy, trim_html
+from .extract.lang import detect_language
 from .extract.markdown import element_text, to_markdown
+from .extract.meta import declared_language, html_title
 from .extract.shadow import flatten_shadow_roots
 from .extract.visibility import apply_hidden, find_hidden
 from .settings import Settings
@@ -55,6 +57,8 @@ LEARN_F1 = 0.85  # a profile is learnt only from an element that reproduces the 
 AGREE_CONTAINS = 0.85  # reuse: this share of the extractor's words must lie in the region ...
 AGREE_MAX_RATIO = 2.0  # ... and the region may hold at most this many times the extractor's words
 MAX_MISSES = 2  # consecutive disagreements that drop a profile
+TRUST_HITS = 3  # trusted mode: a profile that agreed this many times in a row reads pages without the extractor ...
+VERIFY_EVERY = 4  # ... except every this-many-th page, where the extractor runs and the profile must agree again
 MIN_WORDS = 30  # pages with less extracted text teach nothing
 CANDIDATE_TAGS = frozenset({"div", "main", "article", "section", "td", "body"})
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
@@ -251,8 +255,9 @@ def host_of(page: Page) -> str:
 class Profiles:
     """Per-host profiles in the cache's one store (``<cache_dir>/profiles``, HMAC-named files, 0600)."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, *, trust: bool = False) -> None:
         self.settings = settings
+        self.trust = trust  # read pages of a well-agreeing host without the extractor (see fast())
         self._disk = DiskStore(Path(settings.cache_dir), Path(settings.cache_dir) / "profiles", suffix=_SUFFIX,
                                max_bytes=2_000_000, log=log)
         self._salt: bytes | None = None
@@ -309,6 +314,25 @@ class Profiles:
                 return doc, "learnt" if learnt else "dropped"
             return doc, "learnt" if self._learn(host, page.html, doc) else ""
 
+    def fast(self, page: Page) -> Document | None:
+        """Trusted mode: a profile that agreed TRUST_HITS times reads the page alone (no extractor), except every
+        VERIFY_EVERY-th page; None when the extractor must run."""
+        host = host_of(page)
+        if not self.trust or page.kind != "html" or not host or not page.html:
+            return None
+        with self._lock:
+            prof = self.get(host)
+            if prof is None or prof.hits < TRUST_HITS or (prof.pages + 1) % VERIFY_EVERY == 0:
+                return None
+            reg = region(page.html, prof.selector, self.settings)
+            if reg is None or sum(_words(reg.markdown).values()) < MIN_WORDS:
+                return None
+            prof.pages += 1
+            self.put(prof)
+        return Document(markdown=reg.markdown, title=html_title(page.html) or page.title,
+                        lang=detect_language(reg.markdown, declared_language(page.html)), extractor="profile",
+                        hidden_text=reg.hidden_text, warnings=reg.warnings)
+
     def _learn(self, host: str, html: str, doc: Document) -> bool:
         got = learn(html, doc.markdown, self.settings)
         if got is None:
@@ -320,6 +344,13 @@ class Profiles:
         """The extract stage with profiles: the extractor runs, then the host's profile is applied or learnt."""
 
         def run(page: Page, settings: Settings) -> Document:
+            try:
+                trusted = self.fast(page)
+            except Exception:
+                log.exception("page profile failed on %s", host_of(page))
+                trusted = None
+            if trusted is not None:
+                return trusted
             doc = extract(page, settings)
             try:
                 return self.apply(page, doc)[0]
