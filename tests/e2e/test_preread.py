@@ -289,3 +289,20 @@ async def test_a_tab_read_ahead_is_not_served_after_its_site_is_denied(linked: L
     direct = await linked.engine.answer(f"tab:{tid}", "vault combination", entry.prep)
     assert direct.error is not None and direct.error.code == ErrorCode.BLOCKED_BY_POLICY
     assert reader.fresh(tid, url) is None and tid not in reader.entries
+
+
+async def test_reading_ahead_waits_while_a_request_is_served(linked: Linked, site: LocalSite) -> None:
+    """Idle CPU only: a tab that loads while a request is in flight waits in the queue until it is answered."""
+    svc = linked.daemon.state.services
+    reader = reader_of(linked)
+    svc.in_flight += 1  # a request being served (as execute() counts them)
+    try:
+        url = site.add("/orchard", ORCHARD)
+        await linked.open_tab(url)
+        tid = await tab_id(linked, url)
+        assert await reader.wait_for(lambda: tid in reader.queued(), 30), reader.describe()
+        assert tid not in reader.entries and reader.reads == 0
+        assert all(c.target != url for c in linked.hub.captures), "no capture while a request is served"
+    finally:
+        svc.in_flight -= 1
+    await wait_read(reader, tid, url)

@@ -98,7 +98,7 @@ class PreReader:
             self.active = tid
             return
         self._gen[tid] = self._gen.get(tid, 0) + 1  # a read under an older generation is thrown away
-        dropped = self.entries.pop(tid, None) is not None
+        self.entries.pop(tid, None)
         self._queue.pop(tid, None)
         if event == "closed":
             self._gen.pop(tid, None)
@@ -113,8 +113,7 @@ class PreReader:
                 if tab.get("active"):
                     self.active = tid
                 self._wake.set()
-        if dropped or event == "closed":
-            await self._notify()
+        await self._notify()
 
     async def _notify(self) -> None:
         async with self._changed:
@@ -150,6 +149,10 @@ class PreReader:
             return None
         self.entries.move_to_end(tab_id)
         return e
+
+    def queued(self) -> list[int]:
+        """Tabs waiting to be read ahead (status, tests)."""
+        return list(self._queue)
 
     def describe(self) -> dict[str, Any]:
         return {
