@@ -81,3 +81,11 @@ def test_tokens_from_many_threads_agree() -> None:
     for t in threads:
         t.join()
     assert not bad
+
+
+def test_thai_words_without_spaces_match_inside_a_run() -> None:
+    # Thai writes no spaces between words: cut words would make the whole run one term.
+    texts = ["กรุงเทพมหานครเป็นเมืองหลวงของประเทศไทย", "เชียงใหม่มีวัดเก่าแก่หลายแห่ง", "ภูเก็ตมีชายหาดสวยงาม"]
+    index = BM25Index(texts, "th")
+    assert int(index.scores(index.terms("เมืองหลวง")).argmax()) == 0
+    assert int(index.scores(index.terms("ชายหาด")).argmax()) == 2

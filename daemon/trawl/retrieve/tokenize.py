@@ -5,8 +5,8 @@ Snowball stemmer (:func:`trawl.lang.stemmer_of`), words are stemmed after the la
 normalisation (:func:`trawl.lang.normalise_words`: Arabic loses its article and vowel marks), and the stem
 is cut to :data:`STEM_CHARS` letters like the words of any other language (a crude stemmer that needs no
 rules and matches parts of compounds).
-Digits stay whole tokens. Han, kana and Hangul have no spaces: each run gives overlapping character
-bigrams (a one-character run gives itself).
+Digits stay whole tokens. Han, kana, Hangul, Thai, Lao, Khmer and Myanmar have no spaces between words:
+each run gives overlapping character bigrams (a one-character run gives itself).
 
 One page is analysed in one language (the page's, also for a question asked in another language), so a
 name or a word the question shares with the page becomes the same term on both sides.
@@ -21,13 +21,14 @@ from functools import lru_cache
 
 import Stemmer
 
-from ..lang import CJK_CLASS as _CJK_CLASS
-from ..lang import detect, normalise_words, same_language, script_of, stemmer_of, stopwords
+from ..lang import CJK_CLASS, SCRIPT_RANGES, detect, normalise_words, same_language, script_of, stemmer_of, stopwords
 
 __all__ = ["guess_lang", "same_language", "script_of", "stopwords", "tokens"]
 
 STEM_CHARS = 7
 
+# Scripts written without spaces between words: Han, kana, Hangul, Thai, Lao, Khmer, Myanmar.
+_CJK_CLASS = CJK_CLASS + "".join(SCRIPT_RANGES[s] for s in ("thai", "lao", "khmer", "myanmar"))
 _CJK_START = re.compile(rf"[{_CJK_CLASS}]")
 # Without a stemmer: alphabetic words keep their first STEM_CHARS letters (the rest is skipped).
 _ALPHA = re.compile(rf"(\d+)|([^\W\d_]{{1,{STEM_CHARS}}})[^\W\d_]*")
