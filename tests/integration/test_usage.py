@@ -151,6 +151,9 @@ async def test_stats_over_http_not_an_agent_tool(logging_daemon: RunningDaemon, 
         body = (await c.post("/v1/stats", json={})).json()
         bad = await c.post("/v1/stats", json={"days": -1})
     assert body["ok"] and body["origin"] == "file" and body["calls"] == 2 and body["errors"] == 1
+    async with client(d) as c:
+        after = (await c.post("/v1/stats", json={})).json()  # the refused call (days=-1) counts too
+    assert after["error_codes"].get("invalid_request") == 1
     assert body["tokens_page"] > 0 and sum(body["error_codes"].values()) == 1
     assert body["failing_hosts"] == [{"host": "127.0.0.1", "calls": 1, "errors": 1}]
     assert bad.status_code == 400 and "days" in bad.text

@@ -190,7 +190,9 @@ async def execute(svc: Services, registry: Registry, name: str, payload: Any) ->
     try:
         req = cap.input.model_validate(payload)
     except ValidationError as exc:
-        return error_body(TrawlError(ErrorCode.INVALID_REQUEST, validation_message(exc)))
+        refused = error_body(TrawlError(ErrorCode.INVALID_REQUEST, validation_message(exc)))
+        usage.record(svc.settings, name, None, refused, 0.0)  # refused calls count too (error invalid_request)
+        return refused
     target = req.target()
     guard = guard_of(svc.extras, svc.settings)
     if cap.bounded and svc.in_flight >= svc.settings.queue_limit:
