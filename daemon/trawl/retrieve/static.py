@@ -50,6 +50,7 @@ DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 TABLE_FILE = "static-e5.npz"
 RECIPE_FILE = "static-e5.json"
 FORMAT = 1
+WORD_CACHE = 100_000  # words whose summed vectors are kept (~50 MB at 128 dims)
 
 # The build's recipe (recorded beside the table).
 RECIPE: dict[str, Any] = {
@@ -268,18 +269,36 @@ class StaticTable:
         r = self.row_of[ids]
         return np.where(r >= 0, r, self._none)
 
+    def word_vec(self, word: str) -> np.ndarray:
+        """The sum of a (normalised) word's piece vectors, cached: a page mostly repeats words."""
+        v = self._word_vec.get(word)
+        if v is None:
+            r = self.row_of[np.asarray(self.tok.word_ids(META + word), dtype=np.int64)]
+            v = self.vecs[np.where(r >= 0, r, self._none)].sum(axis=0)
+            if len(self._word_vec) >= WORD_CACHE:
+                self._word_vec.clear()
+            self._word_vec[word] = v
+        return v
+
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """One L2-normalised vector per text (zeros for a text with no known piece)."""
         out = np.zeros((len(texts), self.dims), dtype=np.float32)
         if not texts:
             return out
-        rows = [self.piece_rows(t) for t in texts]
-        lens = np.array([len(r) for r in rows])
-        nz = np.flatnonzero(lens)
-        if nz.size:
-            flat = np.concatenate([rows[i] for i in nz])
-            starts = np.concatenate([[0], np.cumsum(lens[nz])[:-1]])
-            out[nz] = np.add.reduceat(self.vecs[flat], starts, axis=0)
+        pos: dict[str, int] = {}
+        idx: list[int] = []
+        lens: list[int] = []
+        for t in texts:
+            n0 = len(idx)
+            idx.extend([pos.setdefault(w, len(pos)) for w in self.tok.normalise(t).split(" ") if w])
+            lens.append(len(idx) - n0)
+        if not idx:
+            return out
+        uniq = np.stack([self.word_vec(w) for w in pos])
+        n = np.asarray(lens)
+        nz = np.flatnonzero(n)
+        starts = np.concatenate([[0], np.cumsum(n[nz])[:-1]])
+        out[nz] = np.add.reduceat(uniq[np.asarray(idx)], starts, axis=0)
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         return out / np.maximum(norms, 1e-9)
 
