@@ -24,6 +24,10 @@ page gets. Warm runs keep embeddings under ``--cache-dir`` so re-runs are fast.
 within a pair, round-robin over its pages (one question from each page in turn),
 so a small run still covers many pages.
 
+The first question on a long page ranks it by BM25 + the static table and embeds only the best few
+chunks (``first_answer="static"``); ``TRAWL_FIRST_ANSWER=dense`` runs the old path (``dense_budget_s`` of
+dense work) for a baseline from the same code.
+
 ``--set paraphrase`` is ``benchmarks/data/paraphrase-dev`` (questions in the
 user's own words over long wcxb-dev pages, see its README); its pages are read
 from ``--data``/wcxb-dev.
@@ -243,7 +247,8 @@ def main() -> None:
     args = ap.parse_args()
     sets = {"both": ["qa-dev", "qa-dev-long"], "all": ["qa-dev", "qa-dev-long", "paraphrase"]}.get(args.set, [args.set])
     variant = "first question per page" if args.first else "cold (fresh cache)" if args.cold else "warm (page embedded)"
-    print(f"# bench_qa: {variant}")
+    # TRAWL_FIRST_ANSWER=dense measures the old first-answer path (the dense budget) as the baseline
+    print(f"# bench_qa: {variant}, first_answer={Settings.from_env().first_answer}")
     for name in sets:
         if name == "paraphrase":
             rows = run_set(name, Path(args.data) / "wcxb-dev", args, here / "data" / "paraphrase-dev")
