@@ -11,6 +11,13 @@ vectors already in the embedding cache are used for free, and the rest of the
 page is embedded ahead in the background for the next question. Fusion weighs
 BM25 down when it is blind (see ``fuse``). Every failure of an optional part
 degrades to a ranking with a warning and an honest ``mode``.
+
+The first question on a long page not embedded yet (``first_answer="static"``)
+cannot wait for the model: BM25 and a static embedding table (``static``, a
+vector per SentencePiece piece of the same model) rank every chunk in
+milliseconds, the dense model scores only that prior's best chunks within
+``first_dense_s`` (``first_dense_s_cross`` across languages) and reorders
+them; a warning says how many chunks it compared.
 """
 
 from __future__ import annotations
