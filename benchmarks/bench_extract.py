@@ -162,19 +162,37 @@ def score_pages(
     return scores, times
 
 
-def _run_before(args: argparse.Namespace, argv: list[str] | None) -> dict[str, Any]:
-    """This benchmark's trawl run with ``args.before``'s daemon/ in a child process (same pages, same scorer)."""
+def _child(args: argparse.Namespace, name: str, out: Path, before: bool = False) -> subprocess.Popen[bytes]:
+    """One extractor of this benchmark in a child process (same pages, same scorer), per-page figures to ``out``;
+    ``before``: trawl from ``args.before``'s daemon/."""
+    cmd = [sys.executable, str(Path(__file__).resolve()), str(args.wcxb_dir), "--only", name, "--dump", str(out)]
+    if args.short:
+        cmd.append("--short")
+    if args.limit is not None:
+        cmd += ["--limit", str(args.limit)]
+    env = dict(os.environ)
+    if before:
+        env["TRAWL_BENCH_DAEMON"] = str(args.before.resolve() / "daemon")
+    return subprocess.Popen(cmd, env=env)
+
+
+def _run_children(args: argparse.Namespace, names: list[str]) -> dict[str, dict[str, Any]]:
+    """Run ``names`` (``trawl@before`` = the --before tree's trawl) in child processes, ``args.jobs`` at a time."""
+    out: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "before.json"
-        cmd = [sys.executable, str(Path(__file__).resolve()), str(args.wcxb_dir), "--only", "trawl", "--dump", str(out)]
-        if args.short:
-            cmd.append("--short")
-        if args.limit is not None:
-            cmd += ["--limit", str(args.limit)]
-        env = {**os.environ, "TRAWL_BENCH_DAEMON": str(args.before.resolve() / "daemon")}
-        subprocess.run(cmd, check=True, env=env)
-        data: dict[str, Any] = json.loads(out.read_text())
-        return data
+        todo = list(names)
+        running: list[tuple[str, Path, subprocess.Popen[bytes]]] = []
+        while todo or running:
+            while todo and len(running) < max(1, args.jobs):
+                name = todo.pop(0)
+                path = Path(tmp) / f"{len(todo)}.json"
+                before = name == "trawl@before"
+                running.append((name, path, _child(args, "trawl" if before else name, path, before)))
+            name, path, proc = running.pop(0)
+            if proc.wait() != 0:
+                raise SystemExit(f"the {name} run failed")
+            out[name] = json.loads(path.read_text())
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -186,6 +204,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--before", type=Path, default=None,
                     help="another checkout (e.g. a `git worktree` of the base commit): its trawl is run on the same "
                     "pages in a child process, reported as trawl@before beside this tree's")
+    ap.add_argument("--jobs", type=int, default=1,
+                    help="run the extractors in this many child processes at once (figures per CPU second stay "
+                    "comparable; per wall second they do not)")
     ap.add_argument("--dump", type=Path, default=None, help=argparse.SUPPRESS)  # the child's per-page figures
     args = ap.parse_args(argv)
     pages = load_short(args.wcxb_dir)[: args.limit] if args.short else load_pages(args.wcxb_dir, args.limit)
@@ -200,16 +221,27 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, list[PRF]] = {}
     speed: dict[str, float] = {}
     cpu_speed: dict[str, float] = {}
+    children: list[str] = []
+    if args.jobs > 1 and args.dump is None:
+        children = list(runs)
+    if args.before is not None and "trawl" in runs:
+        children.insert(children.index("trawl") + 1 if "trawl" in children else 0, "trawl@before")
+    done = _run_children(args, children) if args.jobs > 1 else {}
     for name, run in runs.items():
+        if name in done:
+            continue
         cpu: list[float] = []
         scores, times = score_pages(pages, run, name, cpu)
         results[name] = scores
         speed[name] = len(times) / max(sum(times), 1e-9)
         cpu_speed[name] = len(cpu) / max(sum(cpu), 1e-9)
         if name == "trawl" and args.before is not None:
-            before = _run_before(args, argv)
-            results["trawl@before"] = [PRF(*s) for s in before["scores"]]
-            speed["trawl@before"], cpu_speed["trawl@before"] = before["speed"], before["cpu_speed"]
+            done.update(_run_children(args, ["trawl@before"]))
+            results["trawl@before"] = []  # keeps the report's order: filled below
+    for name in children:
+        figures = done[name]
+        results[name] = [PRF(*s) for s in figures["scores"]]
+        speed[name], cpu_speed[name] = figures["speed"], figures["cpu_speed"]
     if args.dump is not None:
         name = next(iter(results))
         args.dump.write_text(json.dumps({"scores": [[s.precision, s.recall, s.f1] for s in results[name]],

@@ -58,11 +58,15 @@ def align_markdown(markdown: str, text: str) -> str:
         keep.append(ok)
         if ok:
             covered.update(inside)
-    # A heading the plain text left out (rs-trafilatura's text view drops headings on short pages) stays when the
-    # block it heads stays: it is the section's structure, and the chunks' heading path.
+    # A section heading the plain text left out (rs-trafilatura's text view drops headings on short pages) stays
+    # when the block it heads stays: it is the section's structure, and the chunks' heading path. A top heading
+    # stays only when it opens an outline (a kept subsection follows); over plain text it is the page's title.
     for i in range(len(parts) - 2, -1, -1):
-        if not keep[i] and _HEADING.match(parts[i]) and ((keep[i + 1] and not _HEADING.match(parts[i + 1]))
-                                                        or _heads_kept(parts, keep, i)):
+        m = _HEADING.match(parts[i])
+        if keep[i] or not m:
+            continue
+        under_text = keep[i + 1] and not _HEADING.match(parts[i + 1]) and len(m.group(1)) > 1
+        if under_text or _heads_kept(parts, keep, i):
             keep[i] = True
     kept = [b for b, ok in zip(parts, keep, strict=True) if ok]
     coverage = sum(1 for w in text_words if w in covered) / len(text_words)

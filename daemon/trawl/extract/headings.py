@@ -3,9 +3,11 @@
 rs-trafilatura leaves headings out of both its views on short pages (a small app's ``<h1>``/``<h2>`` over two
 paragraphs come back as two bare paragraphs), so every chunk loses its heading path. When the markdown has no
 heading at all but the page has some, each page heading is put back before the first kept block that follows
-it, if a kept block precedes it too (a heading between two kept blocks is part of the content), or if it
-directly precedes the first kept block (the title and section heading over the content). Headings elsewhere
-(menus, footers, sidebars) stay out. Blocks are found in the page by their first words.
+it, if a kept block precedes it too and the block it heads is a real section's text (a heading between two kept
+blocks is part of the content; a headline over a one-line teaser is a card the extractor let through), or if it
+directly precedes the first kept block (section headings over the content, and the top heading when it opens
+an outline; a lone title over an article's text is not put back). Headings elsewhere (menus, footers,
+sidebars) stay out. Blocks are found in the page by their first words.
 """
 
 from __future__ import annotations
@@ -22,8 +24,9 @@ _MD_HEADING = re.compile(r"^#{1,6} ", re.M)
 _HTML_HEADING = re.compile(r"<h[1-6][\s>]", re.I)
 HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
 ANCHOR_WORDS = 6  # a block is found in the page by this many of its first words
-MAX_GAP_WORDS = 40  # a heading this close before the first kept block heads it (a byline may sit between)
+MAX_GAP_WORDS = 15  # a heading this close before the first kept block heads it (a byline may sit between)
 MAX_HEADING_CHARS = 200
+MIN_SECTION_CHARS = 120  # a heading between kept blocks is put back over a block at least this long
 MAX_PAGE_CHARS = 3_000_000  # not worth it (and not the short pages this is for) beyond this
 
 
@@ -49,31 +52,50 @@ def restore_headings(markdown: str, html: str) -> str:
         where.append(at)
         if at is not None:
             pos = at
-    found = [w for w in where if w is not None]
-    if not found:
+    if all(w is None for w in where):
         return markdown
-    first = found[0]
     out: list[str] = []
     hi = 0
     prev: int | None = None
     for b, at in zip(blocks, where, strict=True):
         if at is not None:
-            chosen = []
+            before = []
             while hi < len(heads) and heads[hi][0] <= at:
-                h_at, level, text = heads[hi]
+                before.append(heads[hi])
                 hi += 1
-                if (prev is not None and h_at > prev) or (prev is None and at == first and at - h_at <= MAX_GAP_WORDS):
-                    chosen.append("#" * level + " " + text)
-            out.extend(chosen)
+            if prev is None:
+                chosen = _leading(before, at)
+            elif len(b) >= MIN_SECTION_CHARS:  # teaser cards (a headline over one line) are not sections
+                chosen = [(level, text) for h_at, _, level, text in before if h_at > prev]
+            else:
+                chosen = []
+            out.extend("#" * level + " " + text for level, text in chosen)
             prev = at
         out.append(b)
     return "\n\n".join(out)
 
 
-def _page_words(root: etree._Element) -> tuple[list[str], list[tuple[int, int, str]]]:
-    """The page's words in document order, and each heading as (word index where it starts, level, text)."""
+def _leading(heads: list[tuple[int, int, int, str]], first: int) -> list[tuple[int, str]]:
+    """The headings right over the first kept block: the nearest one (at most :data:`MAX_GAP_WORDS` before it) and
+    the headings directly above that one, each of a higher rank (an outline). A lone top heading over the text is
+    the page's title, which the page already gives (and an article's reference text does not count): left out."""
+    if not heads or first - heads[-1][1] > MAX_GAP_WORDS:
+        return []
+    chain = [heads[-1]]
+    for h in reversed(heads[:-1]):
+        if h[1] != chain[0][0] or h[2] >= chain[0][2]:
+            break
+        chain.insert(0, h)
+    if len(chain) == 1 and chain[0][2] == 1:
+        return []
+    return [(level, text) for _, _, level, text in chain]
+
+
+def _page_words(root: etree._Element) -> tuple[list[str], list[tuple[int, int, int, str]]]:
+    """The page's words in document order, and each heading as (word index where it starts, where it ends,
+    level, text)."""
     words: list[str] = []
-    heads: list[tuple[int, int, str]] = []
+    heads: list[tuple[int, int, int, str]] = []
     body = root.find("body")
     start = body if body is not None else root
     stack: list[etree._Element | str] = [start]
@@ -90,9 +112,10 @@ def _page_words(root: etree._Element) -> tuple[list[str], list[tuple[int, int, s
         level = HEADINGS.get(tag)
         if level is not None:
             text = element_text(node)[:MAX_HEADING_CHARS]
+            hw = _WORD.findall(text.lower())
             if text:
-                heads.append((len(words), level, text))
-            words.extend(_WORD.findall(text.lower()))
+                heads.append((len(words), len(words) + len(hw), level, text))
+            words.extend(hw)
             continue
         stack.extend(reversed(node))
         if node.text:

@@ -11,6 +11,7 @@
                   page declares itself an article, little of the primary's text lies inside the fallback's
                   repeated records, and most of what the fallback adds is records (latest news, related
                   stories, comments). Then the primary stays: a short article is not a listing.
+    -  plain      a very large page of plain paragraphs skips 1-3 (:mod:`.plain`): nothing to choose there
     4. shell      when both found (next to) nothing, the page is an empty JavaScript shell: return an
                   empty document and let the pipeline report it, rather than a title as "content"
 
@@ -32,6 +33,7 @@ from .evidence import declares_article, record_shares
 from .guard import flatten_nesting, looks_binary, strip_heavy, too_deep, trim_html
 from .lang import detect_language
 from .meta import declared_language, html_title
+from .plain import PLAIN_MIN_CHARS, plain_markdown
 from .shadow import flatten_shadow_roots
 from .visibility import HIDDEN_WARNING, apply_hidden, find_hidden
 
@@ -131,10 +133,14 @@ def extract_html(page: Page, settings: Settings) -> Document:
     if not html.strip():
         return Document(markdown="", title=page.title, extractor="none", warnings=tuple(warnings))
     url = page.final_url or page.url
-    if too_deep(html):
+    plain = plain_markdown(html) if len(html) >= PLAIN_MIN_CHARS else None
+    if plain is not None:  # a very large page of plain paragraphs: nothing to choose, no extractor needed
+        chosen: Candidate | None = Candidate(name="plain", markdown=plain, text=plain, quality=0.8)
+        primary: Candidate | None = None
+    elif too_deep(html):
         warnings.append("page is nested too deeply for the main extractors; used the basic lxml extractor")
         html = flatten_nesting(html)
-        chosen: Candidate | None = cands.run_dom(html)
+        chosen = cands.run_dom(html)
         primary = None
     else:
         primary = _primary(html, url, warnings)

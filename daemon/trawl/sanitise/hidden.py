@@ -463,6 +463,11 @@ def _elements_before(el: etree._Element) -> Iterable[etree._Element]:
     return (s for s in el.itersiblings(preceding=True) if isinstance(s.tag, str))
 
 
+# (element, selector part) -> match, for descendant combinators; emptied by every scan. Keys hold the elements
+# themselves (not their ids), so an entry can never stand for another element.
+_ANCESTOR_MEMO: dict[tuple[etree._Element, object], bool] = {}
+
+
 def _matches(el: etree._Element, t: object) -> bool:
     """Does ``el`` match the cssselect parse tree ``t``? Right to left, like browsers."""
     if isinstance(t, cssp.Element):
@@ -516,7 +521,17 @@ def _matches(el: etree._Element, t: object) -> bool:
             return False
         c = t.combinator
         if c == " ":
-            return any(_matches(a, t.selector) for i, a in enumerate(el.iterancestors()) if i < MAX_ANCESTORS)
+            # Siblings share ancestors: each (ancestor, selector) is judged once per scan (see _ANCESTOR_MEMO).
+            for i, a in enumerate(el.iterancestors()):
+                if i >= MAX_ANCESTORS:
+                    return False
+                key = (a, t.selector)
+                hit = _ANCESTOR_MEMO.get(key)
+                if hit is None:
+                    hit = _ANCESTOR_MEMO[key] = _matches(a, t.selector)
+                if hit:
+                    return True
+            return False
         if c == ">":
             parent = el.getparent()
             return parent is not None and _matches(parent, t.selector)
@@ -784,6 +799,14 @@ def _pseudo_painted(rules: list[_Rule]) -> set[tuple[str, str]]:
 
 
 def _cascade(root: etree._Element) -> dict[etree._Element, Decls]:
+    _ANCESTOR_MEMO.clear()
+    try:
+        return _cascade_rules(root)
+    finally:
+        _ANCESTOR_MEMO.clear()
+
+
+def _cascade_rules(root: etree._Element) -> dict[etree._Element, Decls]:
     """Cascaded declarations of interest for the elements hiding rules or style attributes touch.
 
     Three passes keep this cheap on pages with thousands of rules: rules that can hide text are matched

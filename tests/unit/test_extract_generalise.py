@@ -1,0 +1,199 @@
+"""Extraction that generalises (issue 14): escalation that knows what it escalates from, words that do not
+glue together at block and box boundaries, headings the primary extractor dropped, the cheap path for very
+large plain pages, and the frames a browser capture could not read."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from trawl.extract import candidates as cands
+from trawl.extract.evidence import declared_types, declares_article, record_shares
+from trawl.extract.html import extract_html, unread_frames
+from trawl.extract.plain import PLAIN_MIN_CHARS, plain_markdown
+from trawl.settings import Settings
+from trawl.types import Page
+
+SETTINGS = Settings()
+STORY = (
+    "Crews on the Karrow Sound ferries stopped work at six this morning, leaving around two thousand commuters "
+    "without their usual crossing to the mainland. The union says the operator cut rest periods between sailings "
+    "without consulting staff, and the operator said it would publish a revised timetable by noon."
+)
+HEADLINES = [
+    ("Council approves budget for coastal defences after long debate", "By Sam Okafor", "2 hours ago"),
+    ("Hospital car park to close for resurfacing next month", "By Ellen Marsh", "3 hours ago"),
+    ("School sports day moved indoors as storms approach the region", "By Ravi Desai", "4 hours ago"),
+    ("Police appeal for witnesses after lorry overturns on the ring road", "By Claire Fenwick", "5 hours ago"),
+    ("Community garden wins national award for its wildflower meadow", "By Owen Pryce", "6 hours ago"),
+    ("Harbour master warns sailors about shifting sandbanks near the estuary", "By Nia Hughes", "7 hours ago"),
+    ("New bus timetable promises more evening services to the villages", "By Lucy Grant", "8 hours ago"),
+    ("Local choir to sing at the cathedral for the first time in decades", "By Martin Dowd", "9 hours ago"),
+]
+
+
+def _doc(html: str, source: str = "file"):  # type: ignore[no-untyped-def]
+    page = Page(url="https://news.example/story", final_url="https://news.example/story", kind="html",
+                source=source, html=html)
+    return extract_html(page, SETTINGS)
+
+
+def _cards() -> str:
+    return "".join(f'<article class="card"><h2><a href="/t/{i}">{h}</a></h2><p class="byline">{b}</p>'
+                   f"<time>{t}</time></article>" for i, (h, b, t) in enumerate(HEADLINES))
+
+
+def _breaking(meta: str) -> str:
+    return (f"<!doctype html><html lang=en><head><title>Ferry crews walk out</title>{meta}</head><body>"
+            "<header><nav><a href=/>Home</a> <a href=/news>News</a></nav></header><div class=wrap>"
+            f'<article class="story"><h1>Ferry crews walk out</h1><div class="byline">By Dana Whitlock</div>'
+            f'<div class="story-body"><p>{STORY}</p></div></article>'
+            f'<section class="top-stories"><h2>Top stories</h2>{_cards()}</section></div></body></html>')
+
+
+NEWS_LD = ('<script type="application/ld+json">{"@context": "https://schema.org", "@type": "NewsArticle", '
+           '"headline": "Ferry crews walk out"}</script>')
+
+
+# ------------------------------------------------------------------ escalation
+def test_a_short_news_article_is_not_turned_into_article_plus_headlines() -> None:
+    doc = _doc(_breaking(NEWS_LD))
+    assert "two thousand commuters" in doc.markdown
+    for headline, byline, _ in HEADLINES:
+        assert headline not in doc.markdown and byline not in doc.markdown
+    assert doc.extractor == "rs-trafilatura"
+
+
+def test_without_article_evidence_the_same_page_still_escalates() -> None:
+    # The declared type is the evidence: a page that says nothing about itself keeps the old rule (records win).
+    doc = _doc(_breaking(""))
+    assert doc.extractor == "dom"
+    assert HEADLINES[0][0] in doc.markdown
+
+
+def test_a_listing_the_primary_missed_still_escalates_even_when_it_calls_itself_an_article() -> None:
+    # The primary kept one card of a grid (its text lies inside a record): that is a listing, whatever og:type says.
+    cards = "".join(
+        f'<div class="product"><h3>Walking boot model {n}</h3><p>Waterproof leather upper, size {30 + n}, '
+        f"price {40 + n}.99 euros, ships in {n % 4 + 1} days.</p><span>In stock</span></div>" for n in range(24)
+    )
+    html = ('<!doctype html><html><head><title>Boots</title><meta property="og:type" content="article"></head>'
+            f'<body><main><h1>Boots</h1><div class="grid">{cards}</div></main></body></html>')
+    primary = cands.Candidate("rs-trafilatura", "Walking boot model 3 Waterproof leather upper, size 33, price "
+                              "43.99 euros, ships in 4 days. In stock", "Walking boot model 3 Waterproof leather "
+                              "upper, size 33, price 43.99 euros, ships in 4 days. In stock", 0.5)
+    from trawl.extract.html import choose
+
+    chosen, escalated = choose(primary, html)
+    assert escalated and chosen is not None and chosen.name == "dom"
+    assert "Walking boot model 17" in chosen.markdown
+
+
+def test_record_shares_measure_where_the_primary_sits() -> None:
+    records = tuple(f"{h} {b} {t}" for h, b, t in HEADLINES)
+    fallback = STORY + "\n\n" + "\n\n".join(records)
+    in_records, extra_records = record_shares(STORY, fallback, records)
+    assert in_records < 0.3 and extra_records > 0.9
+    in_records, _ = record_shares(records[2], fallback, records)
+    assert in_records == 1.0
+
+
+def test_declared_types_read_og_json_ld_and_microdata() -> None:
+    assert "og:article" in declared_types('<meta content="article" property="og:type">')
+    assert "og:website" in declared_types("<meta property='og:type' content='website'>")
+    graph = {"@context": "https://schema.org", "@graph": [{"@type": "WebSite"}, {"@type": ["BlogPosting"]}]}
+    assert {"website", "blogposting"} <= declared_types(
+        f'<script type="application/ld+json">{json.dumps(graph)}</script>')
+    assert declares_article('<div itemscope itemtype="https://schema.org/NewsArticle"></div>')
+    assert not declares_article('<script type="application/ld+json">{not json</script><meta property="og:type" '
+                                'content="product">')
+    assert not declares_article('<script type="application/ld+json">{"@type": "Product"}</script>')
+
+
+# ------------------------------------------------------------------ text joins
+@pytest.mark.parametrize(
+    ("fragment", "words"),
+    [
+        ("<span style='display:block'>iota</span><span style='display: block'>kappa</span>", ("iota", "kappa")),
+        ("<span style='display:inline-block'>lambda</span><span style='display:inline-block'>mu</span>",
+         ("lambda", "mu")),
+        ("<label>rho</label><input type=text><label>sigma</label>", ("rho", "sigma")),
+        ("alpha<img src=x.png alt=''>beta", ("alpha", "beta")),
+        ("gamma<nav><a href=/a>Home</a><a href=/b>About</a><a href=/c>Shop</a><a href=/d>Help</a></nav>delta",
+         ("gamma", "delta")),
+        ("<div>epsilon</div><div>zeta</div>", ("epsilon", "zeta")),
+        ("eta<br>theta", ("eta", "theta")),
+    ],
+)
+def test_block_and_box_boundaries_do_not_glue_words(fragment: str, words: tuple[str, str]) -> None:
+    para = "<p>" + "This is a sentence about the harbour and its boats. " * 12 + "</p>"
+    html = f"<html><body><main><h1>Harbour</h1>{para}<div>{fragment}</div>{para}</main></body></html>"
+    a, b = words
+    dom = cands.run_dom(html)
+    assert dom is not None
+    assert a + b not in dom.markdown and re.search(rf"\b{a}\b", dom.markdown) and re.search(rf"\b{b}\b", dom.markdown)
+    doc = _doc(html)
+    assert a + b not in doc.markdown
+
+
+def test_inline_elements_without_space_render_as_one_word() -> None:
+    # A browser shows "<b>fore</b>cast" as one word: joins follow rendering, not tags.
+    para = "<p>The harbour report gives the tides for the week ahead, and the <b>fore</b>cast says rain on Friday.</p>"
+    html = f"<html><body><main><h1>Tides</h1>{para}</main></body></html>"
+    dom = cands.run_dom(html)
+    assert dom is not None and "the forecast says rain" in dom.markdown
+
+
+# ------------------------------------------------------------------ headings
+def test_headings_the_primary_dropped_are_put_back_over_their_blocks() -> None:
+    html = ("<!doctype html><html><head><title>Widget guide</title></head><body><div id=app><h1>Widget guide</h1>"
+            "<h2>Installing</h2><p>Unpack it and run the setup program once; it asks for nothing else and finishes "
+            "within a minute on most machines.</p><h2>Cleaning</h2><p>Wipe it with a dry cloth every week, never "
+            "with water, because the casing is not sealed against damp.</p></div>"
+            "<footer><h3>Contact us</h3><p>Write to the shop.</p></footer></body></html>")
+    md = _doc(html).markdown
+    assert re.search(r"^# Widget guide$", md, re.M)
+    assert md.index("## Installing") < md.index("Unpack it") < md.index("## Cleaning") < md.index("Wipe it")
+    assert "Contact us" not in md
+
+
+# ------------------------------------------------------------------ plain pages
+def _plain_page(paragraphs: int, extra: str = "") -> str:
+    body = "".join(f"<p>Paragraph {i}: the ferry leaves the harbour at dawn and returns before the tide turns, "
+                   f"while gulls circle over the old stone pier &amp; the fish market opens.</p>\n"
+                   for i in range(paragraphs))
+    return (f"<!doctype html><html><head><title>Log</title></head><body><nav><a href=/>Home</a></nav>"
+            f"<h1>Harbour log</h1>{extra}{body}<footer>Footer text</footer></body></html>")
+
+
+def test_a_large_plain_page_takes_the_cheap_path_and_keeps_every_paragraph() -> None:
+    n = PLAIN_MIN_CHARS // 150 + 10
+    html = _plain_page(n, "<p style='display:none'>Hidden note for machines only.</p><h2>Week one</h2>")
+    md = plain_markdown(html)
+    assert md is not None
+    assert md.startswith("# Harbour log\n\n## Week one\n\nParagraph 0:")
+    assert f"Paragraph {n - 1}:" in md and "pier & the fish" in md
+    assert "Hidden note" not in md and "Footer text" not in md and "Home" not in md
+    doc = _doc(html)
+    assert doc.extractor == "plain"
+    assert doc.markdown.count("Paragraph ") == n
+
+
+def test_large_pages_that_are_not_plain_take_the_ordinary_cascade() -> None:
+    cards = "".join(f'<div class="c"><span class="t">Item {i}</span><span class="p">{i}.99</span>'
+                    f'<a href="/i/{i}">View</a><span class="s">Ships today</span></div>' for i in range(16000))
+    html = f"<html><body><main>{cards}</main></body></html>"
+    assert len(html) > PLAIN_MIN_CHARS
+    assert plain_markdown(html) is None
+    assert plain_markdown(_plain_page(50)) is None  # small pages never take it
+
+
+# ------------------------------------------------------------------ unread frames
+def test_unread_frames_are_named_only_for_browser_captures() -> None:
+    html = ("<html><body><h1>Canal guide</h1><p>" + "The towpath runs between the locks and the mill. " * 20 +
+            '</p><iframe src="https://maps.example/embed?a=1&amp;b=2"></iframe><div data-trawl-iframe="https://maps.'
+            'example/embed?a=1&amp;b=2" data-trawl-slot="f1" data-trawl-unread="frame"></div></body></html>')
+    assert unread_frames(html) == ("https://maps.example/embed?a=1&b=2",)
+    assert _doc(html, source="playwright").unread == ("https://maps.example/embed?a=1&b=2",)
+    assert _doc(html, source="http").unread == ()  # a served page cannot claim frames
