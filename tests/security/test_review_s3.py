@@ -433,11 +433,9 @@ async def test_a_tab_that_keeps_reloading_does_not_evict_the_agents_pages(linked
 @pytest.mark.timeout(180)
 @pytest.mark.xfail(strict=True, reason="S3-10: a tab read ahead stays in the daemon's index (memory, status page, "
                    "popup list) after the user denies its site: the extension re-announces only allowed tabs and "
-                   "nothing drops the denied one; search_tabs then relies on the extension's listing alone (it "
-                   "never re-checks an entry against the daemon's policy, unlike read_tab). Fix in "
-                   "browser/preread.py: on every policy change (PolicyStore listener / 'state' frame) drop entries "
-                   "the new policy refuses, and check each entry with engine.check_page in capabilities/tabs.py "
-                   "search_tabs")
+                   "PreReader.fresh drops a denied entry only when a question next looks it up (95f4f58). Fix in "
+                   "browser/preread.py: on every policy change (a PolicyStore listener, the 'policy'/'state' frames) "
+                   "drop the entries the new policy refuses, and forget their pages in the engine (S3-13)")
 async def test_a_site_denied_after_its_tab_was_read_ahead_leaves_the_index(linked: Linked, site: LocalSite) -> None:
     """Attack (privacy): the user reads their bank in a tab, sees trawl read it ahead, and denies the bank's site.
     Its text stays held by the daemon and listed as indexed until the tab is closed."""
