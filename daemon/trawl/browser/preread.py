@@ -184,6 +184,9 @@ class PreReader:
             ready = await asyncio.to_thread(stages.prepare, page, self.settings)
         prep = engine.adopt(f"tab:{tid}", page, ready, "an open browser tab (read ahead)" if background
                             else "an open browser tab")
+        index = getattr(engine.retriever, "_index", None)  # the retriever's BM25 index cache, keyed like rank's
+        if background and index is not None and prep.chunks:  # built now rather than at the first question
+            await asyncio.get_running_loop().run_in_executor(self._low(), index, prep.key, list(prep.chunks))
         title = prep.doc.title or page.title or str(tab.get("title", ""))
         return TabIndex(tid, page.final_url or page.url, title, prep, gen,
                         chars=sum(len(c.text) for c in prep.chunks))
