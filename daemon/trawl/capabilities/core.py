@@ -38,7 +38,9 @@ class FetchIn(Input):
                                     description="accept a cached copy up to this many seconds old; 0 forces a "
                                                 "fresh fetch")
     source: str | None = Field(default=None, max_length=40, description="force a source (file, http, playwright, "
-                                                                         "extension)")
+                                                                         "extension, or a site reader: github, "
+                                                                         "stackexchange, mediawiki, youtube, arxiv, "
+                                                                         "reddit)")
     roots: list[str] | None = Field(default=None, max_length=64,
                                     description="the MCP client's roots (file:// URIs): local files are read only "
                                                 "under these and TRAWL_FILE_ROOTS")
