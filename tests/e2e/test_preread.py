@@ -306,3 +306,14 @@ async def test_reading_ahead_waits_while_a_request_is_served(linked: Linked, sit
     finally:
         svc.in_flight -= 1
     await wait_read(reader, tid, url)
+
+
+async def test_the_index_is_dropped_when_the_browser_goes_away(linked: Linked, site: LocalSite) -> None:
+    url = site.add("/orchard", ORCHARD)
+    await linked.open_tab(url)
+    reader = reader_of(linked)
+    await wait_read(reader, await tab_id(linked, url), url)
+    await linked.context.close()
+    assert await linked.hub.wait_attached(15, attached=False)
+    assert await reader.wait_for(lambda: not reader.entries, 15), reader.describe()
+    assert reader.describe()["tabs"] == []

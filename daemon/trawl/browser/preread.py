@@ -83,6 +83,7 @@ class PreReader:
         self._wake = asyncio.Event()
         self._changed = asyncio.Condition()
         self._task: asyncio.Task[None] | None = None
+        self._watch: asyncio.Task[None] | None = None
         self._pool: ThreadPoolExecutor | None = None
         hub.frame_handlers["tab_event"] = self.on_event
 
@@ -279,14 +280,26 @@ class PreReader:
                 await asyncio.sleep(0.5)
         self._wake.set()
 
+    async def _forget_on_detach(self) -> None:
+        """The index is the attached browser's: dropped as soon as the link goes down."""
+        while True:
+            await self.hub.wait_attached(3600.0)
+            if await self.hub.wait_attached(3600.0, attached=False):
+                self.entries.clear()
+                self._queue.clear()
+                self.active = None
+                await self._notify()
+
     async def start(self, _app: Any = None) -> None:
         self._task = asyncio.create_task(self.run(), name="trawl-preread")
+        self._watch = asyncio.create_task(self._forget_on_detach(), name="trawl-preread-detach")
 
     async def stop(self, _app: Any = None) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        for task in (self._task, self._watch):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
 
