@@ -507,3 +507,23 @@ async def test_stackexchange_answer_share_link_reads_its_question(sites: Sites, 
     c = chunk_with(r, "conditional move")
     assert c.heading_path[-1] == "Answer by WiSaGaN (score 4200, the linked answer)"
     assert sites.stackexchange.api_hits("/2.3/answers/4200")[0].query["site"] == "stackoverflow.com"
+
+
+@pytest.mark.parametrize(("name", "site_attr", "path", "status", "headers", "why"), [
+    ("youtube", "youtube", "/api/timedtext", 429, {"Retry-After": "30"},
+     "YouTube captions rate limit reached (HTTP 429, retry after 30 s)"),
+    ("youtube", "youtube", "/api/timedtext", 500, {}, "YouTube captions failed (HTTP 500)"),
+    ("arxiv", "arxiv", "/html/2401.01234", 500, {}, "arXiv failed (HTTP 500)"),
+    ("mediawiki", "wiki", "/w/api.php", 502, {}, "MediaWiki API failed (HTTP 502)"),
+    ("reddit", "reddit", "/r/homelab/comments/1abcde.json", 503, {}, "Reddit JSON failed (HTTP 503)"),
+    ("github_file", "github", "/api/v3/repos/acme/widget/contents/src/widget/config.py", 500, {},
+     "GitHub API failed (HTTP 500)"),
+])
+async def test_api_failures_fall_back_with_the_reason(sites: Sites, tmp_path: Path, name: str, site_attr: str,
+                                                      path: str, status: int, headers: dict[str, str],
+                                                      why: str) -> None:
+    getattr(sites, site_attr).routes[path] = (status, {"Content-Type": "text/html", **headers},
+                                              b"<html><body>Something went wrong</body></html>")
+    r = await read(sites, tmp_path, name)
+    assert r.ok and r.source == "http", r.error
+    assert why in r.source_reason, r.source_reason
