@@ -253,12 +253,13 @@ class StaticTable:
 
     def __init__(self, rows: np.ndarray, scale: np.ndarray, row_of: np.ndarray, tok: PieceTokenizer,
                  recipe: dict[str, Any]) -> None:
-        self.rows = rows.astype(np.float32) * scale[:, None].astype(np.float32)
+        self.dims = int(rows.shape[1])
+        self.vecs = np.zeros((len(rows) + 1, self.dims), dtype=np.float32)  # the last row: no vector
+        np.multiply(rows, scale[:, None].astype(np.float32), out=self.vecs[:-1])
+        self.rows = self.vecs[:-1]
         self.row_of = row_of  # piece id -> row (-1: no vector)
         self.tok = tok
         self.recipe = recipe
-        self.dims = int(rows.shape[1])
-        self.vecs = np.vstack([self.rows, np.zeros((1, self.dims), dtype=np.float32)])  # last row: none
         self._none = len(self.rows)
         self._word_vec: dict[str, np.ndarray] = {}
 
