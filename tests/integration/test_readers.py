@@ -7,6 +7,7 @@ One test runs the whole path through a real daemon over HTTP.
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -527,3 +528,23 @@ async def test_api_failures_fall_back_with_the_reason(sites: Sites, tmp_path: Pa
     r = await read(sites, tmp_path, name)
     assert r.ok and r.source == "http", r.error
     assert why in r.source_reason, r.source_reason
+
+
+async def test_github_file_on_a_branch_with_a_slash(sites: Sites, tmp_path: Path) -> None:
+    code = "RELEASE_CHANNEL = 'stable'\n"
+    sites.github.json("/api/v3/repos/acme/widget/contents/src/widget/channel.py", {
+        "type": "file", "name": "channel.py", "path": "src/widget/channel.py", "encoding": "base64",
+        "content": base64.b64encode(code.encode()).decode()})
+    url = f"{sites.github.base}/acme/widget/blob/release/1.2/src/widget/channel.py"
+    settings = sites.settings(tmp_path)
+    eng = engine(settings)
+    try:
+        r = await eng.fetch(url, "")
+    finally:
+        await eng.aclose()
+    assert r.ok and r.source == "github", r.error
+    assert "RELEASE_CHANNEL = 'stable'" in r.chunks[0].text
+    assert r.title == "acme/widget: src/widget/channel.py (release/1.2)"
+    asked = [(h.path, h.query.get("ref")) for h in sites.github.api_hits("/api/v3/")]
+    assert asked == [("/api/v3/repos/acme/widget/contents/1.2/src/widget/channel.py", "release"),
+                     ("/api/v3/repos/acme/widget/contents/src/widget/channel.py", "release/1.2")]

@@ -54,6 +54,7 @@ RESERVED = frozenset({
     "readme", "signup", "sessions", "dashboard", "stars", "watching", "account", "github-copilot", "resources",
 })  # fmt: skip
 MAX_COMMENT_PAGES = 5  # 100 comments a page
+MAX_REF_SEGMENTS = 3  # a branch name in a file URL may hold up to this many "/"-separated parts
 _MARKDOWN_EXT = (".md", ".markdown", ".mdown", ".mkd")
 _TEXT_EXT = (".txt", ".rst", ".adoc", ".org", "")
 API_VERSION = "2022-11-28"
@@ -143,8 +144,19 @@ class GitHubReader(Reader):
         return markdown_page(req, self.name, md, title)
 
     async def _file(self, s: ApiSession, repo: str, what: Target, req: FetchRequest) -> Page:
-        path = quote(what.path, safe="/")
-        data = await self._get(s, f"{repo}/contents/{path}?ref={quote(what.ref, safe='')}")
+        # "blob/release/1.2/src/a.py": the URL does not say where the branch name ends. Try the shortest ref
+        # first, then one more segment, a few times, only while the API answers 404.
+        ref, rest = what.ref, what.path.split("/")
+        for tries_left in range(MAX_REF_SEGMENTS - 1, -1, -1):
+            resp = await s.get(f"{repo}/contents/{quote('/'.join(rest), safe='/')}?ref={quote(ref, safe='')}")
+            if resp.status == 404 and tries_left and len(rest) > 1:
+                ref, rest = f"{ref}/{rest[0]}", rest[1:]
+                continue
+            if resp.status != 200:
+                raise _fallback(resp, True)
+            break
+        what = Target("file", what.owner, what.repo, ref=ref, path="/".join(rest))
+        data = expect_json(resp, self.api)
         if not isinstance(data, dict) or data.get("type") != "file":
             raise ReaderFallback(ErrorCode.UNSUPPORTED_CONTENT, "the GitHub path is not a single file",
                                  "the GitHub path is a directory or a link, not a file")
