@@ -27,6 +27,10 @@ def _gate():
 
 @pytest.fixture(scope="module")
 def figures() -> dict[str, float]:
+    from trawl.extract import candidates
+
+    if not candidates.HAVE_RS:  # the floors are the rs-trafilatura path's; the other path is in extractor_path.py
+        pytest.skip("the F1 floors are pinned for the rs-trafilatura path, which this Python cannot install")
     return _gate().measure(SAMPLE)
 
 

