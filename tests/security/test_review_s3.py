@@ -744,8 +744,8 @@ async def test_hyde_sends_only_the_question_and_its_reply_never_reaches_the_agen
     assert body["ok"], body
     wire = json.dumps(seen)
     assert "PAGE-ONLY-PHRASE" not in wire and "canal guide" not in wire.lower()
-    if seen:  # dense on: the question went out (alone)
-        assert seen[0]["messages"][-1]["content"] == "what does the keeper log"
+    assert seen, "the expansion endpoint was never asked: nothing was tested"
+    assert seen[0]["messages"][-1]["content"] == "what does the keeper log"  # the question, alone
     assert "HYDE-REPLY-MARKER" not in json.dumps(body)
 
 
