@@ -175,7 +175,8 @@ async def test_web_page_in_the_browser_cannot_reach_the_link(tmp_path: Path, chr
             port,
         )
         assert status in (403, "blocked")
-        assert stack.hub.attached and len(stack.hub.captures) == 0
+        # The page itself may be read ahead (an open tab on an allowed site); nothing else may be captured.
+        assert stack.hub.attached and all(c.via == "read_ahead" for c in stack.hub.captures)
     finally:
         await close_linked(stack)
 

@@ -446,10 +446,11 @@ class ExtensionHub:
         try:
             reply = await self.request("capture", timeout_s + 5.0, **fields)
         except TrawlError as err:
-            self._record(target, str(err.code), t0)
+            self._record(target, str(err.code), t0, "read_ahead" if quiet else "")
             raise
         page = _page(reply, url or reply["url"])
-        self._record(reply["final_url"] or target, "ok", t0, reply["via"], page.size, reply["timings"])
+        via = "read_ahead" if quiet else reply["via"]  # a tab read ahead (preread.py), not an agent's read
+        self._record(reply["final_url"] or target, "ok", t0, via, page.size, reply["timings"])
         return page
 
     def _record(self, target: str, outcome: str, t0: float, via: str = "", size: int = 0,
