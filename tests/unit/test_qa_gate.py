@@ -17,18 +17,19 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# pair -> (recall@returned floor, recall@1 floor). Measured 2026-11-30 (26 questions a pair,
-# one question = 0.038): recall@returned 1.000 everywhere; recall@1 in the comments.
+# pair -> (recall@returned floor, recall@1 floor). Measured 2026-12-01 after issue 15 (26 questions a pair,
+# one question = 0.038; neighbours returned together form one passage): recall@returned 1.000 everywhere;
+# recall@1 in the comments (before issue 15: en>en 0.885, de>de 0.846, ..., all 0.832).
 FLOORS: dict[str, tuple[float, float]] = {
-    "en>en": (0.96, 0.80),  # 0.885
-    "de>de": (0.96, 0.76),  # 0.846
-    "ru>ru": (0.96, 0.84),  # 0.923
+    "en>en": (0.96, 0.88),  # 0.962
+    "de>de": (0.96, 0.92),  # 1.000
+    "ru>ru": (0.96, 0.92),  # 1.000
     "ja>ja": (0.96, 0.88),  # 0.962
-    "zh>zh": (0.96, 0.76),  # 0.846
-    "en>de": (0.96, 0.72),  # 0.808 (BM25 alone 0.308)
-    "en>ru": (0.96, 0.68),  # 0.769 (BM25 alone 0.115)
-    "en>zh": (0.96, 0.52),  # 0.615 (BM25 alone 0.115)
-    "all": (0.98, 0.79),  # 0.832 over 208
+    "zh>zh": (0.96, 0.88),  # 0.962
+    "en>de": (0.96, 0.88),  # 0.962 (BM25 alone 0.462)
+    "en>ru": (0.96, 0.84),  # 0.923 (BM25 alone 0.615)
+    "en>zh": (0.96, 0.68),  # 0.769 (BM25 alone 0.538)
+    "all": (0.98, 0.90),  # 0.942 over 208
 }
 # Hybrid may trail BM25 at recall@1 on the whole sample by at most this much.
 HYBRID_VS_BM25_MARGIN = 0.02
