@@ -26,24 +26,27 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("wcxb_dir", nargs="?", type=Path, default=DEFAULT_DIR)
     ap.add_argument("--limit", type=int, default=None)
+    ap.add_argument("--start", type=int, default=0, help="skip the first N pages (to split a long run in parts)")
+    ap.add_argument("--paths", choices=["both", "with", "without"], default="both")
     args = ap.parse_args(argv)
-    pages = load_pages(args.wcxb_dir, args.limit)
+    pages = load_pages(args.wcxb_dir, None if args.limit is None else args.start + args.limit)[args.start:]
     if not pages:
         print(f"no WCXB pages under {args.wcxb_dir}", file=sys.stderr)
         return 2
     run = trawl_extractor(Settings())
     have = cands.HAVE_RS
     rows: list[tuple[str, float]] = []
-    if have:
+    if have and args.paths != "without":
         scores, _ = score_pages(pages, run, "with rs-trafilatura")
         rows.append(("with rs-trafilatura", statistics.fmean(s.f1 for s in scores)))
-    cands.HAVE_RS = False
-    try:
-        scores, _ = score_pages(pages, run, "without rs-trafilatura")
-        rows.append(("without rs-trafilatura", statistics.fmean(s.f1 for s in scores)))
-    finally:
-        cands.HAVE_RS = have
-    print(f"WCXB {args.wcxb_dir} — {len(pages)} pages (Python {sys.version.split()[0]})")
+    if args.paths != "with":
+        cands.HAVE_RS = False
+        try:
+            scores, _ = score_pages(pages, run, "without rs-trafilatura")
+            rows.append(("without rs-trafilatura", statistics.fmean(s.f1 for s in scores)))
+        finally:
+            cands.HAVE_RS = have
+    print(f"WCXB {args.wcxb_dir} — pages {args.start + 1}-{args.start + len(pages)} (Python {sys.version.split()[0]})")
     for name, f1 in rows:
         print(f"{name:<24} F1 {f1:.4f}")
     return 0
