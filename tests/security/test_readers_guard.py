@@ -29,7 +29,11 @@ from trawl.types import FetchResult
 
 from ..readers_fake import FakeSite, Sites, reddit_thread, start_sites, stop_sites
 
-ISSUE = "https://github.com/acme/widget/issues/42"  # a public URL: the reader's API base is the local fake
+ISSUE = "/acme/widget/issues/42"  # on the fake GitHub (Enterprise: its API reads its own host's URLs only)
+
+
+def issue(sites: Sites) -> str:
+    return f"{sites.github.base}{ISSUE}"
 
 
 @pytest.fixture
@@ -61,15 +65,16 @@ def assert_refused(r: FetchResult, rule: str) -> None:
 async def test_policy_denying_the_api_host_refuses_the_reader(sites: Sites, tmp_path: Path) -> None:
     settings = sites.settings(tmp_path, reader_github_api=f"http://localhost:{sites.github.port}/api/v3")
     deny(settings, "localhost")
-    r = await fetch(settings, ISSUE)
-    assert_refused(r, "site policy")
+    r = await fetch(settings, f"http://localhost:{sites.github.port}{ISSUE}")  # the API answers its own host only
+    assert not r.ok and r.error is not None and r.error.code == "blocked_by_policy", r
+    assert "site policy" in r.error.message, r.error
     assert sites.github.hits == []
 
 
 async def test_policy_denying_the_site_refuses_before_the_reader(sites: Sites, tmp_path: Path) -> None:
     settings = sites.settings(tmp_path)
     deny(settings, "github.com")
-    r = await fetch(settings, ISSUE)
+    r = await fetch(settings, f"https://github.com{ISSUE}")
     assert not r.ok and r.error is not None and r.error.code == "blocked_by_policy"
     assert sites.github.hits == []
 
@@ -78,12 +83,15 @@ async def test_policy_denying_the_site_refuses_before_the_reader(sites: Sites, t
 async def test_private_network_rule_holds_for_every_reader(sites: Sites, tmp_path: Path, name: str) -> None:
     # The readers' API bases are on 127.0.0.1; with private hosts refused, no reader may reach them.
     settings = sites.settings(tmp_path, allow_private_hosts="none")
-    url = {"github_issue": ISSUE, "stackexchange": "https://stackoverflow.com/questions/11227809/x",
-           "mediawiki": "https://en.wikipedia.org/wiki/Lake_Vostok",
+    url = {"github_issue": issue(sites), "stackexchange": "https://stackoverflow.com/questions/11227809/x",
+           "mediawiki": sites.urls()["mediawiki"],
            "youtube": "https://www.youtube.com/watch?v=dQw4w9WgXcQ", "arxiv": "https://arxiv.org/abs/2401.01234",
            "reddit": "https://www.reddit.com/r/homelab/comments/1abcde/x/"}[name]
     r = await fetch(settings, url)
-    assert_refused(r, "private-network rule")
+    if name in ("github_issue", "mediawiki"):  # a configured API reads its own host's pages: refused as a page
+        assert not r.ok and r.error is not None and "private-network rule" in r.error.message, r
+    else:
+        assert_refused(r, "private-network rule")
     assert all(s.hits == [] for s in sites.all())
 
 
@@ -96,7 +104,7 @@ async def redirect_to(site: FakeSite, path: str, location: str) -> None:
 
 async def test_api_redirect_to_cloud_metadata_is_refused(sites: Sites, tmp_path: Path) -> None:
     await redirect_to(sites.github, "/api/v3/repos/acme/widget/issues/42", "http://169.254.169.254/latest/meta-data/")
-    r = await fetch(sites.settings(tmp_path, allow_private_hosts="all"), ISSUE)
+    r = await fetch(sites.settings(tmp_path, allow_private_hosts="all"), issue(sites))
     assert_refused(r, "cloud metadata")
 
 
@@ -179,7 +187,7 @@ async def test_daemon_refuses_a_reader_api_on_a_private_address(sites: Sites, tm
     points at a loopback service, with private hosts refused."""
     settings = sites.settings(tmp_path, allow_private_hosts="none", port=0, shutdown_grace_s=5.0)
     async with RunningDaemon(settings, warm=False) as d, httpx.AsyncClient(base_url=d.url, timeout=60) as c:
-        resp = await c.post("/v1/fetch", json={"url": ISSUE, "query": "workaround"},
+        resp = await c.post("/v1/fetch", json={"url": issue(sites), "query": "workaround"},
                             headers={"Authorization": f"Bearer {d.token}"})
         body = resp.json()
         assert body["ok"] is False and body["error"]["code"] == "blocked_by_policy", body

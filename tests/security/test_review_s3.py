@@ -80,10 +80,6 @@ async def _read(settings: Settings, url: str, query: str) -> Any:
 README_B64 = "IyBDb3JwIGluZnJhCgpUaGUgZGVwbG95IGtleSBpcyBrZXB0IGluIHZhdWx0IHBhdGggc2VjcmV0L2RlcGxveS4K"
 
 
-@pytest.mark.xfail(strict=True, reason="S3-2: with reader_github_api set to GitHub Enterprise, a github.com URL is "
-                   "read from the Enterprise API with the Enterprise token and its private repository is returned "
-                   "under the public github.com URL; fix in sources/readers/github.py match/read: github.com URLs "
-                   "go to api.github.com (no Enterprise token), the Enterprise API reads only its own host's URLs")
 async def test_a_github_com_url_is_not_answered_from_the_enterprise_api(tmp_path: Path) -> None:
     """Attack: a public page links ``https://github.com/corp/infra`` (a public repository, or none at all). The
     user's trawl points ``reader_github_api`` at the company's GitHub Enterprise with a token; the corp/infra there
@@ -147,11 +143,6 @@ async def test_without_the_attack_the_extractor_leaves_the_notes_out(tmp_path: P
             await eng.aclose()
 
 
-@pytest.mark.xfail(strict=True, reason="S3-3: one page whose text sits directly in <body> teaches the host the "
-                   "profile 'body'; every later page of the host then returns the whole body (comments, notes, "
-                   "boxes the extractor dropped) as long as it is under twice the article; fix in profiles.py: "
-                   "never learn 'body' (or any element much larger than the extraction on the page it is applied "
-                   "to: AGREE_MAX_RATIO near 1.2), and learn a host's profile only from pages that agree with it")
 async def test_one_page_cannot_widen_its_hosts_profile_to_the_whole_body(tmp_path: Path) -> None:
     """Attack: a page on a shared host (a user page, a paste, a forum post) is read first; it teaches the host's
     profile. The user's next page on that host, an article, now carries the attacker's 'reader note'."""
@@ -168,9 +159,6 @@ async def test_one_page_cannot_widen_its_hosts_profile_to_the_whole_body(tmp_pat
             await eng.aclose()
 
 
-@pytest.mark.xfail(strict=True, reason="S3-4: profiles are keyed by host name only, so a server on another port "
-                   "of the same host (another OS user's server on 127.0.0.1, any other service of a host) sets the "
-                   "profile of the user's site; fix in profiles.py host_of: key by scheme, host and port")
 async def test_a_server_on_another_port_does_not_set_the_profile_of_this_one(tmp_path: Path) -> None:
     """Attack: another local user runs a server on 127.0.0.1:<their port> and gets the agent to read one page of it;
     the user's own dev server on 127.0.0.1:<other port> is then read through the profile their page taught."""
@@ -178,7 +166,7 @@ async def test_a_server_on_another_port_does_not_set_the_profile_of_this_one(tmp
         eng = Engine(_profile_settings(tmp_path))
         try:
             first = await eng.fetch(theirs + "/museum", "museum", max_age_s=0)
-            assert first.ok and eng.profiles.get("127.0.0.1") is not None  # learnt from their server
+            assert first.ok and eng.profiles.get(theirs) is not None  # learnt from their server
             mine = await eng.fetch(ours + "/museum", "museum", max_age_s=0)
             assert mine.ok, mine.error
             assert not mine.extractor.startswith("profile+"), "their server's profile read the user's first page"
@@ -460,10 +448,6 @@ async def test_a_site_denied_after_its_tab_was_read_ahead_leaves_the_index(linke
 # ------------------------------------------------------------------------------------------------ more readers
 
 
-@pytest.mark.xfail(strict=True, reason="S3-11: with reader_mediawiki_api set (a self-hosted wiki), every Wikipedia "
-                   "URL is read from that wiki's API, so a public en.wikipedia.org URL returns the internal wiki's "
-                   "page of the same title under the public URL; fix in sources/readers/mediawiki.py match: the "
-                   "configured API serves only its own host's URLs, Wikimedia hosts keep their own API")
 async def test_a_wikipedia_url_is_not_answered_from_the_configured_internal_wiki(tmp_path: Path) -> None:
     """Attack: a page links ``https://en.wikipedia.org/wiki/Payroll``; the user's trawl has its company wiki as
     reader_mediawiki_api (allowed although private). The agent believes it read a public encyclopedia page."""
@@ -504,11 +488,6 @@ async def test_reader_api_redirect_to_http_drops_the_token_and_a_crafted_path_st
         await api.stop()
 
 
-@pytest.mark.xfail(strict=True, reason="S3-14: the Reddit reader writes a link post's URL into the Markdown as is "
-                   "('Link: <url>'), so a URL carrying newlines opens a heading of its own: a forged 'Comment by "
-                   "u/reddit_admin (score 99999, moderator)' lands in the heading path; fix in "
-                   "sources/readers/reddit.py: drop a link that is not one line of URL characters (or pass it "
-                   "through label()/one_line and neutral())")
 async def test_a_reddit_link_post_cannot_forge_a_comment_heading(tmp_path: Path) -> None:
     """Attack: the author of a link post puts a newline and a Markdown heading into the post's URL; the heading
     path is what tells the agent who said what and with how many votes."""
@@ -548,12 +527,6 @@ Widget is released under the MIT licence.
 """
 
 
-@pytest.mark.xfail(strict=True, reason="S3-17: Markdown that GitHub does not render (a link reference definition "
-                   "used as a comment, '[//]: # (...)', and an HTML comment left open to the end of the file, which "
-                   "GitHub hides to the end) reaches the agent from the GitHub reader as plain README text, "
-                   "unmarked; tidy_markdown only strips closed <!-- -->. Fix in sources/readers/base.py "
-                   "tidy_markdown: drop or mark as hidden (⟦hidden⟧ + hidden_text warning) link reference "
-                   "definitions whose target is '#' or empty, and an unclosed comment to the end of the file")
 async def test_readme_text_github_does_not_render_is_not_passed_off_as_the_readme(tmp_path: Path) -> None:
     """Attack: a repository's README carries claims only an agent reads (github.com shows nothing of them)."""
     api = await FakeSite().start()
@@ -571,11 +544,6 @@ async def test_readme_text_github_does_not_render_is_not_passed_off_as_the_readm
         await api.stop()
 
 
-@pytest.mark.xfail(strict=True, reason="S3-18: an HTML comment in a GitHub issue comment (invisible on github.com, "
-                   "a known way to hide instructions for agents in public issues) reaches the agent as the "
-                   "comment's text: body_text does not strip or mark it (tidy_markdown runs on READMEs only). Fix "
-                   "in sources/readers/base.py body_text: cut comments (closed, or open to the end) and mark them "
-                   "like hidden text, with a hidden_text warning")
 async def test_an_html_comment_in_an_issue_comment_is_not_passed_off_as_its_text(tmp_path: Path) -> None:
     """Attack: anyone can comment on a public issue; the comment shows one harmless line on github.com."""
     api = await FakeSite().start()

@@ -207,6 +207,21 @@ def title_label(text: Any, limit: int = 200) -> str:
     return s if len(s) <= limit else s[: limit - 1] + "…"
 
 
+_URL_LINE = re.compile(r"https?://[A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;=%]{1,2000}")
+
+
+def url_line(text: Any) -> str:
+    """A URL written into the Markdown as is (a link post's target): one line of URL characters, or ``""``.
+    Whitespace, controls, angle brackets or quotes would let it open a heading or a block of its own."""
+    s = str(text or "")
+    return s if _URL_LINE.fullmatch(s) and "⟦" not in s else ""
+
+
+def count(value: Any) -> int | None:
+    """An API's number field, only when it is one (a string could carry a line of Markdown)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 def neutral(text: str) -> str:
     """Page text must not forge the hidden-text markers the sanitiser reads."""
     return text.replace("⟦", "[").replace("⟧", "]").replace("\r\n", "\n").replace("\x00", "")
@@ -252,18 +267,109 @@ def demote(md: str, by: int) -> str:
 
 _BADGE_LINK = re.compile(r"\[!\[[^\]\n]*\]\([^)\n]*\)\]\([^)\n]*\)")  # [![alt](img)](link): a badge
 _IMAGE = re.compile(r"!\[([^\]\n]*)\]\([^)\n]*\)")
-_HTML_COMMENT = re.compile(r"<!--.*?-->", re.S)
 _LAYOUT_TAG = re.compile(r"</?(?:p|div|br|img|picture|source|a|span|center|h[1-6]|sup|sub|details|summary)\b[^>\n]*>",
                          re.I)
 
 
-def tidy_markdown(md: str) -> str:
-    """A README's decoration out: badges, images (their alt text stays), HTML comments and layout tags.
+# A link reference definition used as a comment: ``[//]: # (text)``, ``[comment]: <> "text"``. GitHub renders
+# no definition; one whose target is ``#`` or empty links nowhere, so it exists only to hide its title.
+_COMMENT_DEF = re.compile(
+    r"[ ]{0,3}\[[^\]\n]{1,200}\]:[ \t]*(?:\n[ \t]*)?(?:#|<#?>)"
+    r"(?:[ \t]*(?:\n[ \t]*)?(?:\"(?:[^\"\\\n]|\\.|\n(?![ \t]*\n))*\"|'(?:[^'\\\n]|\\.|\n(?![ \t]*\n))*'"
+    r"|\((?:[^()\\\n]|\\.|\n(?![ \t]*\n))*\)))?[ \t]*(?=\n|\Z)")
+
+
+def _unrendered(md: str) -> list[tuple[int, int, str]]:
+    """(start, end, why) of the Markdown GitHub renders as nothing: HTML comments (closed, or opened at the start
+    of a line and left open, which hides everything to the end) and comment-style link reference definitions.
+    Code blocks and code spans are shown as written, so what sits inside them is left alone."""
+    spans: list[tuple[int, int, str]] = []
+    n, pos, fence, line_start = len(md), 0, "", True
+    while pos < n:
+        nl = md.find("\n", pos)
+        end = n if nl < 0 else nl
+        line = md[pos:end]
+        if line_start:
+            m = _FENCE.match(line)
+            if fence:
+                if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence):
+                    fence = ""
+                pos = end + 1
+                continue
+            if m:
+                fence = m.group(1)
+                pos = end + 1
+                continue
+            d = _COMMENT_DEF.match(md, pos)
+            if d:
+                spans.append((pos, d.end(), "comment link definition"))
+                pos = d.end() + 1
+                continue
+        k = line.find("<!--")
+        if k < 0 or line.count("`", 0, k) % 2:  # no comment, or one inside a code span
+            pos, line_start = end + 1, True
+            continue
+        start = pos + k
+        close = md.find("-->", start + 4)
+        if close < 0:
+            if line_start and k <= 3 and not line[:k].strip():
+                spans.append((start, n, "HTML comment left open to the end"))
+                break
+            pos, line_start = end + 1, True
+            continue
+        spans.append((start, close + 3, "HTML comment"))
+        pos, line_start = close + 3, False
+    return spans
+
+
+def hide_unrendered(md: str, settings: Settings | None, warnings: list[str] | None) -> str:
+    """Markdown the site does not render, treated like a page's hidden text (``settings.hidden_text``): such text
+    is never shown, so ``drop`` and ``strict`` cut it and ``flag`` keeps it between the hidden-text markers. A
+    ``hidden_text`` warning reports it (count, reasons, a sample); text in it addressed to AI readers adds a
+    ``hidden_instruction`` warning. Without settings the text is cut and nothing is reported."""
+    spans = _unrendered(md)
+    if not spans:
+        return md
+    from collections import Counter
+
+    from ...extract.visibility import HIDDEN_CLOSE, HIDDEN_OPEN, HIDDEN_WARNING, MIN_WORDS, SAMPLE_CHARS
+    from ...sanitise import is_instruction
+
+    flag = settings is not None and settings.hidden_text == "flag"
+    texts: list[tuple[str, str]] = []
+    for start, end, why in reversed(spans):
+        raw = md[start:end]
+        inner = raw[4:-3] if why == "HTML comment" else raw[4:] if why.startswith("HTML") else raw
+        words = re.findall(r"\w+", inner)
+        keep = flag and len(words) >= MIN_WORDS
+        md = md[:start] + (f"{HIDDEN_OPEN} {' '.join(inner.split())} {HIDDEN_CLOSE}" if keep else "") + md[end:]
+        if len(words) >= MIN_WORDS:
+            texts.append((" ".join(inner.split()), why))
+    if warnings is not None and texts:
+        texts.reverse()
+        reasons = Counter(why for _, why in texts)
+        chars = sum(len(t) for t, _ in texts)
+        first = texts[0][0]
+        sample = first if len(first) <= SAMPLE_CHARS else first[: SAMPLE_CHARS - 1] + "…"
+        done = "kept between ⟦hidden⟧ markers" if flag else "cut from the text"
+        why = ", ".join(f"{r} x{k}" if k > 1 else r for r, k in reasons.most_common())
+        warnings.append(f"{HIDDEN_WARNING}: {len(texts)} passage(s) the Markdown hides from people ({chars} chars; "
+                        f"{why}) {done}; sample: \"{sample}\"")
+        for text, _ in texts:
+            if is_instruction(text):
+                warnings.append(f"hidden_instruction: the Markdown hides text addressed to AI readers: "
+                                f"\"{text[:160]}\"")
+    return md
+
+
+def tidy_markdown(md: str, settings: Settings | None = None, warnings: list[str] | None = None) -> str:
+    """A README's decoration out: badges, images (their alt text stays), layout tags; what GitHub does not
+    render (HTML comments, comment-style link definitions) goes through :func:`hide_unrendered`.
 
     Code blocks are left as they are. Headings written as HTML (``<h1 align=center>``) lose their tags and
     stay as text.
     """
-    md = _HTML_COMMENT.sub("", md)
+    md = hide_unrendered(md, settings, warnings)
     out: list[str] = []
     fence = ""
     for line in md.split("\n"):
@@ -281,9 +387,14 @@ def tidy_markdown(md: str) -> str:
     return "\n".join(out).strip()
 
 
-def body_text(md: Any) -> str:
-    """An author's Markdown body, ready to sit under a record heading."""
-    return flatten_headings(neutral(str(md or ""))).strip()
+def body_text(md: Any, settings: Settings | None = None, warnings: list[str] | None = None, *,
+              html: bool = False) -> str:
+    """An author's Markdown body, ready to sit under a record heading. ``html``: the site renders Markdown with
+    raw HTML (GitHub), so what it does not show (comments) goes through :func:`hide_unrendered`."""
+    text = neutral(str(md or ""))
+    if html:
+        text = hide_unrendered(text, settings, warnings)
+    return flatten_headings(text).strip()
 
 
 def html_to_markdown(html: str, settings: Settings, warnings: list[str]) -> str:

@@ -39,6 +39,7 @@ from .base import (
     markdown_page,
     neutral,
     on_host,
+    origin,
     seconds,
     status_fallback,
     tidy_markdown,
@@ -46,6 +47,7 @@ from .base import (
 )
 
 HOSTS = frozenset({"github.com", "www.github.com"})
+PUBLIC_API = "https://api.github.com"  # the API of github.com (reader_github_api's default)
 # First path segments that are GitHub's own pages, not owners.
 RESERVED = frozenset({
     "about", "apps", "codespaces", "collections", "contact", "customer-stories", "enterprise", "events", "explore",
@@ -68,6 +70,7 @@ class Target:
     number: int = 0
     ref: str = ""
     path: str = ""
+    api: str = ""  # the API this URL belongs to: api.github.com for github.com, else the configured one
 
 
 class GitHubReader(Reader):
@@ -75,11 +78,19 @@ class GitHubReader(Reader):
     api = "GitHub API"
 
     def match(self, url: str, settings: Settings) -> Target | None:
-        if not on_host(url, HOSTS, (), (settings.reader_github_api,)):
+        # An API answers only for its own site: github.com URLs are read from api.github.com (the configured
+        # token only if that is the configured API), a GitHub Enterprise API only its own web host's URLs. A
+        # github.com URL must never be answered from (or carry the token of) an Enterprise server.
+        configured = settings.reader_github_api.rstrip("/")
+        if on_host(url, HOSTS, (), ()):
+            api = PUBLIC_API
+        elif configured and origin(configured) != origin(PUBLIC_API) and on_host(url, frozenset(), (), (configured,)):
+            api = configured
+        else:
             return None
         parts = urlsplit(url)
         segs = [s for s in parts.path.split("/") if s]
-        api_path = urlsplit(settings.reader_github_api).path.strip("/")
+        api_path = urlsplit(api).path.strip("/")
         if api_path and "/".join(segs).startswith(api_path):
             return None  # a URL of the API itself
         if len(segs) < 2 or segs[0].lower() in RESERVED or any(g in (".", "..") for g in segs):
@@ -87,11 +98,11 @@ class GitHubReader(Reader):
         owner, repo = segs[0], segs[1].removesuffix(".git")
         rest = segs[2:]
         if not rest:
-            return Target("readme", owner, repo)
+            return Target("readme", owner, repo, api=api)
         if len(rest) == 2 and rest[0] in ("issues", "pull") and rest[1].isdigit():
-            return Target("issue" if rest[0] == "issues" else "pull", owner, repo, int(rest[1]))
+            return Target("issue" if rest[0] == "issues" else "pull", owner, repo, int(rest[1]), api=api)
         if len(rest) >= 3 and rest[0] == "blob":
-            return Target("file", owner, repo, ref=rest[1], path="/".join(rest[2:]))
+            return Target("file", owner, repo, ref=rest[1], path="/".join(rest[2:]), api=api)
         return None
 
     def reason(self, what: Target) -> str:
@@ -103,16 +114,18 @@ class GitHubReader(Reader):
         }[what.kind]
 
     async def read(self, what: Target, req: FetchRequest, settings: Settings) -> Page:
-        base = settings.reader_github_api.rstrip("/")
-        token = settings.reader_github_token.get_secret_value()
+        base = (what.api or PUBLIC_API).rstrip("/")
+        configured = settings.reader_github_api.rstrip("/")
+        # The token belongs to the configured API: it goes nowhere else (origin-bound again in ApiSession).
+        token = settings.reader_github_token.get_secret_value() if origin(base) == origin(configured) else ""
         headers = {"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": API_VERSION}
         async with self.session(settings, token=token, token_url=base, headers=headers) as s:
             repo = f"{base}/repos/{quote(what.owner, safe='')}/{quote(what.repo, safe='')}"
             if what.kind == "readme":
                 return await self._readme(s, repo, what, req, settings)
             if what.kind == "file":
-                return await self._file(s, repo, what, req)
-            return await self._thread(s, repo, what, req)
+                return await self._file(s, repo, what, req, settings)
+            return await self._thread(s, repo, what, req, settings)
 
     # ------------------------------------------------------------------ API calls
     async def _get(self, s: ApiSession, url: str, private_hint: bool = True) -> Any:
@@ -139,11 +152,12 @@ class GitHubReader(Reader):
         text = _decode(data)
         title = f"{what.owner}/{what.repo}"
         markdown = name.lower().endswith(_MARKDOWN_EXT) or "." not in name
-        body = demote(tidy_markdown(neutral(text)), 1) if markdown else neutral(text)
+        warnings: list[str] = []
+        body = demote(tidy_markdown(neutral(text), settings, warnings), 1) if markdown else neutral(text)
         md = f"# {title_label(title)}\n\n{body}"
-        return markdown_page(req, self.name, md, title)
+        return markdown_page(req, self.name, md, title, warnings)
 
-    async def _file(self, s: ApiSession, repo: str, what: Target, req: FetchRequest) -> Page:
+    async def _file(self, s: ApiSession, repo: str, what: Target, req: FetchRequest, settings: Settings) -> Page:
         # "blob/release/1.2/src/a.py": the URL does not say where the branch name ends. Try the shortest ref
         # first, then one more segment, a few times, only while the API answers 404.
         ref, rest = what.ref, what.path.split("/")
@@ -155,7 +169,7 @@ class GitHubReader(Reader):
             if resp.status != 200:
                 raise _fallback(resp, True)
             break
-        what = Target("file", what.owner, what.repo, ref=ref, path="/".join(rest))
+        what = Target("file", what.owner, what.repo, ref=ref, path="/".join(rest), api=what.api)
         data = expect_json(resp, self.api)
         if not isinstance(data, dict) or data.get("type") != "file":
             raise ReaderFallback(ErrorCode.UNSUPPORTED_CONTENT, "the GitHub path is not a single file",
@@ -164,16 +178,17 @@ class GitHubReader(Reader):
         name = what.path.rsplit("/", 1)[-1]
         title = f"{what.owner}/{what.repo}: {what.path} ({what.ref})"
         lower = name.lower()
+        warnings: list[str] = []
         if lower.endswith(_MARKDOWN_EXT):
-            body = demote(tidy_markdown(neutral(text)), 1)
+            body = demote(tidy_markdown(neutral(text), settings, warnings), 1)
         elif any(lower.endswith(e) for e in _TEXT_EXT if e) or "." not in lower:
             body = neutral(text)
         else:
             body = fence(neutral(text), label(lower.rsplit(".", 1)[-1], 16))
         md = f"# {title_label(title, 200)}\n\n{body}"
-        return markdown_page(req, self.name, md, title)
+        return markdown_page(req, self.name, md, title, warnings)
 
-    async def _thread(self, s: ApiSession, repo: str, what: Target, req: FetchRequest) -> Page:
+    async def _thread(self, s: ApiSession, repo: str, what: Target, req: FetchRequest, settings: Settings) -> Page:
         n = what.number
         item = await self._get(s, f"{repo}/pulls/{n}" if what.kind == "pull" else f"{repo}/issues/{n}")
         if not isinstance(item, dict):
@@ -196,8 +211,10 @@ class GitHubReader(Reader):
         if labels:
             meta.append("labels: " + ", ".join(labels))
         # The summary line opens the first record: a line alone would be a chunk of its own.
+        warnings: list[str] = []
         parts = [f"# {title_label(title, 160)}",
-                 _record(f"{kind.capitalize()} by {_who(item)}", item, " · ".join(m for m in meta if m))]
+                 _record(f"{kind.capitalize()} by {_who(item)}", item, settings, warnings,
+                         " · ".join(m for m in meta if m))]
         events: list[tuple[str, str, str, dict[str, Any]]] = []  # (time, kind, where, item)
         for c in comments:
             events.append((str(c.get("created_at") or ""), "Comment", "", c))
@@ -211,8 +228,7 @@ class GitHubReader(Reader):
             events.append((str(c.get("created_at") or ""), "Review comment", at, c))
         events.sort(key=lambda e: e[0])
         for i, (_, event, at, c) in enumerate(events, 1):
-            parts.append(_record(f"{event} {i} by {_who(c)}{at}", c))
-        warnings = []
+            parts.append(_record(f"{event} {i} by {_who(c)}{at}", c, settings, warnings))
         total = item.get("comments")
         if isinstance(total, int) and total > len(comments):
             warnings.append(f"only the first {len(comments)} of {total} comments were read")
@@ -228,7 +244,7 @@ def _day(stamp: Any) -> str:
     return str(stamp)[:10] if isinstance(stamp, str) else ""
 
 
-def _record(head: str, c: dict[str, Any], lead: str = "") -> str:
+def _record(head: str, c: dict[str, Any], settings: Settings, warnings: list[str], lead: str = "") -> str:
     notes = []
     role = str(c.get("author_association") or "").upper()
     if role in ("OWNER", "MEMBER", "COLLABORATOR", "CONTRIBUTOR"):
@@ -241,7 +257,7 @@ def _record(head: str, c: dict[str, Any], lead: str = "") -> str:
     if day:
         notes.append(day)
     heading = f"## {head}" + (f" ({', '.join(notes)})" if notes else "")
-    body = body_text(c.get("body")) or "(no text)"
+    body = body_text(c.get("body"), settings, warnings, html=True) or "(no text)"
     hunk = c.get("diff_hunk")
     if isinstance(hunk, str) and hunk.strip():
         body = fence(neutral(hunk)[-1200:], "diff") + "\n\n" + body

@@ -6,7 +6,8 @@
 The parser output is the article alone (no skin, menus or sidebars); edit links, citation markers, navigation
 boxes, maintenance banners and the reference list are dropped; sections stay headings and the infobox stays a
 table. ``{"error": {"code": ...}}`` answers (``missingtitle``, ``ratelimited``, ``maxlag``...) and HTTP errors
-read the page instead. ``reader_mediawiki_api`` sets one API URL for every wiki (a self-hosted wiki, tests).
+read the page instead. ``reader_mediawiki_api`` sets the API URL of a self-hosted wiki: it reads that wiki's own
+pages only (a Wikimedia URL is always read from its own wiki's API).
 """
 
 from __future__ import annotations
@@ -52,7 +53,11 @@ class MediaWikiReader(Reader):
     api = "MediaWiki API"
 
     def match(self, url: str, settings: Settings) -> tuple[str, str] | None:
-        if not on_host(url, HOSTS, SUFFIXES, (settings.reader_mediawiki_api,)):
+        # An API answers only for its own site: the configured API (a self-hosted wiki) reads the URLs of its own
+        # host, a Wikimedia URL is read from that wiki's own API, never from the configured one.
+        configured = settings.reader_mediawiki_api
+        own = bool(configured) and on_host(url, frozenset(), (), (configured,))
+        if not own and not on_host(url, HOSTS, SUFFIXES, ()):
             return None
         parts = urlsplit(url)
         query = parse_qs(parts.query)
@@ -66,7 +71,7 @@ class MediaWikiReader(Reader):
         if not title or _SKIP_NS.match(title):
             return None
         host = (parts.hostname or "").lower()
-        api = settings.reader_mediawiki_api or f"https://{host.replace('.m.', '.')}/w/api.php"
+        api = configured if own else f"https://{host.replace('.m.', '.')}/w/api.php"
         return api, title
 
     def reason(self, what: tuple[str, str]) -> str:

@@ -25,6 +25,7 @@ from .base import (
     ReaderFallback,
     body_text,
     code_label,
+    count,
     expect_json,
     label,
     markdown_page,
@@ -32,6 +33,7 @@ from .base import (
     seconds,
     status_fallback,
     title_label,
+    url_line,
 )
 
 HOSTS = frozenset({"reddit.com", "www.reddit.com", "old.reddit.com", "new.reddit.com", "np.reddit.com",
@@ -75,11 +77,11 @@ class RedditReader(Reader):
         title = str(post.get("title") or "Reddit thread")
         sub = label(post.get("subreddit_name_prefixed") or "", 30)
         meta = [sub or "Reddit", f"posted by u/{label(post.get('author'), 30)}", _score(post),
-                f"{post.get('num_comments', 0)} comments"]
+                f"{count(post.get('num_comments')) or 0} comments"]
         parts = [f"# {title_label(title, 200)}"]
         body = body_text(post.get("selftext"))
-        link = str(post.get("url") or "")
-        if not post.get("is_self") and link.startswith(("http://", "https://")):
+        link = url_line(post.get("url"))  # one line of URL characters, or nothing: no forged headings
+        if not post.get("is_self") and link:
             body = (f"Link: {link}\n\n" + body).strip()
         summary = " · ".join(m for m in meta if m)  # opens the post: a line alone would be a chunk of its own
         parts.append(f"## Post by u/{label(post.get('author'), 30)} ({_score(post)})\n\n{summary}\n\n"
