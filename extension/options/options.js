@@ -29,14 +29,20 @@ async function load() {
 $("save").addEventListener("click", async () => {
   const mode = /** @type {HTMLInputElement | null} */ (document.querySelector('input[name="mode"]:checked'))?.value || "allow_all_except_denied";
   const saved = await savePolicy({ mode, deny: lines($("deny").value), allow: lines($("allow").value) });
+  // The port field shows the port in use; only a port the user typed is stored (saving the policy alone must not
+  // pin the port, nor reconnect the link).
   const port = Number($("port").value);
-  if (port >= 1 && port <= 65535) await chrome.storage.local.set({ port });
-  else await chrome.storage.local.remove("port");
+  if (portTouched && port >= 1 && port <= 65535) await chrome.storage.local.set({ port });
+  else if (portTouched) await chrome.storage.local.remove("port");
+  portTouched = false;
   $("deny").value = saved.deny.join("\n");
   $("allow").value = saved.allow.join("\n");
   $("saved").textContent = "Saved.";
   setTimeout(() => ($("saved").textContent = ""), 2000);
 });
+
+let portTouched = false;
+$("port").addEventListener("input", () => (portTouched = true));
 
 // The daemon may send a newer copy of the policy (its file was edited): show it unless the user is typing.
 let dirty = false;
