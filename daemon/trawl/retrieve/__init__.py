@@ -16,8 +16,9 @@ The first question on a long page not embedded yet (``first_answer="static"``)
 cannot wait for the model: BM25 and a static embedding table (``static``, a
 vector per SentencePiece piece of the same model) rank every chunk in
 milliseconds, the dense model scores only that prior's best chunks within
-``first_dense_s`` (``first_dense_s_cross`` across languages) and reorders
-them; a warning says how many chunks it compared.
+``first_dense_s`` and reorders them; a warning says how many chunks it
+compared. Across languages the table barely aligns, so a first answer keeps
+the old selection within the shorter ``first_dense_s_cross``.
 """
 
 from __future__ import annotations
@@ -212,7 +213,8 @@ class Retriever:
                     )
                 if late:
                     warnings.append(
-                        f"dense budget ({self.settings.dense_budget_s:g} s) reached: {len(have_vec)} of "
+                        f"dense budget ({first.budget or self.settings.dense_budget_s:g} s) reached: "
+                        f"{len(have_vec)} of "
                         f"{len(chunks)} chunks compared by meaning"
                     )
             except EmbedError as exc:
@@ -311,8 +313,13 @@ class Retriever:
         table = self._static_table() if first is not None and s.first_answer == "static" else None
         # Pages the dense model can cover within dense_budget_s keep the whole-page dense path (as good as
         # warm); the first-answer path is for longer pages (qa-dev en>ru, cold: 1.000 -> 0.760 without this).
-        if missing and table is not None and not seen and len(missing) > max(FIRST_HEAD, s.dense_budget_s * self._rate):
-            assert first is not None
+        long_page = len(missing) > max(FIRST_HEAD, s.dense_budget_s * self._rate)
+        if first is not None and long_page and not seen and first.same is False and s.first_answer == "static":
+            # Across languages the static table barely aligns (its vectors are the model's input embeddings):
+            # the old selection (BM25's name hits, sections, a spread) within the shorter cross budget.
+            deadline = min(deadline, t0 + budget)
+            first.budget = budget
+        if missing and table is not None and not seen and long_page and first is not None and first.same is not False:
             sims = self._static_page(chunks) @ table.embed([query])[0]
             first.prior = fuse.combine(bm, sims, range(len(chunks)), first.weight, STATIC_BM25_SHARE)
             todo = [i for i in fuse.order_by(first.prior) if keys[i] not in vecs][:FIRST_HEAD]
@@ -537,12 +544,13 @@ def _bm25_text(c: Chunk) -> str:
 class _First:
     """What the first-answer path needs from rank() and tells it back."""
 
-    __slots__ = ("prior", "same", "weight")
+    __slots__ = ("budget", "prior", "same", "weight")
 
     def __init__(self, same: bool | None, weight: float) -> None:
         self.same = same
         self.weight = weight  # BM25's weight in the prior
         self.prior: np.ndarray | None = None  # BM25 + static score per chunk, when that path ran
+        self.budget = 0.0  # the shorter dense budget of a first answer across languages, when it applied
 
 
 class _Null:
