@@ -116,7 +116,7 @@ class Settings(BaseSettings):
     # model on the best candidates only; "dense" is the old path (dense_budget_s on up to dense_candidates).
     first_answer: Literal["static", "dense"] = "static"
     first_dense_s: Seconds = 0.25  # question and page share a language
-    first_dense_s_cross: Seconds = 0.7  # they do not (BM25 is blind: the dense model has to find the answer)
+    first_dense_s_cross: Seconds = 1.0  # they do not: the old selection, within this budget (static barely aligns)
     embed_query_batch: bool = False  # concurrent questions share one embedding call (no gain measured yet)
     embed_url: str = ""  # OpenAI-compatible /v1/embeddings base URL
     embed_model: str = ""
