@@ -185,9 +185,6 @@ class PreReader:
             ready = await asyncio.to_thread(stages.prepare, page, self.settings)
         prep = engine.adopt(f"tab:{tid}", page, ready, "an open browser tab (read ahead)" if background
                             else "an open browser tab")
-        index = getattr(engine.retriever, "_index", None)  # the retriever's BM25 index cache, keyed like rank's
-        if background and index is not None and prep.chunks:  # built now rather than at the first question
-            await asyncio.get_running_loop().run_in_executor(self._low(), index, prep.key, list(prep.chunks))
         title = prep.doc.title or page.title or str(tab.get("title", ""))
         return TabIndex(tid, page.final_url or page.url, title, prep, gen,
                         chars=sum(len(c.text) for c in prep.chunks))
@@ -232,8 +229,16 @@ class PreReader:
                 return
             await loop.run_in_executor(self._low(), retriever.prefetch, chunks[start : start + EMBED_BATCH])
             entry.embedded = min(len(entry.chunks), start + EMBED_BATCH)
-        entry.embedded = len(entry.chunks)
+        entry.embedded = len(chunks)
         await self._notify()
+
+    async def _build_index(self, entry: TabIndex) -> None:
+        """The tab's BM25 index, built now rather than at the first question (~25 ms). Only once its vectors are
+        all there: the retriever treats a page with an index as one asked about before, and gives a question on
+        such a page fewer new vectors (it expects them embedded ahead)."""
+        index = getattr(self.svc.engine.retriever, "_index", None)  # the retriever's index cache, keyed like rank's
+        if index is not None and entry.chunks and self.entries.get(entry.tab_id) is entry:
+            await asyncio.get_running_loop().run_in_executor(self._low(), index, entry.prep.key, list(entry.chunks))
 
     async def run(self) -> None:
         while True:
@@ -268,8 +273,11 @@ class PreReader:
             self.reads += 1
             self._keep(entry)
             await self._notify()
-            if self.svc.engine.retriever.describe().get("dense") not in (None, "none"):
+            dense = self.svc.engine.retriever.describe().get("dense") not in (None, "none")
+            if dense:
                 await self._embed(entry)
+            if not dense or entry.embedded >= len(entry.chunks):
+                await self._build_index(entry)
 
     async def _until_attached_and_resumed(self) -> None:
         # State changes arrive as frames on the link; a new tab event sets the wake flag again.
