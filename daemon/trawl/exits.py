@@ -441,6 +441,25 @@ TabsFn = Callable[[], Awaitable[Iterable[str]]]
 _CURRENT_READ: ContextVar[int] = ContextVar("trawl_exit_read", default=0)  # the agent call being served
 
 
+# Keys observe_result reads on their own (with their own origin), or that only echo what the agent sent or
+# describe the call (the agent's own query must not count as something read from the site).
+_OBSERVED_APART = frozenset({"url", "final_url", "title", "chunks", "hits", "tabs", "query", "untrusted_content",
+                             "timings_ms", "page_key", "mode", "source", "extractor", "lang", "cached", "ok"})
+
+
+def _strings(value: Any, depth: int = 0) -> Iterator[str]:
+    """Every string value in a JSON-like value, bounded in depth."""
+    if isinstance(value, str):
+        if value:
+            yield value
+    elif depth < 8 and isinstance(value, dict):
+        for v in value.values():
+            yield from _strings(v, depth + 1)
+    elif depth < 8 and isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _strings(v, depth + 1)
+
+
 class ExitGuard:
     """Remembers what agents were given; refuses URLs that carry it elsewhere. One per daemon (or bridge)."""
 
@@ -490,8 +509,13 @@ class ExitGuard:
         self.taint.add(data[:MAX_TEXT_CHARS].decode("utf-8", "replace"), FILE_ORIGIN, _CURRENT_READ.get())
 
     def observe_result(self, body: dict[str, Any]) -> None:
-        """What an op handed to an agent: a FetchResult body, tab hits or a tab list."""
+        """What an op handed to an agent: a FetchResult body, tab hits or a tab list. Every string the agent
+        receives is observed (warnings with their samples of hidden text, coverage notes, messages...), not only
+        the chunks: a secret the agent saw anywhere in a body must not leave in a URL."""
         origin = str(body.get("final_url") or body.get("url") or "")
+        if origin or body.get("chunks") or body.get("hits") or body.get("tabs"):  # a reading's result
+            self.observe_text("\n".join(_strings({k: v for k, v in body.items() if k not in _OBSERVED_APART})),
+                              origin)
         for key in ("url", "final_url"):
             if isinstance(body.get(key), str) and is_http(body[key]):
                 self._remember_url(body[key])
@@ -504,13 +528,12 @@ class ExitGuard:
             if isinstance(h, dict):
                 url = str(h.get("url") or "")
                 self._remember_url(url)
-                self.observe_text(str(h.get("text") or ""), url)
-                self.observe_text(str(h.get("title") or ""), url)
+                self.observe_text("\n".join(_strings({k: v for k, v in h.items() if k != "url"})), url)
         for t in body.get("tabs") or ():
             if isinstance(t, dict):
                 url = str(t.get("url") or "")
                 self._remember_url(url)
-                self.observe_text(str(t.get("title") or ""), url)
+                self.observe_text("\n".join(_strings({k: v for k, v in t.items() if k != "url"})), url)
 
     def read_from(self, host: str) -> bool:
         """Text from ``host``'s site was returned to an agent in this daemon's life."""

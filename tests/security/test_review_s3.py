@@ -639,11 +639,6 @@ async def test_a_secret_in_a_refused_hosts_name_does_not_reach_the_usage_records
     assert found == [], f"the secret is recorded in: {found}"
 
 
-@pytest.mark.xfail(strict=True, reason="S3-16: text cut as hidden still reaches the agent as the warning's sample "
-                   "(extract/visibility.py, 120 chars; the site readers' hidden_instruction warning adds a 160-char "
-                   "gist), but the exit guard learns only chunks, titles, hits and tabs (exits.observe_result), so "
-                   "a secret the agent saw only in a warning leaves in a URL. Fix in exits.py observe_result: "
-                   "observe the body's warnings too (or keep page text out of warnings: length and reason only)")
 async def test_a_secret_seen_only_in_a_hidden_text_warning_cannot_leave_in_a_url(tmp_path: Path) -> None:
     """Attack: a private page holds a key in an off-screen element (cut from the chunks, sampled in the warning);
     a poisoned page then gets the agent to 'fetch' a URL on another site carrying what it saw."""
