@@ -227,7 +227,9 @@ async def preread_part(args: argparse.Namespace, chromium: str) -> None:
                 else:
                     wait_s = 3.0
                 await asyncio.sleep(wait_s)  # "open for a few seconds" (off: nothing happens meanwhile)
-                first, later, search = [], [], []
+                first: list[float] = []
+                later: list[float] = []
+                search: list[float] = []
                 for n in names:
                     for j, q in enumerate(qs[n][:-1]):  # the last one is for search_tabs (never asked before)
                         t = time.perf_counter()
