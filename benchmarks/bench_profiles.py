@@ -59,11 +59,6 @@ def main() -> int:
         settings = Settings(cache_dir=Path(tmp) / "cache", state_dir=Path(tmp) / "state")
         profiles = Profiles(settings)
         with_profiles = profiles.extractor()
-        trusted = Profiles(settings.with_(cache_dir=Path(tmp) / "cache-trusted"), trust=True)
-        with_trusted = trusted.extractor()
-        trust_s: list[PRF] = []
-        t_trust: list[float] = []
-        fast_pages = 0
         plain_s: list[PRF] = []
         prof_s: list[PRF] = []
         reused_plain: list[PRF] = []
@@ -73,24 +68,18 @@ def main() -> int:
         did: Counter[str] = Counter()
         n = sum(len(v) for v in hosts.values())
         done = 0
-        for host, pages in hosts.items():
+        for pages in hosts.values():
             for i, wp in enumerate(pages):
                 html = wp.html()
                 page = Page(url=wp.url, final_url=wp.url, kind="html", source="file", html=html)
                 c = time.process_time()
                 plain = run(page, settings, None)
                 t_plain.append(time.process_time() - c)
-                before = profiles.get(host)
+                before = profiles.get(wp.url)  # profiles are kept per site (scheme, host, port)
                 c = time.process_time()
                 prof = run(page, settings, with_profiles)
                 t_prof.append(time.process_time() - c)
-                after = profiles.get(host)
-                tb = trusted.get(host)
-                c = time.process_time()
-                tr = run(page, settings, with_trusted)
-                t_trust.append(time.process_time() - c)
-                ta = trusted.get(host)
-                fast_pages += tb is not None and ta is not None and ta.pages > tb.pages and ta.hits == tb.hits
+                after = profiles.get(wp.url)
                 reused = before is not None and after is not None and after.hits > before.hits
                 what = "reused" if reused else ("learnt" if before is None and after is not None else
                                                 "missed" if before is not None and after is not None else
@@ -100,7 +89,6 @@ def main() -> int:
                     sp, sq = score_markdown(plain, wp.reference), score_markdown(prof, wp.reference)
                     plain_s.append(sp)
                     prof_s.append(sq)
-                    trust_s.append(score_markdown(tr, wp.reference))
                     if reused:
                         reused_plain.append(sp)
                         reused_prof.append(sq)
@@ -117,12 +105,11 @@ def main() -> int:
     print("pages after a host's first:")
     print(line("extractor", plain_s))
     print(line("with profiles", prof_s))
-    print(line("trusted profiles", trust_s) + f"  (read without the extractor: {fast_pages})")
     print("pages where a profile was reused:")
     print(line("extractor", reused_plain))
     print(line("with profiles", reused_prof))
     print("what the profiles did: " + ", ".join(f"{k} {v}" for k, v in did.most_common()))
-    for label, ts in (("extractor", t_plain), ("with profiles", t_prof), ("trusted profiles", t_trust)):
+    for label, ts in (("extractor", t_plain), ("with profiles", t_prof)):
         print(f"  {label:<22} extraction CPU ms/page: median {statistics.median(ts) * 1000:.1f}  "
               f"mean {statistics.fmean(ts) * 1000:.1f}")
     return 0

@@ -1,10 +1,13 @@
-"""Page profiles: per host, the element that holds a page's main content, learnt from the rendered DOM and the
-extraction result, reused on the host's next pages while it keeps matching and agreeing with the extractor.
+"""Page profiles: per site, the element that holds a page's main content, learnt from the rendered DOM and the
+extraction result, reused on the site's next pages while it keeps matching and agreeing with the extractor.
+
+A site is an origin: scheme, host and port (``https://docs.python.org:443``); another port or scheme of the same
+host name is another site (another server, perhaps another user's) and never shares its profile.
 
     learn(html, doc)           -> Selector | None   the smallest element whose text is the extracted text
     region(html, sel, ...)     -> Region | None     that element's markdown on a new page (chrome and hidden text out)
     agrees(doc_text, region)   -> bool              the extractor's words lie in the region, which is not much more
-    Profiles(settings)                              the per-host store (the cache's one DiskStore) and the policy
+    Profiles(settings)                              the per-site store (the cache's one DiskStore) and the policy
     Profiles.extractor()       -> stages.Extractor  the extract stage with profiles (``page_profiles="on"``)
 
 A selector is one element step: ``tag#id``, ``tag.class.class`` or a lone ``tag`` (main, article), kept only when
@@ -12,12 +15,17 @@ it names exactly one element of the page it was learnt from and its names look s
 build hashes). It is stored as data (tag, id, classes) validated by a strict pattern and matched by an XPath built
 from those names, never as text the page wrote.
 
-Policy: a host's profile is learnt from a page whose extraction it reproduces (F1 >= LEARN_F1). On a later page,
-when the selector names exactly one element and that region agrees with the extractor, the region's markdown is the
-document (the profile's reading: all of the content element, where the extractor may have dropped a table or a
-list); otherwise the extractor's document stands and the profile counts a miss. A profile that no longer matches
-the page, or misses MAX_MISSES pages in a row, is dropped (and a new one may be learnt from that page).
-``profile_page`` shows and resets a host's profile.
+Policy: a site's profile is learnt from a page whose extraction it reproduces (F1 >= LEARN_F1), from an element
+that does not hold (nearly) the whole page: never ``body`` or ``html``, never an element with fewer than
+OUTSIDE_MIN_WORDS of the page's words outside it, chrome included (a page whose text sits directly in its body
+would otherwise teach "read everything" to every later page of its site, the comment boxes and notes the extractor
+leaves out included). On a later page, when the selector names exactly one element, that element does not hold
+(nearly) the whole page, and its region agrees with the extractor (it holds AGREE_CONTAINS of the extractor's words
+and at most AGREE_MAX_RATIO times as many), the region's markdown is the document (the profile's reading: all of
+the content element, where the extractor may have dropped a table or a list); otherwise the extractor's document
+stands and the profile counts a miss. The extractor always runs: a profile never reads a page alone. A profile
+that no longer matches the page, or misses MAX_MISSES pages in a row, is dropped (and a new one may be learnt from
+that page). ``profile_page`` shows and resets a site's profile.
 
 Measured (benchmarks/bench_profiles.py, wcxb-dev's hosts with several pages): see the README; profiles are off by
 default (``TRAWL_PAGE_PROFILES=off``) because they did not raise F1 there.
@@ -43,9 +51,7 @@ from .cache.store import DiskStore
 from .extract import extract
 from .extract.dom import parse_html, strip_chrome
 from .extract.guard import strip_heavy, trim_html
-from .extract.lang import detect_language
 from .extract.markdown import element_text, to_markdown
-from .extract.meta import declared_language, html_title
 from .extract.shadow import flatten_shadow_roots
 from .extract.visibility import apply_hidden, find_hidden
 from .settings import Settings
@@ -55,16 +61,17 @@ log = logging.getLogger("trawl.profiles")
 
 LEARN_F1 = 0.85  # a profile is learnt only from an element that reproduces the extraction this well
 AGREE_CONTAINS = 0.85  # reuse: this share of the extractor's words must lie in the region ...
-AGREE_MAX_RATIO = 2.0  # ... and the region may hold at most this many times the extractor's words
+AGREE_MAX_RATIO = 1.2  # ... and the region may hold at most this many times the extractor's words
+OUTSIDE_MIN_WORDS = 8  # an element with fewer of the page's words outside it (chrome included) is the whole page
 MAX_MISSES = 2  # consecutive disagreements that drop a profile
-TRUST_HITS = 3  # trusted mode: a profile that agreed this many times in a row reads pages without the extractor ...
-VERIFY_EVERY = 4  # ... except every this-many-th page, where the extractor runs and the profile must agree again
 MIN_WORDS = 30  # pages with less extracted text teach nothing
-CANDIDATE_TAGS = frozenset({"div", "main", "article", "section", "td", "body"})
+CANDIDATE_TAGS = frozenset({"div", "main", "article", "section", "td"})  # never body/html: the whole page
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
 _UNSTABLE = re.compile(r"\d{4,}|^(?:css|sc|jsx|svelte|emotion)-|[0-9a-f]{8,}|__[A-Za-z0-9]{5,}$", re.I)
 _WORD = re.compile(r"\w+")
 _HOST = re.compile(r"^[a-z0-9.-]{1,253}$")
+_ORIGIN = re.compile(r"^https?://[a-z0-9.-]{1,253}:\d{1,5}$")
+_PORTS = {"http": 80, "https": 443}
 _SUFFIX = ".profile"
 
 
@@ -131,6 +138,7 @@ class Region:
     markdown: str
     hidden_text: tuple[str, ...] = ()
     warnings: tuple[str, ...] = field(default_factory=tuple)
+    outside: int = 0  # the page's words outside the element (chrome included): few means the whole page
 
 
 # --- the DOM side ------------------------------------------------------------------------------------------------
@@ -161,7 +169,7 @@ def _selector_for(el: etree._Element, root: etree._Element) -> Selector | None:
     classes = [c for c in (el.get("class") or "").split() if _stable(c)][:3]
     if classes:
         options.append(Selector(tag, classes=tuple(classes)))
-    if tag in ("main", "article", "body"):
+    if tag in ("main", "article"):
         options.append(Selector(tag))
     for sel in options:
         found = root.xpath(sel.xpath())
@@ -178,8 +186,23 @@ def _f1(a: Counter[str], b: Counter[str]) -> float:
     return 2 * p * r / (p + r)
 
 
+def _count(text: str) -> int:
+    return len(_WORD.findall(text))
+
+
+def _whole(root: etree._Element) -> int:
+    """The words of the page's body, chrome included (what 'the whole page' is measured against)."""
+    body = root.find("body")
+    return _count(element_text(body if body is not None else root))
+
+
+def _is_whole_page(words: int, whole: int) -> bool:
+    return whole - words < OUTSIDE_MIN_WORDS
+
+
 def learn(html: str, doc_markdown: str, settings: Settings) -> tuple[Selector, float] | None:
-    """The selector of the element whose text best reproduces ``doc_markdown`` (with its F1), if one does well."""
+    """The selector of the element whose text best reproduces ``doc_markdown`` (with its F1), if one does well and
+    does not hold (nearly) the whole page."""
     want = _words(doc_markdown)
     n = sum(want.values())
     if n < MIN_WORDS:
@@ -187,11 +210,14 @@ def learn(html: str, doc_markdown: str, settings: Settings) -> tuple[Selector, f
     root = _prepared_root(html, settings)
     if root is None:
         return None
+    whole = _whole(root)
     strip_chrome(root)  # the same chrome the region reader drops
     best: tuple[float, int, etree._Element] | None = None
     for el in root.iter(*CANDIDATE_TAGS):
         text = element_text(el)
         if len(text) < 0.25 * len(doc_markdown):  # far too little text to hold the extraction
+            continue
+        if _is_whole_page(_count(text), whole):  # the page itself, not its content element: never learnt
             continue
         f1 = _f1(want, _words(text))
         # near-ties (the same F1 to two places) go to the smaller element: the content, not a wrapper of it
@@ -204,7 +230,10 @@ def learn(html: str, doc_markdown: str, settings: Settings) -> tuple[Selector, f
     while node is not None:
         sel = _selector_for(node, root)
         if sel is not None:
-            f1 = best[0] if node is best[2] else _f1(want, _words(element_text(node)))
+            text = element_text(node)
+            if _is_whole_page(_count(text), whole):
+                return None
+            f1 = best[0] if node is best[2] else _f1(want, _words(text))
             return (sel, round(f1, 4)) if f1 >= LEARN_F1 else None
         node = node.getparent()
     return None
@@ -220,6 +249,7 @@ def region(html: str, sel: Selector, settings: Settings) -> Region | None:
     found = root.xpath(sel.xpath())
     if len(found) != 1 or not isinstance(found[0], etree._Element):
         return None
+    outside = _whole(root) - _count(element_text(found[0]))
     el = copy.deepcopy(found[0])
     holder = etree.Element("div")
     holder.append(el)
@@ -227,7 +257,7 @@ def region(html: str, sel: Selector, settings: Settings) -> Region | None:
     md = to_markdown(holder)
     warnings: list[str] = []
     md, hidden = apply_hidden(md, find_hidden(raw), settings, warnings)
-    return Region(md, hidden, tuple(warnings))
+    return Region(md, hidden, tuple(warnings), outside)
 
 
 def agrees(doc_markdown: str, region_markdown: str) -> bool:
@@ -239,36 +269,55 @@ def agrees(doc_markdown: str, region_markdown: str) -> bool:
 
 
 def host_of(page: Page) -> str:
+    """The page's site, the key of its profile: ``scheme://host:port`` (the port always written out); "" when the
+    page is not an http(s) page with a plain host name."""
+    return origin_key(page.final_url or page.url)
+
+
+def origin_key(text: str) -> str:
+    """``scheme://host:port`` from a URL, or from a bare ``host`` / ``host:port`` (https assumed); "" if none."""
     from urllib.parse import urlsplit
 
+    text = text.strip()
     try:
-        parts = urlsplit(page.final_url or page.url)
+        parts = urlsplit(text if "://" in text else f"https://{text}")
+        port = parts.port
     except ValueError:
         return ""
+    scheme = parts.scheme.lower()
     host = (parts.hostname or "").lower()
-    return host if parts.scheme in ("http", "https") and _HOST.match(host) else ""
+    if scheme not in _PORTS or not _HOST.match(host):
+        return ""
+    return f"{scheme}://{host}:{port or _PORTS[scheme]}"
+
+
+def _site(text: str) -> str:
+    return text if _ORIGIN.match(text) else origin_key(text)
 
 
 # --- the store and the policy ------------------------------------------------------------------------------------
 
 
 class Profiles:
-    """Per-host profiles in the cache's one store (``<cache_dir>/profiles``, HMAC-named files, 0600)."""
+    """Per-site profiles in the cache's one store (``<cache_dir>/profiles``, HMAC-named files, 0600), keyed by
+    origin (:func:`origin_key`; :meth:`get` and :meth:`reset` take a URL or host too)."""
 
-    def __init__(self, settings: Settings, *, trust: bool = False) -> None:
+    def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.trust = trust  # read pages of a well-agreeing host without the extractor (see fast())
         self._disk = DiskStore(Path(settings.cache_dir), Path(settings.cache_dir) / "profiles", suffix=_SUFFIX,
                                max_bytes=2_000_000, log=log)
         self._salt: bytes | None = None
         self._lock = threading.Lock()
 
-    def _name(self, host: str) -> str:
+    def _name(self, site: str) -> str:
         if self._salt is None:
             self._salt = cache_key(self.settings.state_dir)
-        return keyed_name(self._salt, b"profile\x00" + host.encode())
+        return keyed_name(self._salt, b"profile\x00" + _site(site).encode())
 
-    def get(self, host: str) -> Profile | None:
+    def get(self, site: str) -> Profile | None:
+        host = _site(site)
+        if not host:
+            return None
         blob = self._disk.read(self._name(host))
         if blob is None:
             return None
@@ -277,12 +326,15 @@ class Profiles:
         except (ValueError, UnicodeDecodeError, RecursionError):
             self._disk.discard(self._name(host))
             return None
-        return prof if prof.host == host else None
+        return prof if _site(prof.host) == host else None
 
     def put(self, prof: Profile) -> None:
         self._disk.write(self._name(prof.host), json.dumps(prof.to_json()).encode())
 
-    def reset(self, host: str) -> bool:
+    def reset(self, site: str) -> bool:
+        host = _site(site)
+        if not host:
+            return False
         had = self.get(host) is not None
         self._disk.discard(self._name(host))
         return had
@@ -298,7 +350,7 @@ class Profiles:
             if prof is not None:
                 prof.pages += 1
                 reg = region(page.html, prof.selector, self.settings)
-                if reg is not None and agrees(doc.markdown, reg.markdown):
+                if reg is not None and reg.outside >= OUTSIDE_MIN_WORDS and agrees(doc.markdown, reg.markdown):
                     prof.hits += 1
                     prof.misses = 0
                     self.put(prof)
@@ -314,25 +366,6 @@ class Profiles:
                 return doc, "learnt" if learnt else "dropped"
             return doc, "learnt" if self._learn(host, page.html, doc) else ""
 
-    def fast(self, page: Page) -> Document | None:
-        """Trusted mode: a profile that agreed TRUST_HITS times reads the page alone (no extractor), except every
-        VERIFY_EVERY-th page; None when the extractor must run."""
-        host = host_of(page)
-        if not self.trust or page.kind != "html" or not host or not page.html:
-            return None
-        with self._lock:
-            prof = self.get(host)
-            if prof is None or prof.hits < TRUST_HITS or (prof.pages + 1) % VERIFY_EVERY == 0:
-                return None
-            reg = region(page.html, prof.selector, self.settings)
-            if reg is None or sum(_words(reg.markdown).values()) < MIN_WORDS:
-                return None
-            prof.pages += 1
-            self.put(prof)
-        return Document(markdown=reg.markdown, title=html_title(page.html) or page.title,
-                        lang=detect_language(reg.markdown, declared_language(page.html)), extractor="profile",
-                        hidden_text=reg.hidden_text, warnings=reg.warnings)
-
     def _learn(self, host: str, html: str, doc: Document) -> bool:
         got = learn(html, doc.markdown, self.settings)
         if got is None:
@@ -344,13 +377,6 @@ class Profiles:
         """The extract stage with profiles: the extractor runs, then the host's profile is applied or learnt."""
 
         def run(page: Page, settings: Settings) -> Document:
-            try:
-                trusted = self.fast(page)
-            except Exception:
-                log.exception("page profile failed on %s", host_of(page))
-                trusted = None
-            if trusted is not None:
-                return trusted
             doc = extract(page, settings)
             try:
                 return self.apply(page, doc)[0]

@@ -30,15 +30,17 @@ async def test_fetches_learn_and_reuse_and_profile_page_shows_and_resets(tmp_pat
             first = (await c.post("/v1/fetch", json={"url": f"{base}/harbour", "query": "materials"})).json()
             second = (await c.post("/v1/fetch", json={"url": f"{base}/museum", "query": "materials"})).json()
             shown = (await c.post("/v1/profile_page", json={"host": base + "/anything"})).json()
-            reset = (await c.post("/v1/profile_page", json={"host": "127.0.0.1", "reset": True})).json()
-            after = (await c.post("/v1/profile_page", json={"host": "127.0.0.1"})).json()
+            elsewhere = (await c.post("/v1/profile_page", json={"host": "127.0.0.1"})).json()  # https, port 443
+            reset = (await c.post("/v1/profile_page", json={"host": base, "reset": True})).json()
+            after = (await c.post("/v1/profile_page", json={"host": base})).json()
             bad = await c.post("/v1/profile_page", json={"host": "not a host!"})
         async with mcp_client(d) as m:
             tools = {t.name for t in (await m.list_tools()).tools}
     assert first["ok"] and not first["extractor"].startswith("profile")
     assert second["ok"] and second["extractor"].startswith("profile+")
     assert any("museum" in ch["text"] for ch in second["chunks"])
-    assert shown["ok"] and shown["enabled"] and shown["host"] == "127.0.0.1"
+    assert shown["ok"] and shown["enabled"] and shown["host"] == base  # the site: scheme, host and port
+    assert elsewhere["ok"] and elsewhere["profile"] is None  # another site of the same host name
     assert shown["profile"]["css"] == "div#post-body" and shown["profile"]["hits"] == 1
     assert reset["reset"] is True and after["profile"] is None
     assert bad.status_code == 400 and bad.json()["error"]["code"] == "invalid_request"
@@ -51,7 +53,7 @@ def test_cli_profile_page(tmp_path: Path) -> None:
 
     env = {**os.environ, "TRAWL_CACHE_DIR": str(tmp_path / "cache"), "TRAWL_STATE_DIR": str(tmp_path / "state")}
     s = Settings(cache_dir=tmp_path / "cache", state_dir=tmp_path / "state")
-    Profiles(s).put(Profile(host="docs.example.org", selector=Selector("main"), learnt_at=1.0, learnt_f1=0.93))
+    Profiles(s).put(Profile(host="https://docs.example.org:443", selector=Selector("main"), learnt_at=1.0, learnt_f1=0.93))
     cmd = [sys.executable, "-m", "trawl.cli", "profile_page"]
     shown = subprocess.run([*cmd, "https://docs.example.org/x", "--json"], env=env, capture_output=True, text=True,
                            timeout=120)

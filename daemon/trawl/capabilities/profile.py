@@ -11,12 +11,11 @@ import json
 import sys
 from datetime import UTC, datetime
 from typing import ClassVar, Self
-from urllib.parse import urlsplit
 
 from pydantic import BaseModel, Field, ValidationError
 
 from ..framing import one_line
-from ..profiles import Profile, Profiles
+from ..profiles import Profile, Profiles, origin_key
 from ..settings import Settings
 from ..types import ErrorCode, TrawlError
 from .base import Capability, Input, Output, Services, validation_message
@@ -26,7 +25,8 @@ from .models import ErrorOut
 class ProfileIn(Input):
     positional: ClassVar[tuple[str, ...]] = ("host",)
 
-    host: str = Field(min_length=1, max_length=2048, description="a host (docs.python.org) or a URL on it")
+    host: str = Field(min_length=1, max_length=2048, description="a URL on the site, or its host (docs.python.org, "
+                                                                  "host:port; https assumed)")
     reset: bool = Field(default=False, description="forget the host's profile (it is learnt again from the next "
                                                    "page)")
 
@@ -56,16 +56,12 @@ class ProfileOut(Output):
 
 
 def host_name(text: str) -> str:
-    """``docs.python.org`` from a host or a URL; TrawlError(invalid_request) when it names none."""
-    text = text.strip()
-    try:
-        host = urlsplit(text if "://" in text else f"http://{text}").hostname or ""
-    except ValueError:
-        host = ""
-    host = host.lower()
-    if not host or len(host) > 253 or not all(c.isalnum() or c in ".-" for c in host):
+    """The site a profile is kept for, ``https://docs.python.org:443``, from a URL or a host (``host[:port]``:
+    https assumed); TrawlError(invalid_request) when it names none."""
+    site = origin_key(text)
+    if not site:
         raise TrawlError(ErrorCode.INVALID_REQUEST, "host: not a host name or an http(s) URL")
-    return host
+    return site
 
 
 def _out(profiles: Profiles, settings: Settings, req: ProfileIn) -> ProfileOut:
