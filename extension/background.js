@@ -395,7 +395,7 @@ async function readTab(tab, hops, msg, policy, deadline, timings, warnings, t0) 
     let out = null;
     if (!pdf) {
       try {
-        out = await serializeTab(tab.id, msg.max_bytes, watch, deadline);
+        out = await serializeTab(tab.id, msg.max_bytes, watch, deadline, (u) => decide(policy, u).allowed);
       } catch (e) {
         // Chrome's PDF viewer refuses scripts: a .pdf tab that cannot be read is fetched instead.
         if (!(e instanceof CaptureError && e.code === "capture_failed" && /\.pdf($|[?#])/i.test(tab.url))) throw e;

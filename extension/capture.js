@@ -121,8 +121,11 @@ function serializePage(maxBytes, nonce, frameNonce) {
     }
     return parts.join(".");
   };
+  // hidden.js judged the frame element with its own tests (clip, clip-path, filter, opacity, box, off-screen):
+  // its mark is on while this runs. The checks below stay as a floor.
   const frameHidden = (f) => {
     try {
+      if (f.hasAttribute("data-trawl-hidden")) return true;
       if (!f.checkVisibility({ opacityProperty: true, visibilityProperty: true })) return true;
       const r = f.getBoundingClientRect();
       const win = f.ownerDocument.defaultView;
@@ -409,7 +412,9 @@ export async function settle(tabId, quietMs, deadline, watch, onHref = () => {},
 // Serialising a big page takes a while: it gets at least this long even when the capture's deadline is near.
 const SERIALIZE_FLOOR_MS = 3000;
 
-export async function serializeTab(tabId, maxBytes, watch, deadline) {
+// `allowFrame(url)` is the site policy's word on a cross-origin frame (by the URL its document has now, not the
+// src its element names): a frame it refuses is left unread, whatever its document holds.
+export async function serializeTab(tabId, maxBytes, watch, deadline, allowFrame = (_url) => true) {
   watch.check();
   let out = null;
   const nonce = crypto.randomUUID().slice(0, 8);
@@ -425,7 +430,7 @@ export async function serializeTab(tabId, maxBytes, watch, deadline) {
     throw new CaptureError("too_large", `the page is ${out.size} characters, over the ${maxBytes} limit`);
   }
   if (out.slots && out.slots.length) {
-    out.html = await fillFrames(tabId, out, maxBytes, nonce, deadline);
+    out.html = await fillFrames(tabId, out, maxBytes, nonce, deadline, allowFrame);
     out.size = out.html.length;
     watch.check();
     if (out.size > maxBytes) {
@@ -438,13 +443,16 @@ export async function serializeTab(tabId, maxBytes, watch, deadline) {
 // At most this many cross-origin frames are read into one page; the rest are named as unread.
 const MAX_FRAMES = 16;
 const SLOT = /(<div data-trawl-frame="[^"]*" data-trawl-slot="([\w:.?-]+)"[^>]*)>(<\/div>)/g;
+const escUrl = (s) => String(s).replace(/&/g, "&amp;").replace(/"/g, "&quot;").replace(/</g, "&lt;");
 
 // Reads the cross-origin frames of a serialised page from the frames themselves (the extension's host
 // permissions reach them; each marks its own hidden text) and puts each one's body in its slot. A frame that
 // cannot be read (no permission, an error page, no answer in time) keeps an empty slot marked
-// data-trawl-unread="frame": the daemon names it in the result's coverage.
-async function fillFrames(tabId, out, maxBytes, nonce, deadline) {
+// data-trawl-unread="frame": the daemon names it in the result's coverage. So does a frame whose document the site
+// policy refuses (`allowFrame`); a filled slot names the URL of the document read, which the daemon checks too.
+async function fillFrames(tabId, out, maxBytes, nonce, deadline, allowFrame) {
   const bodies = new Map();
+  const refused = new Map();
   try {
     await injected(tabId, { target: { tabId, allFrames: true }, files: ["hidden.js"], world: "ISOLATED" }, deadline,
       SCRIPT_FLOOR_MS, "hidden.js in frames");
@@ -454,7 +462,12 @@ async function fillFrames(tabId, out, maxBytes, nonce, deadline) {
     for (const r of results || []) {
       const got = r && r.frameId !== 0 ? r.result : null;
       if (!got || typeof got.key !== "string" || typeof got.html !== "string" || bodies.size >= MAX_FRAMES) continue;
-      bodies.set(got.key, got.html);
+      const url = typeof got.url === "string" ? got.url : "";
+      if (!allowFrame(url)) {
+        refused.set(got.key, url);
+        continue;
+      }
+      bodies.set(got.key, { html: got.html, url });
       if (got.hidden) {
         out.hidden.marked += got.hidden.marked;
         out.hidden.scanned += got.hidden.scanned;
@@ -469,18 +482,24 @@ async function fillFrames(tabId, out, maxBytes, nonce, deadline) {
   for (let pass = 0; pass < 5; pass++) {
     let changed = false;
     html = html.replace(SLOT, (m, open, key, close) => {
-      const inner = bodies.get(key);
-      if (inner === undefined) return m;
+      const got = bodies.get(key);
+      if (got === undefined) return m;
       bodies.delete(key);
       changed = true;
-      return `${open}>${inner}${close}`;
+      const named = open.replace(/^<div data-trawl-frame="[^"]*"/, `<div data-trawl-frame="${escUrl(got.url)}"`);
+      return `${named}>${got.html}${close}`;
     });
     if (!changed) break;
   }
   if (out.hidden.partial && !/^[^>]*<html[^>]*data-trawl-hidden-scan/.test(html.slice(0, 4096))) {
     html = html.replace("<html", '<html data-trawl-hidden-scan="partial"');
   }
-  return html.replace(SLOT, (m, open, key, close) => `${open} data-trawl-unread="frame">${close}`);
+  return html.replace(SLOT, (m, open, key, close) => {
+    const url = refused.get(key);
+    const named = url === undefined ? open : open.replace(/^<div data-trawl-frame="[^"]*"/,
+      `<div data-trawl-frame="${escUrl(url)}"`);
+    return `${named} data-trawl-unread="frame">${close}`;
+  });
 }
 
 function toBase64(bytes) {

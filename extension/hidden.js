@@ -14,10 +14,14 @@
 //   zero-size     an overflow-clipping box under 2 px, or text whose rendered boxes have no area (scale(0))
 //   scale-zero    a transform that collapses the element (scale(0), matrix with determinant 0)
 //   clipped       clip: rect() or clip-path with no area
+//   filter        a filter that leaves nothing to see (opacity(0))
 //   off-screen    every rendered line lies left of or above the document (left:-9999px and friends)
 //   tiny-font     font-size under 3 px
 //   transparent-text / background-color  text colour transparent, or (near) equal to the background it sits on
 // Reasons that hide a whole subtree mark its top element only (the subtree is skipped).
+// Frame elements (iframe, frame) are judged by the same subtree tests, plus a box under 2 px or left of / above the
+// document: the browser sources read a frame's document into the page, and a frame no one sees is hidden text.
+// Their box and visibility come from Element.prototype, not the element (a page can override HTMLIFrameElement's).
 // Visible text marked aria-hidden or inert is not marked: the user sees it (the raw-HTML path judges markup).
 // Left unmarked on purpose, so real pages lose nothing a reader would see: text scrolled or slid out of an
 // overflow box (carousels, scroll areas), and elements that animate in (a transition or animation on opacity or
@@ -150,6 +154,14 @@ globalThis.__trawlMarkHidden = function markHidden(doc, opts) {
     if (/^circle\(\s*0(px|%)?[\s)]/.test(cp) || /^ellipse\(\s*0(px|%)?\s+/.test(cp)) return true;
     return false;
   };
+  // filter: opacity(x) (several multiply) under 0.05: nothing painted.
+  const filterHides = (cs) => {
+    const f = String(cs.filter || "");
+    if (!f || f === "none" || !f.includes("opacity(")) return false;
+    let alpha = 1;
+    for (const m of f.matchAll(/opacity\(\s*([\d.]+)(%?)\s*\)/g)) alpha *= parseFloat(m[1]) / (m[2] ? 100 : 1);
+    return alpha < 0.05;
+  };
   const clipsOverflow = (cs) => cs.overflowX !== "visible" || cs.overflowY !== "visible";
   // Moving in: a transition or an animation on this property (or on all), so the hidden state is a start state.
   const animates = (cs, prop) => {
@@ -172,12 +184,27 @@ globalThis.__trawlMarkHidden = function markHidden(doc, opts) {
     if (parseFloat(cs.opacity) < 0.05 && !animates(cs, "opacity")) return "opacity";
     if (collapsedTransform(cs) && !animates(cs, "transform")) return "scale-zero";
     if (clippedAway(cs)) return "clipped";
+    if (filterHides(cs) && !animates(cs, "filter")) return "filter";
     const box = el.getBoundingClientRect();
     if (clipsOverflow(cs) && (box.width < 2 || box.height < 2)) return "zero-size";
     if ((box.width > 0 || box.height > 0) && beforeOrigin(box)) {
       if (clipsOverflow(cs) || !el.firstElementChild) return "off-screen";
     }
     return "";
+  };
+
+  const nativeRect = win.Element.prototype.getBoundingClientRect;
+  const nativeVisible = win.Element.prototype.checkVisibility;
+  // A reason the frame element el shows nothing of its document, or "".
+  const frameReason = (el) => {
+    const cs = style(el);
+    if (!nativeVisible.call(el, { opacityProperty: true, visibilityProperty: true })) return "display";
+    const box = nativeRect.call(el);
+    const proxy = { parentElement: el.parentElement, checkVisibility: () => true, getBoundingClientRect: () => box };
+    const why = subtreeReason(/** @type {any} */ (proxy), cs);
+    if (why) return why;
+    if (box.width < 2 || box.height < 2) return "zero-size";
+    return beforeOrigin(box) ? "off-screen" : "";
   };
 
   const ownText = (el) => {
@@ -264,6 +291,11 @@ globalThis.__trawlMarkHidden = function markHidden(doc, opts) {
   const visit = (el) => {
     scanned += 1;
     const name = el.localName;
+    if (name === "iframe" || name === "frame") {
+      const why = frameReason(el);
+      if (why) mark(el, why);
+      return;
+    }
     if (SKIP.has(name)) return;
     if (name !== "html" && name !== "body") {
       const cs = style(el);

@@ -22,6 +22,8 @@ from typing import Any, TypeVar
 from . import sanitise as sanitise_stage
 from . import stages
 from .cache import PageCache
+from .extract.html import BROWSER_SOURCES
+from .frameguard import guard_frames
 from .netguard import NetGuard
 from .policy import check_url
 from .profiles import Profiles
@@ -120,9 +122,11 @@ class Engine:
         return self._result(FetchRequest(prep.page.url), prep, chunks, "whole-page", (), {}, ())
 
     # Pages prepared outside fetch (open tabs read ahead by browser/preread.py): adopt, answer, rank.
-    async def check_page(self, page: Page) -> None:
-        """BLOCKED_BY_POLICY when the site policy (or the private-network rule) refuses the page's URLs."""
+    async def check_page(self, page: Page) -> Page:
+        """BLOCKED_BY_POLICY when the site policy (or the private-network rule) refuses the page's URLs; returns
+        the page with the content of every frame those rules refuse taken out (:meth:`_guard_frames`)."""
         await self._guard_page(page)
+        return await self._guard_frames(page)
 
     def adopt(self, target: str, page: Page, ready: stages.PreparedDoc, reason: str) -> Prepared:
         """Keep a page prepared elsewhere (its body dropped) so questions and read_more can use it."""
@@ -205,6 +209,7 @@ class Engine:
         # What came back, not only what was asked for: the final URL after redirects, and the URL of the
         # document a browser actually captured (a tab that navigated meanwhile is refused, not read).
         await self._guard_page(page)
+        page = await self._guard_frames(page)
         timings["fetch"] = _ms(t)
 
         # 3-4. extract, clean, refuse walls, chunk: one stage sequence (stages.prepare), off the event loop
@@ -302,6 +307,22 @@ class Engine:
             if url and url not in seen:
                 seen.add(url)
                 await self._guard(url)
+
+    async def _guard_frames(self, page: Page) -> Page:
+        """A browser capture with the frames it read inlined: every frame's URL passes the site policy and the
+        private-network rule like the page's own, or its content is taken out (the box is named as unread)."""
+        if page.source not in BROWSER_SOURCES or not page.html:
+            return page
+
+        async def check(url: str) -> None:
+            check_url(url, self.settings)
+            await NetGuard(self.settings).check_url(url)  # a frame whose host does not resolve here is refused too
+
+        html, refused = await guard_frames(page.html, page.final_url or page.url, check)
+        if not refused:
+            return page
+        log.info("%s: %d frame(s) refused by the site policy or the private-network rule", page.url, len(refused))
+        return replace(page, html=html)
 
     async def _run(self, fn: Callable[..., T], *args: Any) -> T:
         loop = asyncio.get_running_loop()

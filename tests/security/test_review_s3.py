@@ -214,11 +214,6 @@ def _text(result: Any) -> str:
 
 @pytest.mark.e2e
 @pytest.mark.timeout(180)
-@pytest.mark.xfail(strict=True, reason="S3-5: the extension reads every cross-origin frame of an allowed page "
-                   "(allFrames) with the user's cookies and inlines it, whatever the site policy says of the "
-                   "frame's site; the daemon checks only the page's URLs; fix in extension/capture.js fillFrames "
-                   "(decide(policy, frame URL) per frame, unread slot otherwise) and in the daemon (check every "
-                   "data-trawl-frame URL against the policy and the private-network rule, pipeline._guard_page)")
 async def test_extension_does_not_inline_a_frame_from_a_denied_site(linked: Linked, site: LocalSite,
                                                                    other: LocalSite) -> None:
     """Attack: the user denies their payroll site (here ``localhost:<port>``); an allowed page frames a payroll
@@ -242,9 +237,6 @@ async def _private_stack(tmp_path: Path, chromium: str, site: LocalSite) -> Link
 
 @pytest.mark.e2e
 @pytest.mark.timeout(180)
-@pytest.mark.xfail(strict=True, reason="S3-6: a frame from an address the private-network rule refuses (a router, "
-                   "a LAN or loopback service) is read by the extension and inlined into an allowed page; fix as "
-                   "S3-5: the daemon checks each data-trawl-frame URL with NetGuard like the page's own URLs")
 async def test_extension_does_not_inline_a_frame_from_a_refused_private_address(tmp_path: Path, chromium: str,
                                                                                 site: LocalSite,
                                                                                 other: LocalSite) -> None:
@@ -308,10 +300,6 @@ INVISIBLE_FRAME_STYLES = {
 @pytest.mark.e2e
 @pytest.mark.timeout(180)
 @pytest.mark.parametrize("how", list(INVISIBLE_FRAME_STYLES))
-@pytest.mark.xfail(strict=True, reason="S3-7: a cross-origin frame made invisible by clip-path, clip or "
-                   "filter:opacity(0) is read as visible text of the page (headless path); fix in "
-                   "sources/playwright_page.py and extension/capture.js frameHidden: use hidden.js's own tests "
-                   "(clippedAway, filter, overflow-clipping ancestors) on the frame element")
 async def test_headless_invisible_frame_is_hidden_text(tmp_path: Path, chromium: str, site: LocalSite,
                                                        other: LocalSite, how: str) -> None:
     """Attack: the page draws a frame no one sees; inside it, text addressed to the agent (here a secret the agent
@@ -329,8 +317,6 @@ async def test_headless_invisible_frame_is_hidden_text(tmp_path: Path, chromium:
 @pytest.mark.e2e
 @pytest.mark.timeout(180)
 @pytest.mark.parametrize("how", list(INVISIBLE_FRAME_STYLES))
-@pytest.mark.xfail(strict=True, reason="S3-7 (extension path): as the headless test; fix in extension/capture.js "
-                   "frameHidden")
 async def test_extension_invisible_frame_is_hidden_text(linked: Linked, site: LocalSite, other: LocalSite,
                                                         how: str) -> None:
     url = _framing(site, other.url("/secret"), INVISIBLE_FRAME_STYLES[how], path=f"/inv-{how}")
@@ -347,12 +333,6 @@ SPOOF = ("<script>HTMLIFrameElement.prototype.checkVisibility = function () { re
 
 @pytest.mark.e2e
 @pytest.mark.timeout(180)
-@pytest.mark.xfail(strict=True, reason="S3-8: headless capture runs in the page's world (a known limit), and for "
-                   "frames there is no second line: the frame's box is put beside the <iframe> element, so the "
-                   "raw-HTML cascade never sees that the frame was off-screen; a page that overrides "
-                   "checkVisibility/getBoundingClientRect has its hidden frame read as visible text. Fix in "
-                   "sources/playwright_page.py: put the frame's box inside (or in place of) the <iframe> element "
-                   "with its style/class/hidden attributes, so extract/visibility.py judges it too")
 async def test_headless_hidden_frame_stays_hidden_when_the_page_spoofs_the_check(
         tmp_path: Path, chromium: str, site: LocalSite, other: LocalSite) -> None:
     # Off-screen: the frame's document renders normally inside it; only the frame element's box tells.

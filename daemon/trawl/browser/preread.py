@@ -178,7 +178,7 @@ class PreReader:
     async def _read(self, tid: int, gen: int, tab: dict[str, Any], *, background: bool) -> TabIndex:
         engine = self.svc.engine
         page = await self.hub.capture(tab=str(tid), quiet=background)
-        await engine.check_page(page)
+        page = await engine.check_page(page)
         if background:
             ready = await asyncio.get_running_loop().run_in_executor(self._low(), stages.prepare, page, self.settings)
         else:

@@ -952,8 +952,28 @@ def _colour_hidden(el: etree._Element, colour: RGB | None, computed: dict[etree.
     return "undeclared" if _near_white(colour) else ""
 
 
+# Elements whose text the browser sets apart from its neighbours' (a frame's "<h2>Pay</h2><p>The" reads "Pay The").
+_BLOCK_TAGS = frozenset({"address", "article", "aside", "blockquote", "br", "caption", "dd", "details", "div", "dl",
+                         "dt", "fieldset", "figcaption", "figure", "footer", "form", "h1", "h2", "h3", "h4", "h5",
+                         "h6", "header", "hr", "li", "main", "nav", "ol", "p", "pre", "section", "summary", "table",
+                         "td", "th", "tr", "ul"})
+
+
 def _text(el: etree._Element) -> str:
-    return _WS.sub(" ", "".join(t for t in el.itertext() if isinstance(t, str))).strip()
+    parts: list[str] = []
+    for event, e in etree.iterwalk(el, events=("start", "end")):
+        real = isinstance(e.tag, str)
+        if event == "start":
+            if real and e.tag in _BLOCK_TAGS:
+                parts.append(" ")
+            if real and isinstance(e.text, str):
+                parts.append(e.text)
+        else:
+            if real and e.tag in _BLOCK_TAGS:
+                parts.append(" ")
+            if e is not el and isinstance(e.tail, str):
+                parts.append(e.tail)
+    return _WS.sub(" ", "".join(parts)).strip()
 
 
 def _closed_details_bodies(root: etree._Element) -> list[etree._Element]:

@@ -12,8 +12,10 @@ host from the settle times seen there (:class:`SettleStats`), with a warning.
 
 Capture (:data:`SERIALIZE`): ``getHTML`` with every shadow root the init
 script saw attached (open and closed) plus declarative ones, as
-``<template shadowrootmode>``; same-origin iframes are inlined after their
-``<iframe>`` in a ``<div data-trawl-iframe="src">``; ``<html>`` and the
+``<template shadowrootmode>``; each iframe is replaced by a
+``<div data-trawl-iframe="src">`` with the element's attributes (style, class,
+hidden...) holding the frame's body (same-origin inlined here, cross-origin
+filled from the frame itself); ``<html>`` and the
 doctype are added. The source then flattens shadow-root templates exactly as
 the extension's source does.
 """
@@ -124,8 +126,11 @@ SERIALIZE = r"""(opts) => {
     return roots;
   };
   // A frame element the user cannot see: its document, however visible inside, is hidden text of this page.
+  // hidden.js judged the frame element with its own tests (clip, clip-path, filter, opacity, box, off-screen, with
+  // Element.prototype's box, not one the page overrode): its mark is on while this runs. The rest is a floor.
   const frameHidden = (f) => {
     try {
+      if (f.hasAttribute('data-trawl-hidden')) return true;
       if (!f.checkVisibility({ opacityProperty: true, visibilityProperty: true })) return true;
       const r = f.getBoundingClientRect();
       const win = f.ownerDocument.defaultView;
@@ -154,7 +159,12 @@ SERIALIZE = r"""(opts) => {
       const src = f.getAttribute('src') || 'about:srcdoc';
       const id = (o.prefix || 'f') + (counter++);
       f.setAttribute('data-trawl-frame', id);
-      const hidden = frameHidden(f) ? ' data-trawl-hidden="hidden-frame"' : '';
+      // The box takes the frame element's place and its attributes (style, class, id, hidden, aria-hidden,
+      // inert; not what loads or runs something): the daemon's own CSS pass judges the frame's content by the
+      // same rules as the element, whatever the page's scripts made the checks here say.
+      const hidden = (frameHidden(f) ? ' data-trawl-hidden="hidden-frame"' : '') + Array.from(f.attributes)
+        .filter((a) => !/^(src|srcdoc|on.*|data-trawl-.*|sandbox|allow.*|loading|name|referrerpolicy)$/i.test(a.name))
+        .map((a) => ' ' + a.name + '="' + esc(a.value) + '"').join('');
       if (depth >= 4) continue;
       if (fd && fd.body) marks.push([id, fd, src, hidden]);
       else if (!fd) { marks.push([id, null, src, hidden]); slots.push([id, src]); }
@@ -167,7 +177,7 @@ SERIALIZE = r"""(opts) => {
       const slot = fd ? '' : ' data-trawl-slot="' + id + '"';
       const re = new RegExp('<(?:iframe|frame)\\b[^>]*\\bdata-trawl-frame="' + id + '"[^>]*>(?:</iframe>)?');
       const box = '<div data-trawl-iframe="' + esc(src) + '"' + slot + hidden + '>' + inner + '</div>';
-      html = html.replace(re, (m) => m.replace(' data-trawl-frame="' + id + '"', '') + box);
+      html = html.replace(re, () => box);
     }
     return html;
   };
