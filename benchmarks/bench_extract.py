@@ -170,6 +170,7 @@ def _child(args: argparse.Namespace, name: str, out: Path, before: bool = False)
         cmd.append("--short")
     if args.limit is not None:
         cmd += ["--limit", str(args.limit)]
+    cmd += ["--every", str(args.every)]
     env = dict(os.environ)
     if before:
         env["TRAWL_BENCH_DAEMON"] = str(args.before.resolve() / "daemon")
@@ -199,6 +200,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("wcxb_dir", nargs="?", type=Path, default=DEFAULT_DIR)
     ap.add_argument("--limit", type=int, default=None)
+    ap.add_argument("--every", type=int, default=1,
+                    help="every K-th page only (a spread-out subset of every page type, for a loaded machine)")
     ap.add_argument("--only", default="", help="comma-separated extractor names (default: all)")
     ap.add_argument("--short", action="store_true", help="the short-article check (see the module docstring)")
     ap.add_argument("--before", type=Path, default=None,
@@ -210,6 +213,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dump", type=Path, default=None, help=argparse.SUPPRESS)  # the child's per-page figures
     args = ap.parse_args(argv)
     pages = load_short(args.wcxb_dir)[: args.limit] if args.short else load_pages(args.wcxb_dir, args.limit)
+    pages = pages[:: max(1, args.every)]
     if not pages:
         print(f"no WCXB pages under {args.wcxb_dir}", file=sys.stderr)
         return 2
@@ -247,7 +251,8 @@ def main(argv: list[str] | None = None) -> int:
         args.dump.write_text(json.dumps({"scores": [[s.precision, s.recall, s.f1] for s in results[name]],
                                          "speed": speed[name], "cpu_speed": cpu_speed[name]}))
         return 0
-    print(f"WCXB {args.wcxb_dir} — {len(pages)} pages")
+    every = f" (every {args.every}th page)" if args.every > 1 else ""
+    print(f"WCXB {args.wcxb_dir} — {len(pages)} pages{every}")
     print(f"{'extractor':<16} {'F1':>7} {'P':>7} {'R':>7} {'pages/s':>8} {'pages/cpu-s':>11}")
     for name, scores in results.items():
         m = mean_prf(scores)

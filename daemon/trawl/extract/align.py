@@ -58,16 +58,12 @@ def align_markdown(markdown: str, text: str) -> str:
         keep.append(ok)
         if ok:
             covered.update(inside)
-    # A section heading the plain text left out (rs-trafilatura's text view drops headings on short pages) stays
-    # when the block it heads stays: it is the section's structure, and the chunks' heading path. A top heading
-    # stays only when it opens an outline (a kept subsection follows); over plain text it is the page's title.
-    for i in range(len(parts) - 2, -1, -1):
-        m = _HEADING.match(parts[i])
-        if keep[i] or not m:
-            continue
-        under_text = keep[i + 1] and not _HEADING.match(parts[i + 1]) and len(m.group(1)) > 1
-        if under_text or _heads_kept(parts, keep, i):
-            keep[i] = True
+    # The page's top heading, left out of the text view, stays when it opens the kept outline (the first kept
+    # block is a subsection heading under it): it is the root of every chunk's heading path. Other headings the
+    # text view dropped stay dropped (post authors, spec labels, card titles: not the content).
+    first = next((i for i, ok in enumerate(keep) if ok), None)
+    if first is not None and first > 0 and _heads_kept(parts, keep, first - 1):
+        keep[first - 1] = True
     kept = [b for b, ok in zip(parts, keep, strict=True) if ok]
     coverage = sum(1 for w in text_words if w in covered) / len(text_words)
     if coverage < MIN_COVERAGE:

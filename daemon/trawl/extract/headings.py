@@ -7,7 +7,9 @@ it, if a kept block precedes it too and the block it heads is a real section's t
 blocks is part of the content; a headline over a one-line teaser is a card the extractor let through), or if it
 directly precedes the first kept block (section headings over the content, and the top heading when it opens
 an outline; a lone title over an article's text is not put back). Headings elsewhere (menus, footers,
-sidebars) stay out. Blocks are found in the page by their first words.
+sidebars) stay out. Blocks are found in the page by their first words. Only short texts (under
+:data:`MAX_TEXT_WORDS` words) are repaired, and not when what would come back looks like labels rather than an
+outline: a repeated heading, several top headings, or a heading over nearly every block (posts, cards).
 """
 
 from __future__ import annotations
@@ -27,11 +29,15 @@ ANCHOR_WORDS = 6  # a block is found in the page by this many of its first words
 MAX_GAP_WORDS = 15  # a heading this close before the first kept block heads it (a byline may sit between)
 MAX_HEADING_CHARS = 200
 MIN_SECTION_CHARS = 120  # a heading between kept blocks is put back over a block at least this long
+MAX_TEXT_WORDS = 400  # only short texts: rs-trafilatura keeps the headings of longer ones when they are content
+MAX_FEW_HEADINGS = 4  # up to this many headings may come back even over one block each (a small app's sections)
 MAX_PAGE_CHARS = 3_000_000  # not worth it (and not the short pages this is for) beyond this
 
 
 def restore_headings(markdown: str, html: str) -> str:
     if not markdown.strip() or _MD_HEADING.search(markdown) or len(html) > MAX_PAGE_CHARS:
+        return markdown
+    if len(_WORD.findall(markdown)) > MAX_TEXT_WORDS:
         return markdown
     if not _HTML_HEADING.search(html):
         return markdown
@@ -55,6 +61,7 @@ def restore_headings(markdown: str, html: str) -> str:
     if all(w is None for w in where):
         return markdown
     out: list[str] = []
+    added: list[tuple[int, str]] = []
     hi = 0
     prev: int | None = None
     for b, at in zip(blocks, where, strict=True):
@@ -70,8 +77,14 @@ def restore_headings(markdown: str, html: str) -> str:
             else:
                 chosen = []
             out.extend("#" * level + " " + text for level, text in chosen)
+            added.extend(chosen)
             prev = at
         out.append(b)
+    texts = [t for _, t in added]
+    if not added or len(set(texts)) < len(texts) or sum(1 for lv, _ in added if lv == 1) > 1:
+        return markdown  # repeated headings (post authors, card labels) or several titles: not an outline
+    if len(added) > max(MAX_FEW_HEADINGS, len(blocks) // 2):
+        return markdown  # a heading over nearly every block: cards or posts, not sections
     return "\n\n".join(out)
 
 
