@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trawl.browser import protocol
-from trawl.browser.preread import union
+from trawl.capabilities.tabs import union
 from trawl.types import Chunk
 
 
