@@ -172,7 +172,8 @@ async def test_extension_judges_a_frame_by_its_document_not_its_src(linked: Link
     allowed, denied = other.url("/public"), f"http://localhost:{other.port}/secret"
     url = site.add("/navigated", "<!doctype html><html><head><title>Guide</title></head><body><h1>Guide</h1>"
                    f"<p>Towpath notes.</p><iframe src='{allowed}' width=600 height=300 "
-                   f"onload=\"if (!this.dataset.moved) {{ this.dataset.moved = 1; frames[0].location = '{denied}'; }}\">"
+                   "onload=\"if (!this.dataset.moved) { this.dataset.moved = 1; "
+                   f"frames[0].location = '{denied}'; }}\">"
                    "</iframe></body></html>")
     tab = await linked.open_tab(url)
     await _frame_at(tab, denied)
