@@ -85,9 +85,14 @@ def neutralise(text: str) -> tuple[str, int]:
     return "\n".join(out), n
 
 
+# Control characters a terminal acts on (C0, DEL, C1: ESC sequences, CSI, BEL, OSC...): never printed raw.
+_CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
 def one_line(text: str, limit: int = 500) -> str:
-    """A single-line field (title, URL, heading) folded so it cannot begin a line of its own."""
-    flat = " ".join(text.split())
+    """A single-line field (title, URL, heading, host) folded so it cannot begin a line of its own, its control
+    characters shown as U+FFFD (what reaches a terminal must not recolour, retitle or reset it)."""
+    flat = _CONTROLS.sub("\ufffd", " ".join(text.split()))
     flat, _ = neutralise(flat)
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 

@@ -15,10 +15,12 @@ The file (``TRAWL_USAGE_LOG=1``; off by default) is ``<state_dir>/usage.jsonl``,
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import math
 import os
+import stat
 import threading
 import time
 from collections import deque
@@ -111,9 +113,12 @@ def host_of(url: Any) -> str:
         parts = urlsplit(url.strip())
         if parts.scheme.lower() not in ("http", "https"):
             return ""
-        return (parts.hostname or "")[:253]
+        host = (parts.hostname or "")[:253]
     except ValueError:
         return ""
+    # Only host-name characters (letters of any script, digits, '-', '.', ':' and brackets of an IPv6 address):
+    # a URL the daemon refused can carry anything in its "host" (controls for a terminal, markup).
+    return host if all(c.isalnum() or c in "-._:[]" for c in host) else ""
 
 
 def _int(v: Any) -> int:
@@ -133,6 +138,8 @@ def of_call(op: str, payload: Any, body: Mapping[str, Any], ms: float, now: floa
     url = body.get("final_url") or body.get("url")
     if not url and isinstance(payload, Mapping):
         url = payload.get("url")
+    if code == "exit_refused":  # the host of a URL the exit guard refused may itself carry what it refused
+        url = None
     return CallRecord(ts=time.time() if now is None else now, op=_str(op, 60), source=_str(body.get("source")),
                       host=host_of(url), mode=_str(body.get("mode")), ms=round(max(ms, 0.0), 3),
                       tokens_returned=_int(cov.get("tokens_returned")), tokens_page=_int(cov.get("tokens_total")),
@@ -161,6 +168,40 @@ def _rotate(path: Path, keep: int) -> None:
     os.replace(path, path.with_name(f"{path.name}.1"))
 
 
+def _foreign(st: os.stat_result) -> str:
+    """Why an opened usage file is not ours alone ("" when it is): another owner, other hard links, not a file."""
+    if not stat.S_ISREG(st.st_mode):
+        return "it is not a regular file"
+    if hasattr(os, "geteuid") and st.st_uid != os.geteuid():
+        return f"it belongs to uid {st.st_uid}"
+    if st.st_nlink != 1:
+        return f"it has {st.st_nlink} hard links (another name elsewhere reads the same file)"
+    return ""
+
+
+def _open_own(path: Path) -> int:
+    """The usage file opened for appending (0600, never through a symlink), checked after opening: a file another
+    user planted (a hard link made while the state dir was open, which root can open) is moved aside as
+    ``usage.jsonl.bad-<n>`` and a fresh one is created (O_EXCL), so no record reaches it."""
+    # O_NONBLOCK: a FIFO planted in its place fails to open instead of blocking the daemon.
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, 0o600)
+    why = _foreign(os.fstat(fd))
+    if not why:
+        return fd
+    os.close(fd)
+    aside = next(path.with_name(f"{path.name}.bad-{n}") for n in itertools.count(1)
+                 if not path.with_name(f"{path.name}.bad-{n}").exists())
+    log.warning("usage log %s is not the daemon's own file (%s): moved aside to %s; records go to a new file",
+                path, why, aside.name)
+    os.replace(path, aside)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    why = _foreign(os.fstat(fd))
+    if why:  # cannot happen for a file we just created; refuse rather than write
+        os.close(fd)
+        raise OSError(f"refusing to write the usage log {path}: {why}")
+    return fd
+
+
 def append(settings: Settings, rec: CallRecord) -> None:
     """Append one line to the usage file (created 0600, never through a symlink), rotating it when full."""
     path = log_path(settings)
@@ -173,7 +214,7 @@ def append(settings: Settings, rec: CallRecord) -> None:
             size = 0
         if size and size + len(line) > settings.usage_log_max_bytes:
             _rotate(path, settings.usage_log_keep)
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        fd = _open_own(path)
         try:
             if os.fstat(fd).st_mode & 0o077:  # a file someone loosened (or made before us): ours again
                 os.fchmod(fd, 0o600)

@@ -43,9 +43,6 @@ def _fresh_ring() -> None:
     usage.RING.clear()
 
 
-@pytest.mark.xfail(strict=True, reason="S3-1: a host name with terminal control characters reaches `trawl stats` "
-                   "output raw (framing.one_line keeps C0/C1 controls); fix in capabilities/stats.py render_stats "
-                   "(or usage.host_of: keep only IDNA/LDH host characters)")
 async def test_trawl_stats_prints_no_terminal_control_characters(tmp_path: Path, _fresh_ring: None) -> None:
     """Attack: a page tells the agent to fetch ``http://a<ESC>c...`` (ESC c resets the user's terminal; other ESC
     and C1 CSI sequences recolour, retitle or rewrite what the user sees). The daemon accepts the URL, the call fails,
@@ -369,12 +366,6 @@ def _article(title: str, text: str) -> str:
 
 @pytest.mark.e2e
 @pytest.mark.timeout(240)
-@pytest.mark.xfail(strict=True, reason="S3-9: every tab read ahead is adopted into the engine's 64-page LRU "
-                   "(pipeline._remember), the same one that holds the agent's pages, and preread_max_tabs/"
-                   "preread_max_chars do not bound it; a tab that reloads itself (or a user with many tabs) evicts "
-                   "the agent's pages: read_more answers 'unknown page'. Fix in browser/preread.py + "
-                   "pipeline.adopt: keep read-ahead pages out of the agents' LRU (the PreReader's own bounded "
-                   "index is enough), or give them their own bounded slot")
 async def test_a_tab_that_keeps_reloading_does_not_evict_the_agents_pages(linked: Linked, site: LocalSite) -> None:
     """Attack: a page open in a background tab reloads itself every few hundred ms with new text. Each load is
     read ahead (idle CPU only, as designed), and each read pushes one more page into the engine's page memory."""
@@ -394,18 +385,18 @@ async def test_a_tab_that_keeps_reloading_does_not_evict_the_agents_pages(linked
     churn_url = site.add("/ticker", churn)
     await linked.open_tab(churn_url)
     reader = _reader(linked)
-    assert await reader.wait_for(lambda: reader.reads >= 70, 180), reader.describe()
+    # 70 loads of the tab heard (more than the engine's 64-page memory); each may be read ahead or not (a tab that
+    # loads again and again is read at most every few seconds, backing off)
+    assert await reader.wait_for(lambda: reader.heard >= 70, 180), reader.describe()
+    assert reader.reads <= 12, f"a self-reloading tab is read on every load: {reader.describe()}"
+    held = [e.prep.key for e in reader.entries.values() if linked.engine.held(e.prep.key) is not None]
+    assert held == [], "tabs read ahead sit in the agents' page memory although no agent asked for them"
     more = await linked.engine.read_more(out.page_key, out.chunks[0].id)
     assert more.ok, more.error
 
 
 @pytest.mark.e2e
 @pytest.mark.timeout(180)
-@pytest.mark.xfail(strict=True, reason="S3-10: a tab read ahead stays in the daemon's index (memory, status page, "
-                   "popup list) after the user denies its site: the extension re-announces only allowed tabs and "
-                   "PreReader.fresh drops a denied entry only when a question next looks it up (95f4f58). Fix in "
-                   "browser/preread.py: on every policy change (a PolicyStore listener, the 'policy'/'state' frames) "
-                   "drop the entries the new policy refuses, and forget their pages in the engine (S3-13)")
 async def test_a_site_denied_after_its_tab_was_read_ahead_leaves_the_index(linked: Linked, site: LocalSite) -> None:
     """Attack (privacy): the user reads their bank in a tab, sees trawl read it ahead, and denies the bank's site.
     Its text stays held by the daemon and listed as indexed until the tab is closed."""
@@ -551,13 +542,6 @@ async def test_an_html_comment_in_an_issue_comment_is_not_passed_off_as_its_text
 # ------------------------------------------------------------------------------------------------ usage file
 
 
-@pytest.mark.xfail(strict=True, reason="S3-12: usage.append opens usage.jsonl with O_NOFOLLOW but accepts a file "
-                   "another user owns or that has other hard links; a link planted while the state dir was open "
-                   "(ensure_state_dir only tightens the directory) keeps receiving the records, which that user "
-                   "reads through their own name; it takes a daemon running as root (CI, containers): for another "
-                   "uid, opening or re-moding the planted file fails and the record is dropped. "
-                   "Fix in usage.py append: fstat the opened file; if st_uid != geteuid() or st_nlink != 1, move "
-                   "it aside (rename to usage.jsonl.bad-<n>) and create a fresh one with O_EXCL")
 def test_usage_records_do_not_go_to_a_file_another_user_planted(tmp_path: Path) -> None:
     import shutil
     import tempfile
@@ -593,12 +577,6 @@ def test_usage_records_do_not_go_to_a_file_another_user_planted(tmp_path: Path) 
 EXIT_TOKEN = "Zq8vX2mN7pR4tW9yB3kLd5"  # a secret the agent reads from a local file (as in test_exits.py)
 
 
-@pytest.mark.xfail(strict=True, reason="S3-15: the exit guard refuses http://<secret>.attacker.invalid/ and masks "
-                   "the secret in its message and in the status page's exit events, but the usage record keeps the "
-                   "host as is: the secret is written to usage.jsonl, shown by `trawl stats` (hosts that fail "
-                   "most) and in /v1/status and the status page's reads per site. Fix in usage.py of_call: record "
-                   "the host of a call refused with exit_refused masked (exits.mask) or not at all, and take hosts "
-                   "only from URLs the guard let through")
 async def test_a_secret_in_a_refused_hosts_name_does_not_reach_the_usage_records(tmp_path: Path,
                                                                                _fresh_ring: None) -> None:
     """Attack: a poisoned page gets the agent to read a local secret and then to 'fetch' a URL whose host name
@@ -739,11 +717,6 @@ def test_the_loaded_extension_copy_is_not_writable_by_other_users(tmp_path: Path
 
 @pytest.mark.e2e
 @pytest.mark.timeout(180)
-@pytest.mark.xfail(strict=True, reason="S3-13: closing a tab drops the PreReader's entry, but the page adopted into "
-                   "the engine (pipeline.adopt -> _prepared) stays, and read_more on the page key that search_tabs "
-                   "handed out still returns the closed tab's text, chunk by chunk, until 64 newer pages evict it. "
-                   "Fix in browser/preread.py on_event('closed'/'navigated'): also forget the entry's page in the "
-                   "engine (a Engine.forget(key) beside adopt)")
 async def test_a_closed_tabs_text_is_not_served_after_the_tab_closes(linked: Linked, site: LocalSite) -> None:
     """Attack (privacy): the user closes a tab so the agent stops seeing it; the agent keeps paging through it
     with read_more on the key a search of the open tabs gave it."""
