@@ -111,6 +111,15 @@ async function activeTab() {
   let [tab] = await chrome.tabs.query({ active: true, lastFocusedWindow: true });
   if (!tab) [tab] = await chrome.tabs.query({ active: true });
   if (!tab) throw new CaptureError("tab_not_found", "no active tab");
+  return notIncognito(tab);
+}
+
+/**
+ * Tabs of private (incognito) windows are never listed, captured, read ahead or reported to the daemon.
+ * @param {chrome.tabs.Tab} tab
+ */
+function notIncognito(tab) {
+  if (tab.incognito) throw new CaptureError("tab_not_found", "the tab is in a private window; trawl does not read it");
   return tab;
 }
 
@@ -131,8 +140,9 @@ async function listTabs(msg, policy) {
   let hidden = 0;
   for (const t of tabs) {
     // Browser pages (about:blank, chrome://, this extension's own pages) are no web pages: not listed, and not
-    // counted as hidden by the user's site policy either (agents read http(s) pages only).
-    if (!t.url || !/^https?:/i.test(t.url)) {
+    // counted as hidden by the user's site policy either (agents read http(s) pages only). Private windows' tabs
+    // are neither listed nor counted.
+    if (t.incognito || !t.url || !/^https?:/i.test(t.url)) {
       continue;
     }
     if (!decide(policy, t.url).allowed) {
@@ -302,12 +312,13 @@ async function findTab(msg, policy) {
     if (!Number.isInteger(id)) throw new CaptureError("invalid_request", `bad tab id ${msg.tab}`);
     const tab = await chrome.tabs.get(id).catch(() => null);
     if (!tab) throw new CaptureError("tab_not_found", `no open tab with id ${msg.tab}`);
-    return tab;
+    return notIncognito(tab);
   }
   if (!msg.url) throw new CaptureError("invalid_request", "capture needs a url or a tab");
   refuseByPolicy(policy, msg.url); // a denied site is never even opened
   const tabs = await chrome.tabs.query({});
-  const same = tabs.filter((t) => sameUrl(t.url, msg.url) && !opened.has(t.id)); // not another capture's tab
+  // not another capture's tab, nor one of a private window
+  const same = tabs.filter((t) => sameUrl(t.url, msg.url) && !opened.has(t.id) && !t.incognito);
   return same.find((t) => t.status === "complete") || same[0] || null;
 }
 
@@ -610,7 +621,15 @@ chrome.runtime.onMessage.addListener((req, sender, sendResponse) => {
 // is not paused; "navigated" and "closed" carry only the id (the daemon drops that tab's index); tabs this worker
 // opened for captures are never reported.
 function tabRecord(t, active) {
-  return { id: t.id, window_id: t.windowId, url: t.url, title: t.title || "", active, status: t.status || "" };
+  return {
+    id: t.id,
+    window_id: t.windowId,
+    url: t.url,
+    title: t.title || "",
+    active,
+    status: t.status || "",
+    incognito: Boolean(t.incognito), // always false here (private tabs are never sent); the daemon checks too
+  };
 }
 
 /**
@@ -619,7 +638,7 @@ function tabRecord(t, active) {
  * @param {chrome.tabs.Tab | null} [tab]
  */
 async function sendTabEvent(event, tabId, tab = null) {
-  if (!(link && link.isOpen()) || opened.has(tabId)) return;
+  if (!(link && link.isOpen()) || opened.has(tabId) || (tab && tab.incognito)) return;
   /** @type {Record<string, any>} */
   const msg = { type: "tab_event", event, tab_id: tabId };
   if (event === "ready") {
@@ -641,6 +660,7 @@ async function announceOpenTabs() {
 }
 
 chrome.tabs.onUpdated.addListener((tabId, change, tab) => {
+  if (tab && tab.incognito) return; // private windows: nothing is reported
   if (change.url !== undefined) sendTabEvent("navigated", tabId).catch(() => {});
   if (change.status === "complete") sendTabEvent("ready", tabId, tab).catch(() => {});
 });
@@ -648,7 +668,10 @@ chrome.tabs.onRemoved.addListener((tabId) => {
   sendTabEvent("closed", tabId).catch(() => {});
 });
 chrome.tabs.onActivated.addListener((info) => {
-  sendTabEvent("activated", info.tabId).catch(() => {});
+  chrome.tabs
+    .get(info.tabId)
+    .then((t) => sendTabEvent("activated", info.tabId, t))
+    .catch(() => {});
 });
 
 // Exposed for tests and debugging in the worker's console.

@@ -128,19 +128,44 @@ class Engine:
         await self._guard_page(page)
         return await self._guard_frames(page)
 
-    def adopt(self, target: str, page: Page, ready: stages.PreparedDoc, reason: str) -> Prepared:
-        """Keep a page prepared elsewhere (its body dropped) so questions and read_more can use it."""
+    def adopt(self, target: str, page: Page, ready: stages.PreparedDoc, reason: str, *,
+              keep: bool = True) -> Prepared:
+        """A page prepared elsewhere (its body dropped), as questions and read_more use it. With ``keep=False``
+        (open tabs read ahead) it stays out of the agents' page memory until :meth:`keep` (an agent asked for it)."""
         bodiless = replace(page, html=None, text=None, data=None)
         prep = Prepared(bodiless, ready.doc, ready.chunks, _page_key(page, ready.doc), reason)
-        self._remember(target, prep)
+        if keep:
+            self._remember(target, prep)
         return prep
 
+    def keep(self, target: str, prep: Prepared) -> None:
+        """Put an adopted page into the agents' page memory (read_more finds it by its key)."""
+        self._remember(target, prep)
+
+    def forget(self, key: str) -> bool:
+        """Drop a page from the agents' page memory (a tab closed or navigated, its site denied, trawl paused):
+        read_more on its key answers 'unknown page' from now on. True when it was held."""
+        held = self._prepared.pop(key, None) is not None
+        self._by_target = {t: k for t, k in self._by_target.items() if k != key}
+        return held
+
+    def held(self, key: str) -> Prepared | None:
+        """The page kept under ``key`` in the agents' page memory, if any."""
+        return self._prepared.get(key)
+
+    def key_for(self, target: str) -> str | None:
+        """The key of the page last kept for ``target`` (e.g. ``tab:12``), if still held."""
+        key = self._by_target.get(target)
+        return key if key in self._prepared else None
+
     async def answer(self, target: str, query: str, prep: Prepared, *, k: int | None = None) -> FetchResult:
-        """Answer ``query`` from an adopted page; the site policy is checked again (it may have changed)."""
+        """Answer ``query`` from an adopted page; the site policy is checked again (it may have changed). The page
+        is kept in the agents' page memory from then on (read_more on the result's key)."""
         req = FetchRequest(target=target, query=query.strip(), k=k)
         timings: dict[str, float] = {}
         try:
             await self._guard_page(prep.page)
+            self._remember(target, prep)
             return await self._answer(req, prep, ("page",), timings)
         except TrawlError as err:
             return FetchResult.failure(req.target, err, query=req.query, timings_ms=timings)

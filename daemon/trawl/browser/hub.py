@@ -371,6 +371,8 @@ class ExtensionHub:
             await conn.ws.send_str(json.dumps({"type": "pong", "id": msg["id"]}))
         elif kind == "state":
             conn.state = {k: v for k, v in msg.items() if k != "type"}
+            if "state" in self.frame_handlers:  # e.g. the reader of open tabs drops what it holds on pause
+                await self.frame_handlers["state"](msg)
         elif kind in self.frame_handlers:
             await self.frame_handlers[kind](msg)
         elif "id" in msg:
@@ -420,7 +422,10 @@ class ExtensionHub:
         return await self._request(conn, kind, timeout_s, **fields)
 
     async def list_tabs(self) -> dict[str, Any]:
-        return await self.request("list_tabs", 10.0)
+        reply = await self.request("list_tabs", 10.0)
+        if isinstance(reply.get("tabs"), list):  # a private (incognito) window's tab is never offered to agents
+            reply = {**reply, "tabs": [t for t in reply["tabs"] if not (isinstance(t, dict) and t.get("incognito"))]}
+        return reply
 
     async def capture(self, *, url: str | None = None, tab: str | None = None, quiet: bool = False) -> Page:
         """Capture a URL (matching open tab, else a background tab) or a tab ("active" or an id).

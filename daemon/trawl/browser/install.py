@@ -41,7 +41,9 @@ def install_browser_link(app: web.Application, hub: ExtensionHub | None = None) 
 
     host.browser = browser_state
     app.on_shutdown.append(hub.close)
-    host.extras["policy_sync"] = install_policy_sync(app, hub)
+    sync = install_policy_sync(app, hub)
+    sync.changed.append(preread.on_policy)  # a site the user denies leaves the tabs read ahead at once
+    host.extras["policy_sync"] = sync
     return hub
 
 

@@ -5,6 +5,8 @@
 * The daemon watches the file (its mtime, once a second while a browser is attached) and sends the new copy
   when the user edits it by hand.
 * A malformed ``policy`` message is logged and ignored: the file stays as it was.
+* Whatever changed the policy (the extension's copy taken, the file edited), the ``changed`` hooks run: the
+  reader of open tabs drops what the new policy refuses (browser/preread.py ``on_policy``).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiohttp import web
@@ -33,6 +36,7 @@ class PolicySync:
         self.taken = 0  # copies taken from the extension
         self._task: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self.changed: list[Callable[[SitePolicy], Awaitable[None]]] = []  # told after every policy change
         hub.frame_handlers["policy"] = self.on_policy
         store.listeners.append(self._file_changed)
 
@@ -45,6 +49,7 @@ class PolicySync:
         try:
             if self.store.offer(theirs) == "taken":
                 self.taken += 1
+                await self._tell(theirs)
                 return
             ours = self.store.current()
         except (OSError, TrawlError) as exc:
@@ -57,11 +62,22 @@ class PolicySync:
         if await self.hub.notify("policy", **policy.to_json()):
             self.pushes += 1
 
+    async def _tell(self, policy: SitePolicy) -> None:
+        for hook in list(self.changed):
+            try:
+                await hook(policy)
+            except Exception:  # one hook must not stop the others (or the sync)
+                log.exception("a site policy change hook failed")
+
+    async def _changed_file(self, policy: SitePolicy) -> None:
+        await self._tell(policy)
+        await self.push(policy)
+
     def _file_changed(self, policy: SitePolicy) -> None:
         loop = self._loop
         if loop is None or loop.is_closed():
             return
-        loop.call_soon_threadsafe(lambda: loop.create_task(self.push(policy)))
+        loop.call_soon_threadsafe(lambda: loop.create_task(self._changed_file(policy)))
 
     async def _watch(self) -> None:
         while True:
