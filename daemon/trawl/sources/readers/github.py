@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import re
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -202,7 +203,7 @@ class GitHubReader(Reader):
             review_comments = await self._pages(s, f"{repo}/pulls/{n}/comments")
         kind = "pull request" if what.kind == "pull" else "issue"
         title = f"{item.get('title') or kind} ({kind} {n})"
-        state = str(item.get("state") or "")
+        state = label(item.get("state"), 20)  # every field of the summary and headings: one safe line
         if what.kind == "pull" and item.get("merged"):
             state = "merged"
         labels = [label(x.get("name"), 40) for x in item.get("labels") or [] if isinstance(x, dict)]
@@ -241,7 +242,8 @@ def _who(c: dict[str, Any]) -> str:
 
 
 def _day(stamp: Any) -> str:
-    return str(stamp)[:10] if isinstance(stamp, str) else ""
+    day = stamp[:10] if isinstance(stamp, str) else ""
+    return day if re.fullmatch(r"\d{4}-\d{2}-\d{2}", day) else ""  # an ISO date, or nothing
 
 
 def _record(head: str, c: dict[str, Any], settings: Settings, warnings: list[str], lead: str = "") -> str:

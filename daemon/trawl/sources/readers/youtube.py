@@ -32,6 +32,7 @@ from .base import (
     ReaderFallback,
     clock,
     code_label,
+    flatten_headings,
     label,
     markdown_page,
     neutral,
@@ -130,7 +131,8 @@ class YouTubeReader(Reader):
                 parts.append(f"## Chapter {clock(start)} {label(name, 100)}")
             span = f"{clock(window[0].start)}–{clock(window[-1].end)}"
             text = " ".join(line.text for line in window)
-            parts.append(f"{level} Transcript {span}\n\n{neutral(text)}")
+            # captions are one line; one that starts with '#' must not open a heading of its own
+            parts.append(f"{level} Transcript {span}\n\n{flatten_headings(neutral(text))}")
         return markdown_page(req, self.name, "\n\n".join(parts), title)
 
 
