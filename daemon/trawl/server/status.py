@@ -227,7 +227,7 @@ def _fmt_hour(h: dict[str, Any]) -> str:
 
 _CSS = """body{font:15px/1.45 system-ui,sans-serif;max-width:70em;margin:2em auto;padding:0 1em;color:#222}
 table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #ddd;padding:.3em .5em;text-align:left;
-vertical-align:top}th{background:#f4f4f4}dt{font-weight:600;float:left;clear:left;width:9em}dd{margin:0 0 .4em 10em}
+vertical-align:top}th{background:#f4f4f4}dt{font-weight:600;float:left;clear:left;width:10em}dd{margin:0 0 .4em 11em}
 .bad{color:#a00}.num{white-space:nowrap}.ok{color:#070}code{background:#f4f4f4;padding:0 .2em}
 .glance{display:grid;grid-template-columns:repeat(auto-fit,minmax(20em,1fr));gap:1em;margin:1em 0}
 .card{border:1px solid #ddd;border-radius:6px;padding:.6em .9em}.card h3{margin:0 0 .4em;font-size:1em}
