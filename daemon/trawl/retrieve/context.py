@@ -22,6 +22,9 @@ import numpy as np
 from ..types import Chunk
 
 PASSAGE_MAX = 3  # chunks in one passage
+# The best passage takes in its better-scored neighbour (returned-set recall for tokens: warm +5-9%, but cold
+# on short pages, where few chunks are returned, +11-19%; see the module's docstring).
+LET_IN_NEIGHBOUR = True
 
 
 def passages(
@@ -41,7 +44,7 @@ def passages(
             groups.append([])
         groups[at].append(i)
         where[i] = at
-    if groups and len(groups[0]) < PASSAGE_MAX:
+    if LET_IN_NEIGHBOUR and groups and len(groups[0]) < PASSAGE_MAX:
         _let_in_neighbour(groups[0], chunks, fused, where)
     out: list[Chunk] = []
     for group in groups:
