@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -36,6 +35,7 @@ class Endpoint:
     def __init__(self, behaviour: str) -> None:
         self.behaviour = behaviour  # "ok" | "500" | "hang" | "garbage"
         self.calls: list[tuple[str, dict]] = []
+        self.release = threading.Event()  # a "hang" endpoint never answers until the test is over
         outer = self
 
         class H(BaseHTTPRequestHandler):
@@ -46,7 +46,7 @@ class Endpoint:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 outer.calls.append((self.path, body))
                 if outer.behaviour == "hang":
-                    time.sleep(3)
+                    outer.release.wait()  # set only at teardown: no reply can beat the client's timeout
                     return
                 if outer.behaviour == "500":
                     self.send_response(500)
@@ -77,6 +77,7 @@ class Endpoint:
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     def close(self) -> None:
+        self.release.set()
         self.server.shutdown()
         self.server.server_close()
 
@@ -149,9 +150,9 @@ def test_embedding_endpoint_down_falls_back_to_bm25(tmp_path: Path, endpoint_fac
 def test_embedding_endpoint_hang_times_out(tmp_path: Path, endpoint_factory) -> None:
     e = endpoint_factory("hang")
     r = Retriever(base(tmp_path, embed_url=e.url, endpoint_timeout_s=0.4))
-    t = time.perf_counter()
+    # The endpoint never answers: only the client's own timeout can end the call (pytest-timeout catches a hang).
     rk = r.rank("when was the harbour built", CHUNKS, "en", 2, "p")
-    assert time.perf_counter() - t < 2.0
+    assert e.calls  # the request reached the endpoint and was left hanging there
     assert rk.mode == "bm25-only"
     assert any("timed out" in w for w in rk.warnings)
 
@@ -186,9 +187,8 @@ def test_rerank_endpoint_reorders(tmp_path: Path, endpoint_factory) -> None:
 def test_rerank_failure_keeps_fused_order(tmp_path: Path, endpoint_factory, behaviour: str) -> None:
     emb, rer = endpoint_factory("ok"), endpoint_factory(behaviour)
     r = Retriever(base(tmp_path, embed_url=emb.url, rerank_url=rer.url, endpoint_timeout_s=0.4))
-    t = time.perf_counter()
-    rk = r.rank("when was the harbour built", CHUNKS, "en", 2, "p")
-    assert time.perf_counter() - t < 2.0
+    rk = r.rank("when was the harbour built", CHUNKS, "en", 2, "p")  # a "hang" reranker never answers
+    assert rer.calls
     assert rk.mode == "hybrid"
     assert rk.chunks[0].id == "c0"
     assert any("rerank unavailable" in w for w in rk.warnings)
