@@ -285,6 +285,7 @@ def _unrendered(md: str) -> list[tuple[int, int, str]]:
     Code blocks and code spans are shown as written, so what sits inside them is left alone."""
     spans: list[tuple[int, int, str]] = []
     n, pos, fence, line_start = len(md), 0, "", True
+    last_close = md.rfind("-->")  # no search past it: many unclosed "<!--" stay linear
     while pos < n:
         nl = md.find("\n", pos)
         end = n if nl < 0 else nl
@@ -310,7 +311,7 @@ def _unrendered(md: str) -> list[tuple[int, int, str]]:
             pos, line_start = end + 1, True
             continue
         start = pos + k
-        close = md.find("-->", start + 4)
+        close = md.find("-->", start + 4) if start + 4 <= last_close else -1
         if close < 0:
             if line_start and k <= 3 and not line[:k].strip():
                 spans.append((start, n, "HTML comment left open to the end"))
