@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from trawl.sanitise import clean_document, find_instructions, flag, is_instruction, strip_invisible
 from trawl.sanitise.chars import decode_tags, decode_variation_runs
-from trawl.sanitise.hidden import hidden_texts, style_hides
+from trawl.sanitise.hidden import MAX_HIDDEN, MAX_HTML_CHARS, css_rules, hidden_texts, style_hides
 from trawl.types import Chunk, Document, Page
 
 
@@ -51,11 +49,10 @@ def test_single_variation_selector_kept_runs_removed() -> None:
     assert strip_invisible("x" + "\ufe01\ufe02\ufe03" + "y") == "xy"
 
 
-def test_plain_text_is_returned_unchanged_and_fast() -> None:
+def test_plain_text_is_returned_unchanged_as_the_same_object() -> None:
     text = "Plain text, ümlauts, 中文, emoji \U0001f600. " * 20_000
-    t = time.perf_counter()
+    # The same object back: the text was only scanned, never rebuilt (the cost is measured in bench_sanitise).
     assert strip_invisible(text) is text
-    assert time.perf_counter() - t < 0.2
 
 
 def test_tag_characters_are_decoded_before_stripping() -> None:
@@ -221,11 +218,13 @@ def test_style_rules_inside_media_blocks_and_after_comments_count() -> None:
     assert got == ["one", "two"]  # print-only and narrow-screen rules do not hide text on a desktop screen
 
 
-def test_pathological_css_is_scanned_in_linear_time() -> None:
-    css = "a" * 400_000 + " /* unclosed " + "b, " * 100_000
-    t = time.perf_counter()
-    hidden_texts(f"<html><head><style>{css}</style></head><body><p>x</p></body></html>")
-    assert time.perf_counter() - t < 5
+@pytest.mark.timeout(120)  # a hang guard only: backtracking over 700,000 characters would never finish
+def test_pathological_css_is_scanned_and_rules_before_it_still_apply() -> None:
+    css = ".gone{display:none} " + "a" * 400_000 + " /* unclosed " + "b, " * 100_000
+    page = f'<html><head><style>{css}</style></head><body><p class="gone">secret</p><p>x</p></body></html>'
+    assert hidden_texts(page) == ["secret"]
+    # An unclosed comment runs to the end of the sheet: no rule comes out of it.
+    assert css_rules("/* unclosed " + "b, " * 100_000 + " .p{display:none}") == []
 
 
 def test_nested_hidden_elements_are_reported_once() -> None:
@@ -256,11 +255,16 @@ def test_hidden_text_survives_deep_nesting_and_junk() -> None:
 @pytest.mark.slow
 def test_hidden_text_scan_is_bounded_on_a_huge_page() -> None:
     block = '<div class="c"><p>Some text here.</p><span style="display:none">menu</span></div>'
-    huge = "<html><body>" + block * 260_000 + "</body></html>"  # ~20 MB
-    assert len(huge) > 20_000_000
-    t = time.perf_counter()
-    hidden_texts(huge)
-    assert time.perf_counter() - t < 30  # ~1-2 s on an idle 2-core machine: the input is cut to 6 MB
+    late = '<span style="display:none">late secret</span>'
+    huge = "<html><body>" + block * 260_000 + late + "</body></html>"  # ~20 MB
+    assert len(huge) > 20_000_000 and huge.index(late) > MAX_HTML_CHARS
+    got = hidden_texts(huge)
+    # The scan reads only the first MAX_HTML_CHARS: what lies beyond is never looked at (a hang guard: the
+    # suite's pytest-timeout; the cost is a benchmark figure, not an assertion).
+    assert "late secret" not in got
+    assert got and set(got) == {"menu"} and len(got) <= MAX_HIDDEN
+    # The same hidden element inside the cap is found.
+    assert hidden_texts("<html><body>" + block * 10 + late + "</body></html>")[-1] == "late secret"
 
 
 # --- clean_document ---------------------------------------------------------------------------------
