@@ -143,7 +143,8 @@ function serializePage(maxBytes, nonce, frameNonce) {
       return el.shadowRoot || null;
     }
   };
-  const escAttr = (s) => String(s).replace(/&/g, "&amp;").replace(/"/g, "&quot;").replace(/</g, "&lt;");
+  const escAttr = (s) =>
+    String(s).replace(/&/g, "&amp;").replace(/"/g, "&quot;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
   const rawText = /<(script|style|xmp|noembed|noframes|noscript)\b[^>]*>[\s\S]*?<\/\1\s*>|<iframe\b[^>]*>[\s\S]*?<\/iframe\s*>/gi;
 
   const scans = new Map(); // document -> its hidden-text scan
@@ -184,7 +185,14 @@ function serializePage(maxBytes, nonce, frameNonce) {
       } catch (e) {
         doc = null;
       }
-      const hidden = frameHidden(frame) ? ' data-trawl-hidden="hidden-frame"' : "";
+      // The box takes the frame element's place and its attributes (style, class, id, hidden, aria-hidden, inert;
+      // not what loads or runs something): the daemon's own CSS pass judges the frame's content like the element.
+      const kept = Array.from(frame.attributes)
+        .filter((a) => /^[a-z][\w:.-]*$/i.test(a.name) &&
+          !/^(src|srcdoc|on.*|data-trawl-.*|sandbox|allow.*|loading|name|referrerpolicy)$/i.test(a.name))
+        .map((a) => ` ${a.name}="${escAttr(a.value)}"`)
+        .join("");
+      const hidden = (frameHidden(frame) ? ' data-trawl-hidden="hidden-frame"' : "") + kept;
       if (!doc) {
         let path = "?";
         try {
@@ -200,7 +208,7 @@ function serializePage(maxBytes, nonce, frameNonce) {
         }
         const slot = `${nonce}:${path}`;
         slots.push(slot);
-        return `${match}<div data-trawl-frame="${escAttr(frame.src || "")}" data-trawl-slot="${escAttr(slot)}"${hidden}></div>`;
+        return `<div data-trawl-frame="${escAttr(frame.src || "")}" data-trawl-slot="${escAttr(slot)}"${hidden}></div>`;
       }
       if (!doc.body) return match;
       let src = "";
@@ -443,7 +451,7 @@ export async function serializeTab(tabId, maxBytes, watch, deadline, allowFrame 
 // At most this many cross-origin frames are read into one page; the rest are named as unread.
 const MAX_FRAMES = 16;
 const SLOT = /(<div data-trawl-frame="[^"]*" data-trawl-slot="([\w:.?-]+)"[^>]*)>(<\/div>)/g;
-const escUrl = (s) => String(s).replace(/&/g, "&amp;").replace(/"/g, "&quot;").replace(/</g, "&lt;");
+const escUrl = (s) => String(s).replace(/&/g, "&amp;").replace(/"/g, "&quot;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
 
 // Reads the cross-origin frames of a serialised page from the frames themselves (the extension's host
 // permissions reach them; each marks its own hidden text) and puts each one's body in its slot. A frame that

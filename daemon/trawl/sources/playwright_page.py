@@ -110,7 +110,8 @@ _MARK_HIDDEN = "(() => { const globalThis = {};\n" + HIDDEN_JS + "\nreturn globa
 SERIALIZE = r"""(opts) => {
   const o = opts || {};
   const markHidden = """ + _MARK_HIDDEN + r""";
-  const esc = (v) => String(v).replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;');
+  const esc = (v) => String(v).replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;')
+    .replace(/>/g, '&gt;');
   const rootsOf = (doc) => {
     const win = doc.defaultView;
     const roots = (win && win.__trawl) ? win.__trawl.roots.slice() : [];
@@ -163,7 +164,8 @@ SERIALIZE = r"""(opts) => {
       // inert; not what loads or runs something): the daemon's own CSS pass judges the frame's content by the
       // same rules as the element, whatever the page's scripts made the checks here say.
       const hidden = (frameHidden(f) ? ' data-trawl-hidden="hidden-frame"' : '') + Array.from(f.attributes)
-        .filter((a) => !/^(src|srcdoc|on.*|data-trawl-.*|sandbox|allow.*|loading|name|referrerpolicy)$/i.test(a.name))
+        .filter((a) => /^[a-z][\w:.-]*$/i.test(a.name) &&
+          !/^(src|srcdoc|on.*|data-trawl-.*|sandbox|allow.*|loading|name|referrerpolicy)$/i.test(a.name))
         .map((a) => ' ' + a.name + '="' + esc(a.value) + '"').join('');
       if (depth >= 4) continue;
       if (fd && fd.body) marks.push([id, fd, src, hidden]);
