@@ -10,6 +10,7 @@ pipeline._guard_frames), which also covers an older or compromised extension.
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from pathlib import Path
 
@@ -123,6 +124,37 @@ async def test_engine_leaves_frame_boxes_of_non_browser_sources_alone(tmp_path: 
         assert (await eng.check_page(page)).html == html
     finally:
         await eng.aclose()
+
+
+# A frame's content sits in place of its frame element, with the element's attributes: when a page fools the
+# browser-side check (S3-8: it overrides the element's checkVisibility/getBoundingClientRect in the headless page's
+# world), the daemon's own CSS pass still judges the box by the element's style and class.
+FOOLED = {
+    "off-screen": ("style='position:absolute; left:-5000px; top:0'", ""),
+    "clip-path": ("style='clip-path: inset(50%)'", ""),
+    "clip-rect": ("style='position:absolute; clip: rect(0px, 0px, 0px, 0px)'", ""),
+    "filter-opacity": ("style='filter: opacity(0)'", ""),
+    "class": ("class='sr-frame'", "<style>.sr-frame { position: absolute; left: -9999px }</style>"),
+}
+
+
+@pytest.mark.parametrize("how", list(FOOLED))
+def test_a_frame_box_the_browser_check_missed_is_judged_by_the_elements_own_style(tmp_path: Path, how: str) -> None:
+    from trawl import stages
+
+    attrs, head = FOOLED[how]
+    filler = " ".join(f"Line {i} of the canal guide describes the towpath between the locks." for i in range(12))
+    html = (f"<!doctype html><html lang=en><head><title>Guide</title>{head}</head><body><h1>Canal guide</h1>"
+            f"<p>{filler}</p><div data-trawl-iframe='http://127.0.0.1:9/secret' width='600' height='300' {attrs}>"
+            f"<h2>Payroll</h2><p>{SECRET}</p></div><p>After the frame: the towpath is closed on Sundays.</p>"
+            "</body></html>")
+    page = Page(url="http://127.0.0.1:8001/g", final_url="http://127.0.0.1:8001/g", kind="html", source="playwright",
+                html=html)
+    ready = stages.prepare(page, _settings(tmp_path))
+    text = ready.doc.markdown
+    assert "towpath between the locks" in text
+    # cut, or (opacity: revealable by the raw-HTML rules, as a fade-in is) kept only between the hidden markers
+    assert "tangerine" not in re.sub(r"⟦hidden⟧.*?⟦/hidden⟧", "", text, flags=re.S)
 
 
 # ------------------------------------------------------------------------------------------------ the extension's line

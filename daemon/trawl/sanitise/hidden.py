@@ -81,7 +81,7 @@ _SKIP_TAGS = frozenset({"html", "body", "head", "script", "style", "noscript", "
 _PROPS = frozenset({
     "display", "visibility", "opacity", "font-size", "font", "transform", "clip", "clip-path", "color",
     "background", "background-color", "background-image", "left", "top", "right", "text-indent", "margin-left",
-    "margin-top", "width", "height", "max-height", "max-width", "overflow", "position",
+    "margin-top", "width", "height", "max-height", "max-width", "overflow", "position", "filter",
 })
 _BG_PROPS = ("background", "background-color", "background-image")
 
@@ -194,6 +194,9 @@ def _offscreen(decls: Decls) -> bool:
     return False
 
 
+_FILTER_OPACITY = re.compile(r"opacity\(\s*(\d+(?:\.\d*)?|\.\d+)\s*(%?)\s*\)")
+
+
 def invisible_reason(decls: Decls) -> str | None:
     """Why these declarations (one element's, cascaded) make its text invisible; None when they do not.
     Colour against an inherited background is judged by the caller; here only colour against its own."""
@@ -209,6 +212,13 @@ def invisible_reason(decls: Decls) -> str | None:
                 return "opacity:0"
         except ValueError:
             pass
+    flt = get("filter").lower()
+    if "opacity(" in flt:  # filter: opacity(0) paints nothing, as opacity: 0 (several multiply)
+        alpha = 1.0
+        for amount, pct in _FILTER_OPACITY.findall(flt):
+            alpha *= float(amount) / (100 if pct else 1)
+        if alpha < 0.05:
+            return "opacity:0"
     size = _font_size(decls)
     if size is not None and size <= TINY_FONT_PX:
         return "font:tiny"
