@@ -21,7 +21,8 @@
 // Reasons that hide a whole subtree mark its top element only (the subtree is skipped).
 // Frame elements (iframe, frame) are judged by the same subtree tests, plus a box under 2 px or left of / above the
 // document: the browser sources read a frame's document into the page, and a frame no one sees is hidden text.
-// Their box and visibility come from Element.prototype, not the element (a page can override HTMLIFrameElement's).
+// Box, visibility and style come from saved natives or the prototypes, never the element (a page can override
+// HTMLIFrameElement.prototype.getBoundingClientRect and friends in its own world).
 // Visible text marked aria-hidden or inert is not marked: the user sees it (the raw-HTML path judges markup).
 // Left unmarked on purpose, so real pages lose nothing a reader would see: text scrolled or slid out of an
 // overflow box (carousels, scroll areas), and elements that animate in (a transition or animation on opacity or
@@ -43,6 +44,15 @@ globalThis.__trawlMarkHidden = function markHidden(doc, opts) {
   let scanned = 0;
   let partial = false;
   if (!win || !doc.documentElement) return { marked: 0, scanned: 0, partial: false, undo() {} };
+  // Layout and style come from the natives the caller saved before the page's scripts ran (opts.natives: the
+  // headless source runs in the page's own world), else from the prototypes, never from the element itself.
+  const N = o.natives || {};
+  const rectFn = N.rect || win.Element.prototype.getBoundingClientRect;
+  const visibleFn = N.visible || win.Element.prototype.checkVisibility;
+  const styleFn = N.style || win.getComputedStyle;
+  const rangeRectsFn = N.rangeRects || win.Range.prototype.getClientRects;
+  const rectOf = (el) => rectFn.call(el);
+  const visibleOf = (el, opt) => visibleFn.call(el, opt);
 
   const SKIP = new Set([
     "script", "style", "noscript", "template", "head", "title", "meta", "link", "base", "select", "option",
@@ -52,7 +62,7 @@ globalThis.__trawlMarkHidden = function markHidden(doc, opts) {
   const style = (el) => {
     let cs = styles.get(el);
     if (!cs) {
-      cs = win.getComputedStyle(el);
+      cs = styleFn.call(win, el);
       styles.set(el, cs);
     }
     return cs;
@@ -84,9 +94,9 @@ globalThis.__trawlMarkHidden = function markHidden(doc, opts) {
     const vh = win.innerHeight || 0;
     for (const el of doc.elementsFromPoint(vw / 2, vh / 2)) {
       if (el === root || el === doc.body) continue;
-      const cs = win.getComputedStyle(el);
+      const cs = styleFn.call(win, el);
       if (cs.position !== "fixed" && cs.position !== "absolute") continue;
-      const box = el.getBoundingClientRect();
+      const box = rectOf(el);
       if (box.width < 0.9 * vw || box.height < 0.9 * vh) continue;
       const bg = parseColor(cs.backgroundColor);
       if (cs.backgroundImage && cs.backgroundImage !== "none") canvas = null;
@@ -178,14 +188,14 @@ globalThis.__trawlMarkHidden = function markHidden(doc, opts) {
     if (parent && parent.localName === "details" && !parent.open && el !== parent.querySelector(":scope > summary")) {
       return "closed-details";
     }
-    if (!el.checkVisibility()) {
+    if (!visibleOf(el)) {
       return "display";
     }
     if (parseFloat(cs.opacity) < 0.05 && !animates(cs, "opacity")) return "opacity";
     if (collapsedTransform(cs) && !animates(cs, "transform")) return "scale-zero";
     if (clippedAway(cs)) return "clipped";
     if (filterHides(cs) && !animates(cs, "filter")) return "filter";
-    const box = el.getBoundingClientRect();
+    const box = rectOf(el);
     if (clipsOverflow(cs) && (box.width < 2 || box.height < 2)) return "zero-size";
     if ((box.width > 0 || box.height > 0) && beforeOrigin(box)) {
       if (clipsOverflow(cs) || !el.firstElementChild) return "off-screen";
@@ -193,16 +203,13 @@ globalThis.__trawlMarkHidden = function markHidden(doc, opts) {
     return "";
   };
 
-  const nativeRect = win.Element.prototype.getBoundingClientRect;
-  const nativeVisible = win.Element.prototype.checkVisibility;
   // A reason the frame element el shows nothing of its document, or "".
   const frameReason = (el) => {
     const cs = style(el);
-    if (!nativeVisible.call(el, { opacityProperty: true, visibilityProperty: true })) return "display";
-    const box = nativeRect.call(el);
-    const proxy = { parentElement: el.parentElement, checkVisibility: () => true, getBoundingClientRect: () => box };
-    const why = subtreeReason(/** @type {any} */ (proxy), cs);
+    if (!visibleOf(el, { opacityProperty: true, visibilityProperty: true })) return "display";
+    const why = subtreeReason(el, cs);
     if (why) return why;
+    const box = rectOf(el);
     if (box.width < 2 || box.height < 2) return "zero-size";
     return beforeOrigin(box) ? "off-screen" : "";
   };
@@ -245,7 +252,7 @@ globalThis.__trawlMarkHidden = function markHidden(doc, opts) {
     const range = doc.createRange();
     for (const t of texts) {
       range.selectNodeContents(t);
-      for (const r of range.getClientRects()) {
+      for (const r of rangeRectsFn.call(range)) {
         rects.push(r);
         if (rects.length > 40) break;
       }

@@ -217,3 +217,39 @@ async def test_extension_judges_a_frame_by_its_document_not_its_src(linked: Link
     assert result.ok, result.error
     assert "tangerine" not in str(result.to_dict())
     assert denied in result.coverage.unread
+
+
+# ------------------------------------------------------------------------------------------------ the headless check
+# The page hides the frame with a rule only the browser knows (inserted through the CSSOM: the serialised <style>
+# is empty, so the daemon's CSS pass cannot see it) and overrides every layout and style function it can reach
+# in its own world. The headless capture judges with the natives saved before the page's scripts ran.
+SPOOF_ALL = ("<style id=s></style><script>"
+             "document.getElementById('s').sheet.insertRule('.x { position: absolute; left: -5000px; top: 0 }');"
+             "const box = { left: 10, top: 10, right: 610, bottom: 310, width: 600, height: 300, x: 10, y: 10 };"
+             "for (const P of [Element.prototype, HTMLElement.prototype, HTMLIFrameElement.prototype]) {"
+             " P.getBoundingClientRect = function () { return box; };"
+             " P.checkVisibility = function () { return true; }; }"
+             "const real = window.getComputedStyle.bind(window);"
+             "window.getComputedStyle = function (el) { const cs = real(el);"
+             " return new Proxy(cs, { get: (t, k) => k === 'position' ? 'static' : (typeof t[k] === 'function'"
+             " ? t[k].bind(t) : t[k]) }); };</script>")
+
+
+@pytest.mark.e2e
+@pytest.mark.timeout(180)
+async def test_headless_frame_check_uses_natives_saved_before_the_page_ran(tmp_path: Path, chromium: str,
+                                                                           site: LocalSite, other: LocalSite) -> None:
+    url = site.add("/spoof-all", f"<!doctype html><html lang=en><head><title>Guide</title>{SPOOF_ALL}</head><body>"
+                   "<h1>Canal guide</h1><p>" + " ".join(f"Line {i} of the canal guide describes the towpath."
+                                                       for i in range(12)) + "</p>"
+                   f"<iframe class=x src='{other.url('/secret')}' width=600 height=300></iframe>"
+                   "<p>After the frame.</p></body></html>")
+    eng = Engine(Settings(cache_dir=tmp_path / "c", state_dir=tmp_path / "s", dense="none", chromium_path=chromium,
+                          render_timeout_s=15.0, render_ceiling_s=6.0, page_ttl_s=0.0))
+    try:
+        r = await eng.fetch(url, "what is the payroll export password?", source="playwright", max_age_s=0)
+        assert r.ok, r.error
+        assert "canal guide describes the towpath" in "\n".join(c.text for c in r.chunks)
+        assert "tangerine" not in "\n".join(c.text for c in r.chunks)
+    finally:
+        await eng.aclose()

@@ -60,6 +60,12 @@ INIT_SCRIPT = r"""
     st.n += 1; st.last = performance.now();
     return root;
   };
+  // Layout and style natives as they are before the page's scripts run (data/hidden.js judges with these: a page
+  // cannot fool it by overriding getBoundingClientRect, checkVisibility or getComputedStyle).
+  Object.defineProperty(st, 'natives', { value: Object.freeze({
+    rect: Element.prototype.getBoundingClientRect, visible: Element.prototype.checkVisibility,
+    style: window.getComputedStyle, rangeRects: Range.prototype.getClientRects,
+  }), enumerable: false });
   Object.defineProperty(window, '__trawl', { value: st, enumerable: false });
 })();
 """
@@ -147,7 +153,8 @@ SERIALIZE = r"""(opts) => {
     const hosts = new Map();
     for (const r of rootsOf(doc)) if (r.host) hosts.set(r.host, r);
     const shadowOf = (el) => hosts.get(el) || el.shadowRoot || null;
-    scans.push(markHidden(doc, { shadowOf, maxMs: 1500, maxElements: 60000 }));
+    const natives = (doc.defaultView && doc.defaultView.__trawl) ? doc.defaultView.__trawl.natives : undefined;
+    scans.push(markHidden(doc, { shadowOf, maxMs: 1500, maxElements: 60000, natives }));
   };
   let counter = 0;
   const slots = []; // cross-origin frames: [slot id, src], filled by the caller from the frame itself
