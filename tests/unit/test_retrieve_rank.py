@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import time
+import threading
 from pathlib import Path
 
 import pytest
@@ -30,6 +30,22 @@ def make(tmp_path: Path, **kw: object) -> Retriever:
     r = Retriever(s)
     r.warm()
     return r
+
+
+class SlowerThanTheBudget:
+    """Wraps the real embedder: ``passages`` answers only once ``budget_s`` has passed since the call."""
+
+    def __init__(self, inner: object, budget_s: float) -> None:
+        self._inner, self._budget_s, self.calls = inner, budget_s, 0
+
+    def passages(self, texts: list[str]) -> object:
+        self.calls += 1
+        out = self._inner.passages(texts)  # type: ignore[attr-defined]
+        threading.Event().wait(self._budget_s)  # the budget runs out during this call, on any machine
+        return out
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._inner, name)
 
 
 @pytest.fixture
@@ -64,16 +80,13 @@ def test_same_language_hybrid_and_scores(r: Retriever) -> None:
     assert len(rk.chunks) <= len(returned)
 
 
-def test_second_question_comes_from_cache_and_is_fast(r: Retriever) -> None:
+def test_second_question_comes_from_cache(r: Retriever) -> None:
     chunks = chunks_of(GERMAN)
     first = r.rank("Wann veränderte die Dampfmaschine die Industrie?", chunks, "de", 3, "p")
     assert not first.cached_embeddings
-    t = time.perf_counter()
     second = r.rank("Was ist Photosynthese?", chunks, "de", 3, "p")
-    warm_ms = (time.perf_counter() - t) * 1000
-    assert second.cached_embeddings
+    assert second.cached_embeddings  # no passage embedded again (the warm latency: benchmarks/bench_latency.py)
     assert second.chunks[0].id == "c4"
-    assert warm_ms < 1000  # ~20-60 ms on an idle machine: one query embedding
 
 
 def test_disk_cache_serves_a_new_process(tmp_path: Path) -> None:
@@ -86,15 +99,16 @@ def test_disk_cache_serves_a_new_process(tmp_path: Path) -> None:
 
 def test_budget_bounds_dense_work_and_warns(tmp_path: Path) -> None:
     r = make(tmp_path, embed_ahead=False, dense_budget_s=0.3, first_answer="dense")  # the old first-answer path
+    # An embedder slower than the whole budget, whatever the machine: each call returns only after the budget
+    # has run out, so the deadline fires after the first batch on a fast machine as on a loaded one.
+    r._embedder = SlowerThanTheBudget(r._embedder, 0.3)  # type: ignore[assignment]
     texts = [f"Abschnitt {i}: " + GERMAN[i % len(GERMAN)] for i in range(30)]
-    t = time.perf_counter()
     rk = r.rank("Kathedrale in Köln", chunks_of(texts), "de", 3, "big")
-    assert time.perf_counter() - t < 3.0
     assert "Kathedrale" in rk.chunks[0].text
     assert any("dense budget" in w for w in rk.warnings)
     assert r.describe()["cache"]["memory_vectors"] < 30  # type: ignore[index]
     # Nothing fits at all: BM25 answers alone, and says so.
-    r0 = make(tmp_path, embed_ahead=False, dense_budget_s=1e-9, first_answer="dense")  # settings refuse 0; nothing fits either way
+    r0 = make(tmp_path, embed_ahead=False, dense_budget_s=1e-9, first_answer="dense")  # settings refuse 0
     rk0 = r0.rank("Kathedrale in Köln", chunks_of([t + " (neu)" for t in texts]), "de", 3, "big2")
     assert rk0.mode == "bm25-only" and "Kathedrale" in rk0.chunks[0].text
     assert any("dense budget" in w for w in rk0.warnings)
