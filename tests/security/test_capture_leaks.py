@@ -4,8 +4,8 @@
   the denied site; an HTML body behind a ``.pdf`` link is never passed off as the PDF.
 - A page that navigates to a denied site right after load: refused, every time; a page that moves to another
   (allowed) site during capture is refused too.
-- A page that busy-loops after load: the capture ends with ``timeout`` inside its budget, the background tab is
-  closed and its renderer does not keep spinning.
+- A page that busy-loops after load: the capture ends by its own deadline with ``timeout`` (whatever the load),
+  the background tab is closed and its renderer does not keep spinning.
 - 24 concurrent captures: never more than ``extension_max_background_tabs`` background tabs (counted through the
   DevTools protocol) nor requests in flight; all 24 are answered. A full queue answers ``busy`` at once.
 - A worker stopped mid-capture: the restarted worker closes the tab the dead one left open.
@@ -315,7 +315,7 @@ async def page_targets(linked: Linked) -> list[dict[str, Any]]:
 
 async def test_busy_looping_page_times_out_and_its_tab_is_closed(tmp_path: Path, chromium: str,
                                                                  site: LocalSite) -> None:
-    settings = e2e_settings(tmp_path, extension_capture_timeout_s=6.0)
+    settings = e2e_settings(tmp_path, extension_capture_timeout_s=10.0)
     stack = await launch_linked(tmp_path, chromium, settings=settings)
     try:
         assert await stack.hub.wait_attached(15), stack.hub.describe()
@@ -324,26 +324,25 @@ async def test_busy_looping_page_times_out_and_its_tab_is_closed(tmp_path: Path,
         before = {pid: _cpu_seconds(pid) for pid in _renderers_of(tmp_path / "profile")}
         task = asyncio.create_task(stack.hub.capture(url=url))
 
-        # Wait until a renderer of this browser is spinning (a second of CPU more than before), to know its pid.
-        spinner = 0
-        end = time.monotonic() + 20
-        while not spinner and time.monotonic() < end and not task.done():
+        # The page loops forever, so only the capture's own deadline can end it, however much CPU the machine
+        # gives the renderer. Meanwhile, note the CPU each renderer used since the baseline: the busy tab's
+        # renderer is the one that used the most (no CPU threshold: a loaded machine may give it little).
+        used: dict[int, float] = {}
+        while not task.done():
             for pid in _renderers_of(tmp_path / "profile"):
-                if _cpu_seconds(pid) - before.get(pid, 0.0) >= 1.0:
-                    spinner = pid
-                    break
-            await asyncio.sleep(0.1)
-        assert spinner, "the busy page never spun a renderer"
-        assert any(t["url"] == url for t in await page_targets(stack)), "the background tab is not open"
+                used[pid] = max(used.get(pid, 0.0), _cpu_seconds(pid) - before.get(pid, 0.0))
+            await asyncio.wait({task}, timeout=0.1)
+        spinner = max(used, key=lambda pid: used[pid], default=0)
+        assert spinner and used[spinner] > 0, f"no renderer ran the busy page: {used}"
 
         with pytest.raises(TrawlError) as err:
-            await asyncio.wait_for(task, 30)
+            await asyncio.wait_for(task, 120)  # a hang guard only: the task is already done
         assert err.value.code == ErrorCode.TIMEOUT, err.value.message
         # the extension's timer around the injected script answered, not the daemon's own wait for the browser
         assert "the page did not answer" in err.value.message, err.value.message
         # The extension closes the tab before it answers.
         assert all(t["url"] != url for t in await page_targets(stack)), "the busy tab was left open"
-        end = time.monotonic() + 15
+        end = time.monotonic() + 60  # a wait with a deadline, not a speed check: the renderer must go at all
         while _alive(spinner) and time.monotonic() < end:
             await asyncio.sleep(0.1)
         assert not _alive(spinner), "the busy page's renderer keeps running after its tab was closed"
