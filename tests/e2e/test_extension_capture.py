@@ -29,8 +29,9 @@ async def test_open_tab_is_captured_through_the_extension(linked: Linked, site: 
     assert result.ok, result.error
     assert result.source == "extension"
     assert "hold hands" in " ".join(c.text for c in result.chunks)
-    record = linked.hub.captures[0]
-    assert record.outcome == "ok" and record.via == "open_tab"
+    # The tab may also have been read ahead (via=read_ahead) when it loaded; the question's own capture is in place.
+    mine = [r for r in linked.hub.captures if r.via == "open_tab"]
+    assert mine and all(r.outcome == "ok" for r in mine), linked.hub.captures
     assert site.hits["/otters"] == hits_before, "an open tab must be read in place, not fetched again"
 
 
@@ -40,7 +41,7 @@ async def test_url_without_a_tab_goes_through_a_background_tab_that_is_closed(li
     assert page.source == "extension" and page.kind == "html"
     assert "7781" in (page.html or "")
     assert page.html is not None and page.html.startswith("<!DOCTYPE html><html lang=\"en\">")
-    assert linked.hub.captures[0].via == "background_tab"
+    assert [r.via for r in linked.hub.captures if r.via != "read_ahead"] == ["background_tab"]
     listing = await linked.hub.list_tabs()
     assert all(t["url"] != url for t in listing["tabs"]), "the background tab must be closed after capture"
 
