@@ -53,7 +53,8 @@ def test_cli_profile_page(tmp_path: Path) -> None:
 
     env = {**os.environ, "TRAWL_CACHE_DIR": str(tmp_path / "cache"), "TRAWL_STATE_DIR": str(tmp_path / "state")}
     s = Settings(cache_dir=tmp_path / "cache", state_dir=tmp_path / "state")
-    Profiles(s).put(Profile(host="https://docs.example.org:443", selector=Selector("main"), learnt_at=1.0, learnt_f1=0.93))
+    site = "https://docs.example.org:443"
+    Profiles(s).put(Profile(host=site, selector=Selector("main"), learnt_at=1.0, learnt_f1=0.93))
     cmd = [sys.executable, "-m", "trawl.cli", "profile_page"]
     shown = subprocess.run([*cmd, "https://docs.example.org/x", "--json"], env=env, capture_output=True, text=True,
                            timeout=120)
