@@ -181,7 +181,7 @@ async def test_six_wrong_codes_from_another_connection_do_not_void_the_code(bare
         guess = f"trawl-AAAA-BBBB-CC{i:02d}"
         out = await peer.run("pair", code=guess)
         assert out.daemon_proved is False and out.refused == "bad_code" and not out.welcomed
-        assert out.ws is not None and (await out.ws.receive(timeout=5)).type.name in ("CLOSE", "CLOSED", "CLOSING")
+        assert out.ws is not None and (await out.ws.receive(timeout=30)).type.name in ("CLOSE", "CLOSED", "CLOSING")
     assert hub.pairing.code() == pairing.normalize_code(code)
     assert (await peer.run("pair", code=code)).welcomed
     assert await hub.wait_attached(30) and hub.pairing.paired()
@@ -215,9 +215,9 @@ async def test_the_secret_mode_rejects_a_replayed_or_reflected_proof(bare: Any) 
         _, ws = await peer._open(pairing_origin(), None)
         assert ws is not None
         await ws.send_str(json.dumps(hello("secret", ne, key_id=pairing.key_id(paired.secret))))
-        challenge = json.loads((await ws.receive(timeout=5)).data)
+        challenge = json.loads((await ws.receive(timeout=30)).data)
         await ws.send_str(json.dumps({"type": "auth", "proof": answer(challenge)}))
-        reply: dict[str, Any] = json.loads((await ws.receive(timeout=5)).data)
+        reply: dict[str, Any] = json.loads((await ws.receive(timeout=30)).data)
         reply["nd"] = challenge["nonce"]
         await ws.close()
         return reply
