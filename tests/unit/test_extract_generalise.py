@@ -180,6 +180,24 @@ def test_a_large_plain_page_takes_the_cheap_path_and_keeps_every_paragraph() -> 
     assert doc.markdown.count("Paragraph ") == n
 
 
+def test_script_and_comment_text_never_reach_the_plain_path() -> None:
+    # Tags inside a script or a comment are not read as markup: the scan resumes after their end.
+    n = PLAIN_MIN_CHARS // 150 + 10
+    extra = ("<script>var s = '<p>script text</p>';</script><!-- <p>comment text</p> -->"
+             "<SCRIPT type=module>document.write('<h2>upper script</h2>')</SCRIPT>")
+    md = plain_markdown(_plain_page(n, extra))
+    assert md is not None and f"Paragraph {n - 1}:" in md
+    assert "script text" not in md and "comment text" not in md and "upper script" not in md
+
+
+@pytest.mark.timeout(120)  # a hang guard only: the scan is linear by construction (no tag spans a "<")
+@pytest.mark.parametrize("unit", ["<meta ", "<!--", "<!DOCTYPE ", "<a title='"])
+def test_unclosed_markup_on_a_large_page_is_one_pass(unit: str) -> None:
+    html = _plain_page(PLAIN_MIN_CHARS // 150 + 10) + unit * 200_000
+    md = plain_markdown(html)
+    assert md is None or "Paragraph 0:" in md
+
+
 def test_large_pages_that_are_not_plain_take_the_ordinary_cascade() -> None:
     cards = "".join(f'<div class="c"><span class="t">Item {i}</span><span class="p">{i}.99</span>'
                     f'<a href="/i/{i}">View</a><span class="s">Ships today</span></div>' for i in range(16000))

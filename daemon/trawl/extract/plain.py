@@ -19,12 +19,15 @@ MIN_P_SHARE = 0.85  # share of the text inside paragraphs, preformatted blocks, 
 MAX_TAGS_PER_KCHAR = 20.0  # markup density ceiling (per 1,000 characters of text; a card grid has hundreds)
 MIN_TEXT_SHARE = 0.3  # text must be at least this share of the HTML (otherwise markup or scripts dominate)
 
-_TAG = re.compile(r"<(/?)([a-zA-Z][a-zA-Z0-9-]*)\b[^>]*>|<!--.*?-->|<!DOCTYPE[^>]*>", re.S | re.I)
+# Linear on any input: a tag may not contain "<" (so a page of "<meta " with no ">" costs one pass, not n^2),
+# and a comment's end is found with one str.find from where it opens, after which the scan resumes there.
+_TAG = re.compile(r"<(/?)([a-zA-Z][a-zA-Z0-9-]*)\b[^<>]*>|<!--|<!DOCTYPE[^<>]*>", re.I)
 _WS = re.compile(r"[ \t\r\n\f\v\u00a0\u200b]+")
 _SKIP = frozenset({"script", "style", "noscript", "template", "svg", "math", "head", "title", "iframe", "object",
                    "select", "textarea", "button", "nav", "header", "footer", "aside", "form", "dialog", "canvas",
                    "video", "audio", "map"})
 _RAW = frozenset({"script", "style", "textarea", "title", "xmp"})
+_RAW_END = {name: re.compile(rf"</{name}\b", re.I) for name in _RAW}
 _BLOCK = frozenset({"p", "div", "section", "article", "main", "li", "ul", "ol", "dl", "dt", "dd", "blockquote",
                     "pre", "table", "tr", "td", "th", "hr", "br", "figure", "figcaption", "body", "html",
                     "h1", "h2", "h3", "h4", "h5", "h6", "address", "details", "summary", "center"})
@@ -60,16 +63,22 @@ def plain_markdown(html: str) -> str | None:
                 blocks.append(("#" * level + " " + text) if level else ("- " + text) if kind == "li" else text)
         kind = ""
 
-    for m in _TAG.finditer(html):
+    at = 0  # where the next tag is searched from (past comments and raw-text elements)
+    while (m := _TAG.search(html, at)) is not None:
+        at = m.end()
         tags += 1
         if not tags & 4095 and tags > 2 * MAX_TAGS_PER_KCHAR * (counted + other + 1000) / 1000:
             return None  # far too much markup already: not a plain page (give up early)
         if not skip and m.start() > pos:
             buf.append(html[pos : m.start()])
         pos = m.end()
+        if m.group(0) == "<!--":
+            end = html.find("-->", pos)
+            pos = at = len(html) if end < 0 else end + 3
+            continue
         name = (m.group(2) or "").lower()
         if not name:
-            continue  # a comment or doctype
+            continue  # a doctype
         closing = m.group(1) == "/"
         if skip:
             if name == skip[-1]:
@@ -82,8 +91,8 @@ def plain_markdown(html: str) -> str | None:
             if not closing and name not in _VOID and not m.group(0).endswith("/>"):
                 flush()
                 if name in _RAW:
-                    end = html.find(f"</{name}", pos)
-                    pos = len(html) if end < 0 else end
+                    close = _RAW_END[name].search(html, pos)
+                    pos = at = len(html) if close is None else close.start()
                     continue
                 skip.append(name)
             continue
