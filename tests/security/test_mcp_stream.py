@@ -52,7 +52,8 @@ async def _mcp_status(d: DaemonProc) -> dict[str, int]:
 async def _wait_streams(d: DaemonProc, n: int, deadline_s: float = 15.0) -> dict[str, int]:
     end = time.monotonic() + deadline_s
     st = await _mcp_status(d)
-    while st["streams"] != n and time.monotonic() < end:
+    # When all streams are gone, their requests end a moment later: wait for both counters, not the first one.
+    while (st["streams"] != n or (n == 0 and st["requests"] != 0)) and time.monotonic() < end:
         await asyncio.sleep(0.05)
         st = await _mcp_status(d)
     return st
