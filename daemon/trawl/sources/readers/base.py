@@ -24,6 +24,7 @@ import json
 import logging
 import re
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urljoin, urlsplit
@@ -227,21 +228,28 @@ def neutral(text: str) -> str:
     return text.replace("⟦", "[").replace("⟧", "]").replace("\r\n", "\n").replace("\x00", "")
 
 
-def flatten_headings(md: str) -> str:
-    """An author's headings as bold lines: inside a comment or answer they must not open a section."""
-    out: list[str] = []
+def _lines(md: str) -> Iterator[tuple[str, bool]]:
+    """Each line of ``md`` and whether it is code (a fence of a fenced block, or inside one): left as written."""
     fence = ""
     for line in md.split("\n"):
         m = _FENCE.match(line)
         if fence:
             if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence):
                 fence = ""
+            yield line, True
         elif m:
             fence = m.group(1)
+            yield line, True
         else:
-            h = _ATX.match(line)
-            if h:
-                line = f"**{h.group(2).strip()}**" if (h.group(2) or "").strip() else ""
+            yield line, False
+
+
+def flatten_headings(md: str) -> str:
+    """An author's headings as bold lines: inside a comment or answer they must not open a section."""
+    out: list[str] = []
+    for line, code in _lines(md):
+        if not code and (h := _ATX.match(line)):
+            line = f"**{h.group(2).strip()}**" if (h.group(2) or "").strip() else ""
         out.append(line)
     return "\n".join(out)
 
@@ -249,18 +257,9 @@ def flatten_headings(md: str) -> str:
 def demote(md: str, by: int) -> str:
     """A document's own headings pushed ``by`` levels down (at most level 6) under the reader's title."""
     out: list[str] = []
-    fence = ""
-    for line in md.split("\n"):
-        m = _FENCE.match(line)
-        if fence:
-            if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence):
-                fence = ""
-        elif m:
-            fence = m.group(1)
-        else:
-            h = _ATX.match(line)
-            if h and (h.group(2) or "").strip():
-                line = "#" * min(6, len(h.group(1)) + by) + " " + h.group(2).strip()
+    for line, code in _lines(md):
+        if not code and (h := _ATX.match(line)) and (h.group(2) or "").strip():
+            line = "#" * min(6, len(h.group(1)) + by) + " " + h.group(2).strip()
         out.append(line)
     return "\n".join(out)
 
@@ -372,15 +371,8 @@ def tidy_markdown(md: str, settings: Settings | None = None, warnings: list[str]
     """
     md = hide_unrendered(md, settings, warnings)
     out: list[str] = []
-    fence = ""
-    for line in md.split("\n"):
-        m = _FENCE.match(line)
-        if fence:
-            if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence):
-                fence = ""
-        elif m:
-            fence = m.group(1)
-        else:
+    for line, code in _lines(md):
+        if not code:
             line = _LAYOUT_TAG.sub("", _IMAGE.sub(lambda g: g.group(1), _BADGE_LINK.sub("", line)))
             if not line.strip() and out and not out[-1].strip():
                 continue  # a line emptied by the tidy-up: no runs of blank lines
