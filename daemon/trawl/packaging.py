@@ -16,13 +16,12 @@ own key, which gives another id), so the archive's manifest goes without it and 
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import sys
 import zipfile
 from pathlib import Path
 
 from . import __version__
+from .settings import user_data_dir
 
 PACKAGED = Path(__file__).resolve().parent / "extension"
 ZIP_NOTE = (
@@ -44,16 +43,9 @@ def packaged_extension() -> Path:
     return PACKAGED
 
 
-def data_home() -> Path:
-    if sys.platform == "darwin":
-        return Path.home() / "Library" / "Application Support"
-    xdg = os.environ.get("XDG_DATA_HOME", "")
-    return Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".local" / "share"
-
-
 def stable_folder() -> Path:
     """Where ``trawl extension`` keeps the copy the browser loads: the same path across upgrades."""
-    return data_home() / "trawl" / "extension"
+    return user_data_dir() / "trawl" / "extension"
 
 
 def _files(root: Path) -> list[Path]:

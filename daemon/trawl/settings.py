@@ -13,6 +13,7 @@ rules); a bad one raises :class:`SettingsError`, naming the variable. Secrets
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -54,6 +55,15 @@ def _state_dir() -> Path:
 def _cache_dir() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "trawl"
+
+
+def user_data_dir() -> Path:
+    """The user's data directory (``$XDG_DATA_HOME`` when absolute, ``~/.local/share``; macOS: Application
+    Support): where files that must keep their path across upgrades live (the extension's loaded copy)."""
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Application Support"
+    xdg = os.environ.get("XDG_DATA_HOME", "")
+    return Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".local" / "share"
 
 
 class _GivenEnvironment(EnvSettingsSource):
