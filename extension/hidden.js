@@ -2,7 +2,7 @@
 //
 // One copy of this file serves both browsers: the extension injects it into the page's isolated world
 // (chrome.scripting, files: ["hidden.js"]), and the headless source embeds the same text
-// (daemon/trawl/data/hidden.js, kept byte-identical by a test) inside its capture script.
+// (read from the extension the package ships, daemon/trawl/extension/hidden.js) inside its capture script.
 // It defines globalThis.__trawlMarkHidden(doc, opts) -> {marked, scanned, partial, undo()}.
 //
 // What counts as hidden is what the browser renders, not what the markup says: for every element that holds

@@ -209,6 +209,7 @@ async def test_headless_capture_marks_every_hiding_technique(site: LocalSite, tm
 
 
 def test_extension_and_headless_share_one_marker() -> None:
-    ext = (ROOT / "extension" / "hidden.js").read_bytes()
-    daemon = (ROOT / "daemon" / "trawl" / "data" / "hidden.js").read_bytes()
-    assert ext == daemon, "daemon/trawl/data/hidden.js must be a copy of extension/hidden.js"
+    from trawl.sources.playwright_page import HIDDEN_JS
+
+    ext = (ROOT / "extension" / "hidden.js").read_text(encoding="utf-8")
+    assert ext == HIDDEN_JS, "headless capture must run the extension's own hidden.js"

@@ -38,7 +38,7 @@ from .shadow import flatten_shadow_roots
 from .visibility import HIDDEN_WARNING, apply_hidden, find_hidden
 
 log = logging.getLogger("trawl.extract")
-# Set on <html> by the browser sources when their visibility walk ran out of budget (data/hidden.js).
+# Set on <html> by the browser sources when their visibility walk ran out of budget (extension/hidden.js).
 PARTIAL_SCAN = re.compile(r"<html\b[^>]*\sdata-trawl-hidden-scan=[\"']?partial", re.IGNORECASE)
 # Left by the browser sources on the box of a frame they could not read (extension/capture.js, playwright_page.py).
 _UNREAD = re.compile(r"<div\s[^>]*\bdata-trawl-unread=\"frame\"[^>]*>", re.IGNORECASE)
@@ -124,7 +124,7 @@ def extract_html(page: Page, settings: Settings) -> Document:
     raw = flatten_shadow_roots(raw)  # captured shadow DOM (extension, headless, saved pages) is content
     unread = unread_frames(raw) if page.source in BROWSER_SOURCES else ()
     hidden_scan = find_hidden(raw)  # text people cannot see is not the page (cut or marked below)
-    if PARTIAL_SCAN.search(raw[:4096]):  # the browser's visibility walk ran out of budget (data/hidden.js)
+    if PARTIAL_SCAN.search(raw[:4096]):  # the browser's visibility walk ran out of budget (extension/hidden.js)
         warnings.append(f"{HIDDEN_WARNING}: the browser's visibility check stopped early on this very large page; "
                         "text after the cut was not checked and is kept, flagged like hidden text")
     html, trimmed = trim_html(strip_heavy(raw), settings.extract_max_html_chars)

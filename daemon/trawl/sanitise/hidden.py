@@ -67,7 +67,7 @@ TINY_FONT_PX = 2.0
 SEEN = frozenset({"aria-hidden", "inert"})
 REVEALABLE = frozenset({"display:none", "attr:hidden", "visibility:hidden", "opacity:0", "zero-box",
                         "details:closed", "until-found", "raw", "colour:pale",
-                        # the browser's own reasons (daemon/trawl/data/hidden.js)
+                        # the browser's own reasons (extension/hidden.js)
                         "browser:display", "browser:closed-details", "browser:visibility", "browser:opacity",
                         "browser:zero-size",
                         # past the browser's scan budget: not judged, so kept and flagged, never passed off as seen

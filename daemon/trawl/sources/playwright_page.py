@@ -60,7 +60,7 @@ INIT_SCRIPT = r"""
     st.n += 1; st.last = performance.now();
     return root;
   };
-  // Layout and style natives as they are before the page's scripts run (data/hidden.js judges with these: a page
+  // Layout and style natives as they are before the page's scripts run (hidden.js judges with these: a page
   // cannot fool it by overriding getBoundingClientRect, checkVisibility or getComputedStyle).
   Object.defineProperty(st, 'natives', { value: Object.freeze({
     rect: Element.prototype.getBoundingClientRect, visible: Element.prototype.checkVisibility,
@@ -108,9 +108,9 @@ _TEXT_SIZE = """() => {
   return n;
 }"""
 
-# The hidden-text marker the extension uses too (extension/hidden.js; this copy is kept identical by a test).
+# The hidden-text marker the extension uses, read from the extension the package ships (trawl/extension/).
 # Evaluated with a local ``globalThis`` so the page cannot intercept where the function is put.
-HIDDEN_JS = (Path(__file__).resolve().parent.parent / "data" / "hidden.js").read_text(encoding="utf-8")
+HIDDEN_JS = (Path(__file__).resolve().parent.parent / "extension" / "hidden.js").read_text(encoding="utf-8")
 _MARK_HIDDEN = "(() => { const globalThis = {};\n" + HIDDEN_JS + "\nreturn globalThis.__trawlMarkHidden; })()"
 
 SERIALIZE = r"""(opts) => {
