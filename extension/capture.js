@@ -14,7 +14,7 @@ export class CaptureError extends Error {
     super(message);
     this.code = code;
     this.hung = Boolean(extra.hung); // a script in the page did not answer: the page is busy
-    this.notPdf = Boolean(extra.notPdf); // a fetched "PDF" was something else
+    this.notPdf = Boolean(extra.notPdf); // a fetched "PDF" was served as another type: read it as a page
   }
 }
 
@@ -578,7 +578,8 @@ async function redirectTarget(url, deadline) {
 
 // Fetches a PDF with the user's session (cookies included). Redirects are followed by hand: `check(url, hop)`
 // runs on the requested URL and on every hop before any request goes there (and throws to refuse it).
-// Returns {kind: "pdf", data_b64, finalUrl}. A body that is not a PDF is refused (CaptureError notPdf).
+// Returns {kind: "pdf", data_b64, finalUrl}. A response served as something else is refused with notPdf set (the
+// caller may read it as a page); one served as a PDF without a PDF body is refused outright.
 export async function fetchPdf(url, check, maxBytes, deadline) {
   const ctrl = new AbortController();
   const timer = setTimeout(() => ctrl.abort(), Math.max(1, deadline - Date.now()));
@@ -616,7 +617,8 @@ export async function fetchPdf(url, check, maxBytes, deadline) {
       }
       const buf = await readCapped(res, maxBytes);
       if (!startsLikePdf(buf)) {
-        throw new CaptureError("unsupported_content", `${current} does not hold a PDF`, { notPdf: true });
+        // Served as a PDF but not one: final. A tab would only show the browser's PDF viewer (or a download).
+        throw new CaptureError("unsupported_content", `${current} is served as a PDF but does not hold one`);
       }
       return { kind: "pdf", contentType: "application/pdf", data_b64: toBase64(buf), finalUrl: current };
     }
