@@ -235,7 +235,7 @@ def _line(pair: str, r: Row) -> None:
 def main() -> None:
     here = Path(__file__).resolve().parent
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--set", choices=["qa-dev", "qa-dev-long", "both", "paraphrase", "all"], default="qa-dev")
+    ap.add_argument("--set", choices=["qa-dev", "qa-dev-long", "both", "paraphrase", "ko-dev", "all"], default="qa-dev")
     ap.add_argument("--limit", type=int, default=None, help="questions per set, spread over the language pairs")
     ap.add_argument("--data", default=str(here.parent.parent / "shared" / "bench"))
     ap.add_argument("--cache-dir", default="/tmp/trawl-bench-cache", help="embedding cache kept between runs")
@@ -252,6 +252,8 @@ def main() -> None:
     for name in sets:
         if name == "paraphrase":
             rows = run_set(name, Path(args.data) / "wcxb-dev", args, here / "data" / "paraphrase-dev")
+        elif name == "ko-dev":  # Korean pages and questions written for the check (see its README)
+            rows = run_set(name, here / "data" / "ko-dev", args)
         else:
             rows = run_set(name, Path(args.data) / name, args)
         report(name, rows)
