@@ -135,31 +135,83 @@ def extractors(settings: Settings) -> dict[str, Extractor]:
     return out
 
 
+def _page_key(p: WcxbPage) -> str:
+    st = p.html_path.stat()
+    return f"{p.html_path.resolve()}:{st.st_size}:{st.st_mtime_ns}:{len(p.reference)}"
+
+
+CACHEABLE = frozenset({"rs-trafilatura", "trafilatura"})  # the dom candidate is this tree's: never cached
+
+
+def cache_file(cache_dir: Path, name: str) -> Path:
+    """Where a single extractor's per-page figures are kept, named by the extractor's own version."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    dist = {"rs-trafilatura": "rs-trafilatura", "trafilatura": "trafilatura"}.get(name, "trawl")
+    try:
+        ver = version(dist)
+    except PackageNotFoundError:
+        ver = "0"
+    return cache_dir / f"{name}-{ver}.json"
+
+
 def score_pages(
-    pages: list[WcxbPage], run: Extractor, label: str = "", cpu_times: list[float] | None = None
+    pages: list[WcxbPage],
+    run: Extractor,
+    label: str = "",
+    cpu_times: list[float] | None = None,
+    cache: Path | None = None,
 ) -> tuple[list[PRF], list[float]]:
     """Scores and per-page extraction seconds (wall) for one extractor; a progress line on stderr.
 
     ``cpu_times``, when given, receives the per-page CPU seconds of this process (a steadier figure than
-    wall time on a machine shared with other work).
+    wall time on a machine shared with other work). ``cache``: a JSON file of per-page figures (score and
+    seconds) read before and written after, so a rerun only extracts the pages it has not seen; for the
+    single extractors only (their output does not change with this tree).
     """
     scores: list[PRF] = []
     times: list[float] = []
+    seen: dict[str, list[float]] = json.loads(cache.read_text()) if cache is not None and cache.exists() else {}
+    fresh = 0
     for i, p in enumerate(pages):
+        key = _page_key(p) if cache is not None else ""
+        if key in seen:
+            prec, rec, f1, wall, cpu_s = seen[key]
+            scores.append(PRF(prec, rec, f1))
+            times.append(wall)
+            if cpu_times is not None:
+                cpu_times.append(cpu_s)
+            continue
         html = p.html()
         t = time.perf_counter()
         c = time.process_time()
         out = run(html, p.url)
         times.append(time.perf_counter() - t)
+        cpu_s = time.process_time() - c
         if cpu_times is not None:
-            cpu_times.append(time.process_time() - c)
+            cpu_times.append(cpu_s)
         scores.append(score_markdown(out, p.reference))
+        if cache is not None:
+            s = scores[-1]
+            seen[key] = [s.precision, s.recall, s.f1, times[-1], cpu_s]
+            fresh += 1
+            if fresh % 100 == 0:
+                _write_cache(cache, seen)
         if label and (i % 50 == 0 or i == len(pages) - 1):
             f1 = statistics.fmean(s.f1 for s in scores)
             print(f"\r{label}: {i + 1}/{len(pages)} F1 {f1:.4f}", end="", file=sys.stderr, flush=True)
     if label:
         print(file=sys.stderr)
+    if cache is not None and fresh:
+        _write_cache(cache, seen)
     return scores, times
+
+
+def _write_cache(cache: Path, seen: dict[str, list[float]]) -> None:
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    tmp = cache.with_suffix(".tmp")
+    tmp.write_text(json.dumps(seen))
+    tmp.replace(cache)
 
 
 def _child(args: argparse.Namespace, name: str, out: Path, before: bool = False) -> subprocess.Popen[bytes]:
@@ -171,6 +223,8 @@ def _child(args: argparse.Namespace, name: str, out: Path, before: bool = False)
     if args.limit is not None:
         cmd += ["--limit", str(args.limit)]
     cmd += ["--every", str(args.every)]
+    if args.cache is not None:
+        cmd += ["--cache", str(args.cache)]
     env = dict(os.environ)
     if before:
         env["TRAWL_BENCH_DAEMON"] = str(args.before.resolve() / "daemon")
@@ -210,6 +264,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=1,
                     help="run the extractors in this many child processes at once (figures per CPU second stay "
                     "comparable; per wall second they do not)")
+    ap.add_argument("--cache", type=Path, default=None,
+                    help="keep the single extractors' per-page figures in this directory (e.g. /tmp/trawl-bench): "
+                    "a rerun extracts only with trawl and the pages not seen yet")
+    ap.add_argument("--per-page", type=Path, default=None,
+                    help="write every extractor's per-page F1 here (JSON: page id, type, group, F1 by extractor)")
     ap.add_argument("--dump", type=Path, default=None, help=argparse.SUPPRESS)  # the child's per-page figures
     args = ap.parse_args(argv)
     pages = load_short(args.wcxb_dir)[: args.limit] if args.short else load_pages(args.wcxb_dir, args.limit)
@@ -235,7 +294,8 @@ def main(argv: list[str] | None = None) -> int:
         if name in done:
             continue
         cpu: list[float] = []
-        scores, times = score_pages(pages, run, name, cpu)
+        cache = cache_file(args.cache, name) if args.cache is not None and name in CACHEABLE else None
+        scores, times = score_pages(pages, run, name, cpu, cache)
         results[name] = scores
         speed[name] = len(times) / max(sum(times), 1e-9)
         cpu_speed[name] = len(cpu) / max(sum(cpu), 1e-9)
@@ -251,6 +311,10 @@ def main(argv: list[str] | None = None) -> int:
         args.dump.write_text(json.dumps({"scores": [[s.precision, s.recall, s.f1] for s in results[name]],
                                          "speed": speed[name], "cpu_speed": cpu_speed[name]}))
         return 0
+    if args.per_page is not None:
+        rows_out = [{"id": p.id, "type": p.page_type, "group": p.group,
+                     **{n: round(results[n][i].f1, 4) for n in results}} for i, p in enumerate(pages)]
+        args.per_page.write_text(json.dumps(rows_out, indent=0))
     every = f" (every {args.every}th page)" if args.every > 1 else ""
     print(f"WCXB {args.wcxb_dir} — {len(pages)} pages{every}")
     print(f"{'extractor':<16} {'F1':>7} {'P':>7} {'R':>7} {'pages/s':>8} {'pages/cpu-s':>11}")

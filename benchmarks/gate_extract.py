@@ -3,7 +3,9 @@
     .venv/bin/python benchmarks/gate_extract.py [WCXB_DIR]     # prints the figures the floors are pinned from
 
 WCXB_DIR defaults to tests/fixtures/wcxb-sample (100 pages, see its ATTRIBUTION.md). The test
-tests/unit/test_extract_gate.py runs :func:`measure` and holds the result to :data:`FLOORS`.
+tests/unit/test_extract_gate.py runs :func:`measure` and holds the result to :data:`FLOORS`, and
+:func:`measure_singles` (rs-trafilatura and trafilatura alone on the same pages, in the same run) and holds
+trawl, per page type, to the best of them minus :func:`allowed_gap` (:data:`SINGLE_GAP`, half a point).
 """
 
 from __future__ import annotations
@@ -31,6 +33,20 @@ FLOORS: dict[str, float] = {
 }
 
 
+# Per page type, trawl may trail the best single extractor on the sample by at most this much (issue 14: "never
+# below the best single candidate by more than half a point").
+SINGLE_GAP = 0.005
+# ... except where the sample (10-30 pages a type) already shows a larger gap: there the gap is pinned just above
+# the one measured, so it cannot widen (the target is held on the full wcxb-dev split, see
+# benchmarks/data/short-articles/README.md and issue 14's notes). Lower a pin when a change narrows its gap.
+PINNED_GAPS: dict[str, float] = {}
+SINGLES = ("rs-trafilatura", "trafilatura")
+
+
+def allowed_gap(page_type: str) -> float:
+    return max(SINGLE_GAP, PINNED_GAPS.get(page_type, 0.0))
+
+
 def _bench() -> ModuleType:
     spec = importlib.util.spec_from_file_location("bench_extract", ROOT / "benchmarks" / "bench_extract.py")
     assert spec and spec.loader
@@ -54,16 +70,54 @@ def measure(wcxb_dir: Path = SAMPLE_DIR) -> dict[str, float]:
     return out
 
 
+def measure_singles(wcxb_dir: Path = SAMPLE_DIR) -> dict[str, dict[str, float]]:
+    """Best single extractor per page type and overall on ``wcxb_dir``: {type: {"name": F1 of the best, ...}}.
+
+    Every extractor of :data:`SINGLES` this Python has is run on the same pages as :func:`measure`; the answer
+    maps each type to every single's F1 there (the caller takes the best).
+    """
+    bench = _bench()
+    from trawl.settings import Settings
+
+    pages = bench.load_pages(wcxb_dir)
+    runs = {k: v for k, v in bench.extractors(Settings()).items() if k in SINGLES}
+    out: dict[str, dict[str, float]] = {}
+    for name, run in runs.items():
+        scores, _ = bench.score_pages(pages, run)
+        for t in sorted({p.page_type for p in pages}):
+            f1 = statistics.fmean(s.f1 for s, p in zip(scores, pages, strict=True) if p.page_type == t)
+            out.setdefault(t, {})[name] = f1
+        out.setdefault("ALL", {})[name] = statistics.fmean(s.f1 for s in scores)
+    return out
+
+
+def single_gaps(figures: dict[str, float], singles: dict[str, dict[str, float]]) -> dict[str, tuple[float, str]]:
+    """Per type: (trawl's F1 minus the best single's, that single's name); negative when trawl trails."""
+    out: dict[str, tuple[float, str]] = {}
+    for t, by_name in singles.items():
+        if t in figures and by_name:
+            best = max(by_name, key=lambda n: by_name[n])
+            out[t] = (figures[t] - by_name[best], best)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     wcxb_dir = Path(args[0]) if args else SAMPLE_DIR
     figures = measure(wcxb_dir)
+    gaps = single_gaps(figures, measure_singles(wcxb_dir))
     failed = False
     for name, f1 in figures.items():
         floor = FLOORS.get(name)
         mark = "" if floor is None else (" ok" if f1 >= floor else " BELOW FLOOR")
         failed |= floor is not None and f1 < floor
-        print(f"{name:<14} F1 {f1:.4f}" + (f"  floor {floor:.3f}{mark}" if floor is not None else ""))
+        line = f"{name:<14} F1 {f1:.4f}" + (f"  floor {floor:.3f}{mark}" if floor is not None else "")
+        if name in gaps:
+            gap, best = gaps[name]
+            worse = gap < -allowed_gap(name)
+            failed |= worse
+            line += f"  vs {best} {gap:+.4f} (allowed -{allowed_gap(name):.3f}){' BELOW' if worse else ''}"
+        print(line)
     return 1 if failed else 0
 
 

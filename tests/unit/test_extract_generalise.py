@@ -9,8 +9,10 @@ import re
 
 import pytest
 from trawl.extract import candidates as cands
-from trawl.extract.evidence import declared_types, declares_article, record_shares
+from trawl.extract.dom import parse_html
+from trawl.extract.evidence import declared_types, declares_article, is_teaser, record_shares, trim_trailing_teasers
 from trawl.extract.html import extract_html, unread_frames
+from trawl.extract.markdown import to_markdown
 from trawl.extract.plain import PLAIN_MIN_CHARS, plain_markdown
 from trawl.settings import Settings
 from trawl.types import Page
@@ -54,6 +56,71 @@ def _breaking(meta: str) -> str:
 
 NEWS_LD = ('<script type="application/ld+json">{"@context": "https://schema.org", "@type": "NewsArticle", '
            '"headline": "Ferry crews walk out"}</script>')
+
+
+# ------------------------------------------------------------------ teaser cards after the article's end
+TEASERS = [
+    ("How the old harbour wall was rebuilt", "Engineers spent two winters replacing the stones one by one."),
+    ("Ten walks along the estuary this autumn", "Our pick of routes for families, dog owners and birdwatchers."),
+    ("Why the ring road keeps flooding", "Drains laid in the 1970s cannot cope with today's storms."),
+    ("Meet the last lamplighter of Westmere", "For forty years he lit the gas lamps on the promenade by hand."),
+]
+
+
+STORY2 = STORY.replace("Crews", "Staff")
+
+
+def _tiles(whole_link: bool) -> str:
+    if whole_link:  # the whole card is one link
+        return "".join(f'<a href="/r/{i}"><h4>{h}</h4><p>{t}</p></a>' for i, (h, t) in enumerate(TEASERS))
+    return "".join(f'<div><h3><a href="/r/{i}">{h}</a></h3><div>{t}</div><div>{i + 2} hours ago</div></div>'
+                   for i, (h, t) in enumerate(TEASERS))
+
+
+def _trimmed(body: str, article: bool = False) -> tuple[str, int]:
+    root = parse_html(f"<html><body>{body}</body></html>")
+    assert root is not None
+    cut = trim_trailing_teasers(root, lambda: article)
+    return to_markdown(root), cut
+
+
+@pytest.mark.parametrize("whole_link", [False, True])
+def test_related_story_tiles_after_the_article_are_cut(whole_link: bool) -> None:
+    body = f"<div><p>{STORY}</p><p>{STORY2}</p><div><div>Read more</div>{_tiles(whole_link)}</div></div>"
+    md, cut = _trimmed(body)
+    assert cut > 0 and "Karrow Sound" in md and "revised timetable by noon" in md
+    assert not any(h in md for h, _ in TEASERS) and "Read more" not in md
+
+
+def test_a_short_article_keeps_its_text_and_loses_a_longer_rail_only_when_it_is_an_article() -> None:
+    short = "Crews on the Karrow Sound ferries stopped work at six this morning, leaving around two thousand " \
+            "commuters without their usual crossing to the mainland. Buses run from the north pier instead."
+    body = f"<p>{short}</p><div>{_tiles(True)}</div>"
+    kept, cut = _trimmed(body)  # fewer words of prose than the tiles hold, and nothing says it is an article
+    assert cut == 0 and all(h in kept for h, _ in TEASERS)
+    md, cut = _trimmed(body, article=True)
+    assert cut > 0 and "Karrow Sound" in md and not any(h in md for h, _ in TEASERS)
+
+
+def test_cards_that_are_the_content_stay() -> None:
+    intro = "<p>Our latest stories.</p>"  # a listing: a line of intro, then the cards the page is made of
+    md, cut = _trimmed(intro + _tiles(False), article=True)
+    assert cut == 0 and all(h in md for h, _ in TEASERS)
+    # cards in the middle of an article are not after its end
+    md, cut = _trimmed(f"<p>{STORY}</p><div>{_tiles(False)}</div><p>{STORY2}</p>")
+    assert cut == 0 and all(h in md for h, _ in TEASERS)
+    # two cards are not a run, and a card without a link is not a teaser
+    md, cut = _trimmed(f"<p>{STORY}</p><div>{''.join(_tiles(False).split('</div></div>')[:2])}</div>")
+    assert cut == 0
+    assert not is_teaser(parse_html(f"<div><h3>{TEASERS[0][0]}</h3><p>{TEASERS[0][1]}</p></div>"))
+
+
+def test_a_divsoup_story_with_a_more_stories_rail_loses_the_rail() -> None:
+    html = (f"<!doctype html><html><head><title>Ferry crews walk out</title></head><body><div><div>"
+            f"<div>Ferry crews walk out</div><div><p>{STORY}</p><p>{STORY2}</p></div>"
+            f"<div><div>More stories</div>{_tiles(False)}</div></div></div></body></html>")
+    doc = _doc(html)
+    assert "Karrow Sound" in doc.markdown and not any(h in doc.markdown for h, _ in TEASERS)
 
 
 # ------------------------------------------------------------------ escalation

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 ARTICLE_TYPES = frozenset(
@@ -111,3 +112,114 @@ def record_shares(primary_text: str, fallback_text: str, records: tuple[str, ...
     n_extra = sum(extra.values())
     extra_records = sum((extra & rec).values()) / n_extra if n_extra else 0.0
     return in_records, extra_records
+
+
+
+# A teaser card: a few words, a heading or title, and a link to somewhere else that carries a good share of it
+# (a related story, a "read more" tile). A run of them at the very end of an extractor's content is the site's
+# furniture after the article's end, not the article.
+TEASER_MAX_WORDS = 40
+TEASER_MIN_LINK_SHARE = 0.25  # of the card's words inside links, when the card has a heading
+TEASER_LINK_SHARE = 0.6  # ... or this much without one (the whole card is a link)
+TEASER_MIN_RUN = 3
+LABEL_MAX_WORDS = 4  # "Read more", "Related articles": a short label heading the run goes with it
+TRIM_MIN_BODY_WORDS = 30  # prose (words outside links) that must remain before a run is cut
+MAX_TRIM_DEPTH = 40
+_HEADING_TAGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
+_NO_TEXT = frozenset({"script", "style", "noscript", "template", "svg"})
+
+
+def _tag(el: Any) -> str:
+    return el.tag.lower() if isinstance(el.tag, str) else ""
+
+
+def word_counts(el: Any) -> tuple[int, int, bool]:
+    """(\\w+ words in ``el``, how many of them inside links, whether it holds a heading); scripts do not count."""
+    total = linked = 0
+    heading = False
+    stack: list[tuple[Any, bool]] = [(el, False)]
+    while stack:
+        node, in_link = stack.pop()  # in_link: inside a link above ``node`` (its tail's context too)
+        if node is not el and node.tail:
+            n = len(_WORD.findall(node.tail))
+            total += n
+            linked += n if in_link else 0
+        tag = _tag(node)
+        if not tag or tag in _NO_TEXT:
+            continue
+        heading = heading or tag in _HEADING_TAGS
+        here = in_link or tag == "a"
+        if node.text:
+            n = len(_WORD.findall(node.text))
+            total += n
+            linked += n if here else 0
+        stack.extend((c, here) for c in node)
+    return total, linked, heading
+
+
+def is_teaser(el: Any) -> bool:
+    words, linked, heading = word_counts(el)
+    if not 2 <= words <= TEASER_MAX_WORDS or not linked:
+        return False
+    return linked >= (TEASER_MIN_LINK_SHARE if heading else TEASER_LINK_SHARE) * words
+
+
+def _trailing_run(kids: list[Any]) -> int:
+    """How many of ``kids``, counted from the end, are a run of teaser cards (with a short label before them)."""
+    n = 0
+    while n < len(kids) and is_teaser(kids[len(kids) - 1 - n]):
+        n += 1
+    if n < TEASER_MIN_RUN:
+        return 0
+    if n < len(kids):
+        words, linked, _ = word_counts(kids[len(kids) - 1 - n])
+        if 0 < words <= LABEL_MAX_WORDS and not linked:
+            n += 1
+    return n
+
+
+def trim_trailing_teasers(root: Any, article: Callable[[], bool] = lambda: False) -> int:
+    """Cut a run of teaser cards that ends an extractor's content (related stories, "read more" tiles), when
+    enough prose stays before it: at least as many words as the run, or, on a page that is an ``article`` (its
+    own declaration or the extractor's judgement), :data:`TRIM_MIN_BODY_WORDS`. The words cut (0: none)."""
+    body_words, body_linked, _ = word_counts(root)
+    cut = 0
+    node = root
+    for _ in range(MAX_TRIM_DEPTH):
+        kids = [k for k in node if _tag(k) and word_counts(k)[0]]
+        if not kids:
+            break
+        n = _trailing_run(kids)
+        if n:
+            run = kids[len(kids) - n:]
+            run_words = run_linked = 0
+            for k in run:
+                w, lk, _ = word_counts(k)
+                run_words += w
+                run_linked += lk
+            prose = (body_words - run_words) - (body_linked - run_linked)
+            if prose < TRIM_MIN_BODY_WORDS or (prose < run_words and not article()):
+                break
+            for k in run:
+                _drop(k)
+            cut += run_words
+            body_words -= run_words
+            body_linked -= run_linked
+            continue  # another run may end what is left
+        node = kids[-1]
+    return cut
+
+
+def _drop(el: Any) -> None:
+    """Remove ``el`` but keep its tail text in place."""
+    parent = el.getparent()
+    if parent is None:
+        return
+    tail = el.tail
+    prev = el.getprevious()
+    if tail:
+        if prev is not None:
+            prev.tail = (prev.tail or "") + tail
+        else:
+            parent.text = (parent.text or "") + tail
+    parent.remove(el)
