@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Container, Iterable
 from dataclasses import dataclass
 
 from cssselect import HTMLTranslator, SelectorError
@@ -448,17 +448,38 @@ _CLASS_OR_ID = re.compile(r"([.#])(-?[_a-zA-Z][\w-]*)")
 _TAG = re.compile(r"^([a-zA-Z][\w-]*)")
 
 
-def _could_match(selector: str, tags: Collection[str], classes: Collection[str], ids: Collection[str]) -> bool:
+# selector text -> (has a last compound?, the classes and ids it names, its tag (lower case) or None)
+_LastNames = tuple[bool, tuple[tuple[str, str], ...], str | None]
+_LAST_NAMES: dict[str, _LastNames] = {}
+
+
+def _last_names(selector: str) -> _LastNames:
+    """What the selector's last compound names (pseudo-class arguments and attribute tests left out), read once
+    per selector text."""
+    got = _LAST_NAMES.get(selector)
+    if got is None:
+        m = _LAST_COMPOUND.search(selector.strip())
+        if not m:
+            got = (False, (), None)
+        else:
+            last = re.sub(r"\[[^\]]*\]|\([^)]*\)", "", m.group(0))
+            t = _TAG.match(last)
+            got = (True, tuple(_CLASS_OR_ID.findall(last)), t.group(1).lower() if t else None)
+        if len(_LAST_NAMES) >= _MAX_PARSED:
+            _LAST_NAMES.clear()
+        _LAST_NAMES[selector] = got
+    return got
+
+
+def _could_match(selector: str, tags: Container[str], classes: Container[str], ids: Container[str]) -> bool:
     """Cheap test on the selector's last compound: every class and id it names exists on the page."""
-    m = _LAST_COMPOUND.search(selector.strip())
-    if not m:
+    found, named, tag = _last_names(selector)
+    if not found:
         return True
-    last = re.sub(r"\[[^\]]*\]|\([^)]*\)", "", m.group(0))
-    for kind, name in _CLASS_OR_ID.findall(last):
+    for kind, name in named:
         if (kind == "." and name not in classes) or (kind == "#" and name not in ids):
             return False
-    t = _TAG.match(last)
-    return not t or t.group(1).lower() in tags
+    return tag is None or tag in tags
 
 
 class _Unsupported(Exception):
@@ -554,6 +575,164 @@ def _matches(el: etree._Element, t: object) -> bool:
     raise _Unsupported(type(t).__name__)
 
 
+# --- the fast matcher ------------------------------------------------------------------------------------
+# _compile turns a cssselect parse tree into one closure per node, decided once per selector text (_PARSED
+# keeps them) instead of an isinstance walk per element. It answers exactly as _matches (the reference, kept
+# for the tests that compare the two): the same checks in the same order, so a feature the matcher does not
+# evaluate raises _Unsupported at the same moment. A descendant combinator remembers, per scan, how far each
+# node is from its nearest matching ancestor-or-self (_DESCENT_MEMO), so siblings and cousins share one walk
+# up the tree instead of each walking to the root.
+
+Matcher = Callable[[etree._Element], bool]
+
+# (node, combinator token) -> steps from the node up to its nearest ancestor-or-self that matches the left
+# side, or -1 when none does. Emptied by every scan; keys hold the elements themselves, as _ANCESTOR_MEMO.
+_DESCENT_MEMO: dict[tuple[etree._Element, object], int] = {}
+
+
+def _reference_matcher(tree: object) -> Matcher:
+    return lambda el: _matches(el, tree)
+
+
+def _true(el: etree._Element) -> bool:
+    return True
+
+
+def _false(el: etree._Element) -> bool:
+    return False
+
+
+def _raising(what: str) -> Matcher:
+    def match(el: etree._Element) -> bool:
+        raise _Unsupported(what)
+
+    return match
+
+
+def _compile(t: object) -> Matcher:
+    if isinstance(t, cssp.Element):
+        if t.element is None or t.element == "*":
+            return _true
+        tag = t.element.lower()
+        return lambda el: el.tag == tag
+    if isinstance(t, cssp.Class):
+        name, inner = t.class_name, _compile(t.selector)
+        if inner is _true:
+            return lambda el: name in (el.get("class") or "").split()
+        return lambda el: name in (el.get("class") or "").split() and inner(el)
+    if isinstance(t, cssp.Hash):
+        ident, inner = t.id, _compile(t.selector)
+        if inner is _true:
+            return lambda el: el.get("id") == ident
+        return lambda el: el.get("id") == ident and inner(el)
+    if isinstance(t, cssp.Attrib):
+        return _compile_attrib(t)
+    if isinstance(t, cssp.Negation):
+        inner, sub = _compile(t.selector), _compile(t.subselector)
+        return lambda el: inner(el) and not sub(el)
+    if isinstance(t, cssp.Pseudo):
+        ident = t.ident.lower()
+        if ident in _NEVER_PSEUDO:
+            return _false
+        inner = _compile(t.selector)
+        if ident == "first-child":
+            return lambda el: inner(el) and next(iter(_elements_before(el)), None) is None
+        if ident == "root":
+            return lambda el: inner(el) and el.getparent() is None
+        unsupported = _raising(ident)
+        return lambda el: inner(el) and unsupported(el)
+    if isinstance(t, cssp.Matching):
+        inner, subs = _compile(t.selector), [_compile(s) for s in t.selector_list]
+        return lambda el: inner(el) and any(s(el) for s in subs)
+    if isinstance(t, cssp.CombinedSelector):
+        return _compile_combined(t)
+    return _raising(type(t).__name__)
+
+
+def _compile_attrib(t: cssp.Attrib) -> Matcher:
+    inner = _compile(t.selector)
+    name = t.attrib.lower() if t.namespace in (None, "*") else None
+    op = t.operator
+    want = str(t.value.value) if t.value is not None else None
+
+    def match(el: etree._Element) -> bool:
+        if not inner(el):
+            return False
+        v = el.get(name) if name is not None else None
+        if op == "exists":
+            return v is not None
+        if v is None or want is None:
+            return False
+        if op == "=":
+            return v == want
+        if op == "~=":
+            return want in v.split()
+        if op == "|=":
+            return v == want or v.startswith(want + "-")
+        if op == "^=":
+            return bool(want) and v.startswith(want)
+        if op == "$=":
+            return bool(want) and v.endswith(want)
+        if op == "*=":
+            return bool(want) and want in v
+        if op == "!=":
+            return v != want
+        raise _Unsupported(op)
+
+    return match
+
+
+def _compile_combined(t: cssp.CombinedSelector) -> Matcher:
+    sub, left, c = _compile(t.subselector), _compile(t.selector), t.combinator
+    if c == " ":
+        token = object()
+        memo = _DESCENT_MEMO
+
+        def descendant(el: etree._Element) -> bool:
+            if not sub(el):
+                return False
+            # Found when the nearest ancestor matching ``left`` is fewer than MAX_ANCESTORS steps up (as _matches).
+            walked: list[etree._Element] = []  # walked[j]: the ancestor j steps up, which does not match itself
+            found = -1  # steps up to the nearest match, -1 for none
+            for i, a in enumerate(el.iterancestors()):
+                if i >= MAX_ANCESTORS:
+                    return False  # too deep to settle: nothing is remembered for the walked nodes
+                known = memo.get((a, token))
+                if known is not None:
+                    found = -1 if known < 0 else i + known
+                    break
+                if left(a):
+                    found = i
+                    memo[(a, token)] = 0
+                    break
+                walked.append(a)
+            for j, a in enumerate(walked):
+                memo[(a, token)] = -1 if found < 0 else found - j
+            return 0 <= found < MAX_ANCESTORS
+
+        return descendant
+    if c == ">":
+        def child(el: etree._Element) -> bool:
+            if not sub(el):
+                return False
+            parent = el.getparent()
+            return parent is not None and left(parent)
+
+        return child
+    if c == "+":
+        def adjacent(el: etree._Element) -> bool:
+            if not sub(el):
+                return False
+            prev = next(iter(_elements_before(el)), None)
+            return prev is not None and left(prev)
+
+        return adjacent
+    if c == "~":
+        return lambda el: sub(el) and any(left(s) for s in _elements_before(el))
+    unsupported = _raising(c)
+    return lambda el: sub(el) and unsupported(el)
+
+
 def _last_compound(t: object) -> object:
     while isinstance(t, cssp.CombinedSelector):
         t = t.subselector
@@ -574,20 +753,21 @@ def _pool_key(t: object) -> tuple[str, str]:
     return key
 
 
-_PARSED: dict[str, list[tuple[object, tuple[int, int, int], str]]] = {}  # selector -> (tree, specificity, css)
+_Parsed = tuple[object, tuple[int, int, int], str, Matcher]  # (tree, specificity, css, compiled matcher)
+_PARSED: dict[str, list[_Parsed]] = {}  # selector text -> its selectors
 _MAX_PARSED = 50_000
 
 
-def _parsed(selector: str) -> list[tuple[object, tuple[int, int, int], str]]:
+def _parsed(selector: str) -> list[_Parsed]:
     got = _PARSED.get(selector)
     if got is not None:
         return got
-    out: list[tuple[object, tuple[int, int, int], str]] = []
+    out: list[_Parsed] = []
     try:
         for sel in parse_selectors(selector):
             if sel.pseudo_element is None:
                 a, b, c = sel.specificity()
-                out.append((sel.parsed_tree, (a, b, c), selector))
+                out.append((sel.parsed_tree, (a, b, c), selector, _compile(sel.parsed_tree)))
     except (SelectorError, ValueError, RecursionError, TypeError):
         out = []
     if len(_PARSED) >= _MAX_PARSED:
@@ -609,6 +789,15 @@ def _xpath_matches(root: etree._Element, selector: str) -> list[etree._Element]:
 
 # --- the scan ------------------------------------------------------------------------------------------
 
+# Compiled once: element sets the scan reads, in document order.
+_WITH_CLASS = etree.XPath("//*[@class]")
+_WITH_ID = etree.XPath("//*[@id]")
+_WITH_STYLE = etree.XPath("//*[@style]")
+_WITH_FLAG = etree.XPath(f"//*[@hidden or @aria-hidden or @inert or @{BROWSER_MARK}]")
+_LOADS_CSS = etree.XPath("boolean(//link[contains(translate(@rel, 'STYLEHET', 'stylehet'), 'stylesheet')] | "
+                         "//style[contains(., '@import')])")
+_TEXTS = etree.XPath(".//text()", smart_strings=False)  # the text nodes under the root, as itertext() reads them
+
 _Weight = tuple[bool, tuple[int, int, int], int]  # (!important, specificity, source order)
 _INLINE = (1_000_000, 0, 0)
 _EXTERNAL_CSS = "data-trawl-external-css"  # set on the parsed root: the page loads external stylesheets
@@ -624,32 +813,70 @@ def _hiding(decls: Decls) -> bool:
     return c is not None and (c == TRANSPARENT or _near_white(c))
 
 
+_PLAIN_TAG = re.compile(r"[a-z][a-z0-9_-]*")
+
+
+class _Tags:
+    """The page's elements by tag name, looked up when a selector asks (most tags are never asked about)."""
+
+    __slots__ = ("_all", "_by_tag", "_root")
+
+    def __init__(self, root: etree._Element) -> None:
+        self._root = root
+        self._by_tag: dict[str, list[etree._Element]] = {}
+        self._all: list[etree._Element] | None = None
+
+    def all(self) -> list[etree._Element]:
+        if self._all is None:
+            self._all = list(self._root.iter(etree.Element))
+        return self._all
+
+    def get(self, name: str, default: list[etree._Element]) -> list[etree._Element]:
+        got = self._by_tag.get(name)
+        if got is None:
+            if _PLAIN_TAG.fullmatch(name):
+                got = list(self._root.iter(name))
+            else:  # a name lxml's tag filter would read differently: compare with each element's own tag
+                got = [el for el in self.all() if el.tag == name]
+            self._by_tag[name] = got
+        return got or default
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and bool(self.get(name, []))
+
+
 @dataclass(slots=True)
 class _Index:
-    tags: dict[str, list[etree._Element]]
+    tags: _Tags
     classes: dict[str, list[etree._Element]]
     ids: dict[str, list[etree._Element]]
-    all: list[etree._Element]
 
     @classmethod
     def of(cls, root: etree._Element) -> _Index:
-        idx = cls({}, {}, {}, [])
-        for el in root.iter():
-            if not isinstance(el.tag, str):
-                continue
-            idx.all.append(el)
-            idx.tags.setdefault(el.tag, []).append(el)
+        idx = cls(_Tags(root), {}, {})
+        for el in _WITH_CLASS(root):
             c = el.get("class")
             if c:
                 for name in c.split():
                     idx.classes.setdefault(name, []).append(el)
+        for el in _WITH_ID(root):
             i = el.get("id")
             if i:
                 idx.ids.setdefault(i, []).append(el)
         return idx
 
+    @property
+    def all(self) -> list[etree._Element]:
+        return self.tags.all()
+
+    def pool(self, kind: str, name: str) -> list[etree._Element]:
+        """The elements a compound keyed (kind, name) by :func:`_pool_key` can match, in document order."""
+        if name == "*":
+            return self.tags.all()
+        return (self.ids if kind == "#" else self.classes if kind == "." else self.tags).get(name, [])
+
     def could_match(self, selector: str) -> bool:
-        return _could_match(selector, self.tags.keys(), self.classes.keys(), self.ids.keys())
+        return _could_match(selector, self.tags, self.classes.keys(), self.ids.keys())
 
 
 def _keys(els: list[etree._Element]) -> tuple[set[str], set[str], set[str]]:
@@ -669,17 +896,13 @@ def _keys(els: list[etree._Element]) -> tuple[set[str], set[str], set[str]]:
 
 def _names_one_of(selector: str, tags: set[str], classes: set[str], ids: set[str]) -> bool:
     """The selector's last compound names a class, id or (alone) a tag among these."""
-    m = _LAST_COMPOUND.search(selector.strip())
-    if not m:
+    found, named, tag = _last_names(selector)
+    if not found:
         return False
-    last = re.sub(r"\[[^\]]*\]|\([^)]*\)", "", m.group(0))
-    named = _CLASS_OR_ID.findall(last)
     if named:
         return any((k == "." and n in classes) or (k == "#" and n in ids) for k, n in named)
-    t = _TAG.match(last)
-    if t is None:
+    if tag is None:
         return False
-    tag = t.group(1).lower()
     return tag in tags and tag not in _COMMON_TAGS
 
 
@@ -808,15 +1031,17 @@ def _pseudo_painted(rules: list[_Rule]) -> set[tuple[str, str]]:
     return out
 
 
-def _cascade(root: etree._Element) -> dict[etree._Element, Decls]:
+def _cascade(root: etree._Element, reference: bool = False) -> dict[etree._Element, Decls]:
     _ANCESTOR_MEMO.clear()
+    _DESCENT_MEMO.clear()
     try:
-        return _cascade_rules(root)
+        return _cascade_rules(root, reference)
     finally:
         _ANCESTOR_MEMO.clear()
+        _DESCENT_MEMO.clear()
 
 
-def _cascade_rules(root: etree._Element) -> dict[etree._Element, Decls]:
+def _cascade_rules(root: etree._Element, reference: bool = False) -> dict[etree._Element, Decls]:
     """Cascaded declarations of interest for the elements hiding rules or style attributes touch.
 
     Three passes keep this cheap on pages with thousands of rules: rules that can hide text are matched
@@ -848,12 +1073,12 @@ def _cascade_rules(root: etree._Element) -> dict[etree._Element, Decls]:
             if not sel_text or budget[0] <= 0 or not accept(sel_text):
                 continue
             budget[0] -= 1
-            for tree, spec, _ in _parsed(sel_text):
+            for tree, spec, _, match in _parsed(sel_text):
                 kind, name = _pool_key(_last_compound(tree))
-                pool = (idx.ids if kind == "#" else idx.classes if kind == "." else idx.tags).get(name, []) \
-                    if name != "*" else idx.all
+                pool = idx.pool(kind, name)
                 try:
-                    els = [el for el in pool if _matches(el, tree)]
+                    test = _reference_matcher(tree) if reference else match
+                    els = [el for el in pool if test(el)]
                 except _Unsupported:
                     if budget[1] <= 0:
                         continue
@@ -866,18 +1091,19 @@ def _cascade_rules(root: etree._Element) -> dict[etree._Element, Decls]:
 
     if rules:
         idx = _Index.of(root)
-        hiding = [r for r in rules if _hiding(r.decls)]
+        hides = [_hiding(r.decls) for r in rules]
+        hiding = [r for r, h in zip(rules, hides, strict=True) if h]
         hit: list[etree._Element] = []
         for rule in hiding:
             hit.extend(apply(rule, idx, idx.could_match))
         if hit:
             tags, classes, ids = _keys(hit)
             props = set().union(*(r.decls.keys() for r in hiding)) & _REVEAL_PROPS
-            for rule in rules:
-                if rule.decls.keys() & props and not _hiding(rule.decls):
+            for rule, h in zip(rules, hides, strict=True):
+                if rule.decls.keys() & props and not h:
                     apply(rule, idx, lambda s: _names_one_of(s, tags, classes, ids))
     inline: dict[etree._Element, Decls] = {}
-    for el in root.xpath("//*[@style]"):
+    for el in _WITH_STYLE(root):
         if isinstance(el, etree._Element):
             decls = parse_declarations(el.get("style") or "")
             if decls:
@@ -1047,23 +1273,25 @@ def _drop(el: etree._Element) -> None:
     parent.remove(el)
 
 
-def scan(page_html: str) -> Scan:
+def scan(page_html: str, *, reference: bool = False) -> Scan:
     """The page's hidden passages (outermost hidden elements only, document order, whitespace collapsed),
-    and the words of the text that remains when every revealable and invisible passage is taken out."""
-    if not page_html or not page_html.strip():
+    and the words of the text that remains when every revealable and invisible passage is taken out.
+
+    ``reference``: match selectors with the plain tree walk (:func:`_matches`) instead of the compiled
+    matchers; the same answer, slower; kept so tests can check the fast path against it."""
+    if not page_html or page_html.isspace():
         return Scan((), "")
     root, complete = _parse(page_html)
     if root is None:
         return Scan((), "")
     if not complete:
         return Scan(tuple(_raw_passages(page_html)), "")
-    if root.xpath("boolean(//link[contains(translate(@rel, 'STYLEHET', 'stylehet'), 'stylesheet')] | "
-                  "//style[contains(., '@import')])"):
+    if _LOADS_CSS(root):
         root.set(_EXTERNAL_CSS, "1")  # before the cascade: var() names may be defined in those sheets
-    computed = _cascade(root)
+    computed = _cascade(root, reference)
     etree.strip_elements(root, "script", "style", "noscript", with_tail=False)
     candidates: dict[etree._Element, None] = dict.fromkeys(computed)
-    for el in root.xpath(f"//*[@hidden or @aria-hidden or @inert or @{BROWSER_MARK}]"):
+    for el in _WITH_FLAG(root):
         candidates[el] = None
     reasons: dict[etree._Element, str] = {}
     for el in list(candidates)[:MAX_ELEMENTS]:
@@ -1079,7 +1307,7 @@ def scan(page_html: str) -> Scan:
     if not reasons:
         return Scan((), "")
     # Outermost hidden elements only; a hidden element inside a "seen" one is read on its own.
-    ordered = [el for el in root.iter() if el in reasons]
+    ordered = _in_document_order(root, reasons) if not reference else [el for el in root.iter() if el in reasons]
     page_chars = 0
     passages: list[Passage] = []
     covered: set[etree._Element] = set()  # hidden passages: nothing inside them is read again
@@ -1104,8 +1332,29 @@ def scan(page_html: str) -> Scan:
     if covered:
         for el in covered:
             _drop(el)
-        visible_words = " ".join(_WORDS.findall(" ".join(t for t in root.itertext() if isinstance(t, str)).lower()))
+        visible_words = " ".join(_WORDS.findall(" ".join(_TEXTS(root)).lower()))
     return Scan(tuple(passages), visible_words)
+
+
+MAX_SORTED = 256  # up to this many hidden elements are put in document order by their paths, not a tree walk
+
+
+def _in_document_order(root: etree._Element, els: Collection[etree._Element]) -> list[etree._Element]:
+    """``els`` that are in ``root``'s tree (not in a subtree cut from it), in document order."""
+    if len(els) > MAX_SORTED:
+        return [el for el in root.iter() if el in els]
+    keyed: list[tuple[list[int], etree._Element]] = []
+    for el in els:
+        path: list[int] = []
+        node = el
+        while (parent := node.getparent()) is not None:
+            path.append(parent.index(node))
+            node = parent
+        if node is root:
+            path.reverse()
+            keyed.append((path, el))
+    keyed.sort(key=lambda t: t[0])
+    return [el for _, el in keyed]
 
 
 def _covered(el: etree._Element, covered: set[etree._Element]) -> bool:
