@@ -12,8 +12,9 @@ boilerplate (navigation, scripts, styles). Prints:
   rest of it is being embedded ahead in the background);
 - the split by stage (``result.timings_ms``), medians over the repetitions.
 
-Each page is measured twice per repetition, with the first-answer path (``first_answer="static"``:
-BM25 + the static table over the whole page, a small dense budget) and with the old one
+Each page is measured twice per repetition, with the first-answer path (``first_answer="words"``: BM25
+over the whole page when it sees the question, the dense model reordering its best chunks within
+``first_dense_s``; across languages the dense selection within ``first_dense_s_cross``) and with the old one
 (``first_answer="dense"``: up to ``dense_budget_s`` of dense work), so the two figures come from the same
 moment. The third page is German with English questions (across languages).
 
@@ -74,7 +75,7 @@ def build_page(data: Path, lang: str, target_bytes: int, out: Path, qlang: str =
 
 
 async def one_rep(
-    path: Path, q_cold: str, q_warm: str, cache: Path, first_answer: str = "static"
+    path: Path, q_cold: str, q_warm: str, cache: Path, first_answer: str = "words"
 ) -> tuple[dict, dict, float, float, list[str]]:
     engine = Engine(Settings.from_env(cache_dir=cache, state_dir=cache / "state", first_answer=first_answer))
     engine.retriever.warm()  # already loaded in this process: no cost
@@ -96,7 +97,7 @@ Run = tuple[dict, dict, float, float, list[str]]
 
 def summarise(name: str, runs: list[Run], old: list[Run], mode: str, chunks: int) -> None:
     print(f"\n## {name}  ({chunks} chunks, mode {mode})")
-    print(f"{'':22} {'first answer (static)':>22} {'old path (dense budget)':>24}")
+    print(f"{'':22} {'first answer (words)':>22} {'old path (dense budget)':>24}")
     for label, a, b in (
         ("cold", [r[2] * 1000 for r in runs], [r[2] * 1000 for r in old]),
         ("warm", [r[3] * 1000 for r in runs], [r[3] * 1000 for r in old]),
@@ -104,14 +105,14 @@ def summarise(name: str, runs: list[Run], old: list[Run], mode: str, chunks: int
         print(f"{label} median / max ms     {statistics.median(a):9.1f} / {max(a):8.1f}"
               f"   {statistics.median(b):9.1f} / {max(b):8.1f}")
     stages = sorted({k for r in runs + old for k in r[0]})
-    print("stage (cold, median)  static ms   old ms")
+    print("stage (cold, median)   words ms   old ms")
     for s in stages:
         c = statistics.median(r[0].get(s, 0.0) for r in runs)
         o = statistics.median(r[0].get(s, 0.0) for r in old)
         print(f"{s:20} {c:10.1f} {o:8.1f}")
     notes = {w for r in runs for w in r[4] if w.startswith("first question")}
     if notes:
-        print("warning (static, one rep):", sorted(notes)[0])
+        print("warning (words, one rep):", sorted(notes)[0])
 
 
 def main() -> None:

@@ -24,9 +24,9 @@ page gets. Warm runs keep embeddings under ``--cache-dir`` so re-runs are fast.
 within a pair, round-robin over its pages (one question from each page in turn),
 so a small run still covers many pages.
 
-The first question on a long page ranks it by BM25 + the static table and embeds only the best few
-chunks (``first_answer="static"``); ``TRAWL_FIRST_ANSWER=dense`` runs the old path (``dense_budget_s`` of
-dense work) for a baseline from the same code.
+The first question on a long page, in the page's language, is ranked by BM25 and the dense model reorders
+only its best chunks (``first_answer="words"``); ``TRAWL_FIRST_ANSWER=dense`` runs the old path
+(``dense_budget_s`` of dense work) for a baseline from the same code.
 
 ``--set paraphrase`` is ``benchmarks/data/paraphrase-dev`` (questions in the
 user's own words over long wcxb-dev pages, see its README); its pages are read

