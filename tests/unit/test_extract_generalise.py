@@ -11,7 +11,7 @@ import pytest
 from trawl.extract import candidates as cands
 from trawl.extract.dom import parse_html
 from trawl.extract.evidence import declared_types, declares_article, is_teaser, record_shares, trim_trailing_teasers
-from trawl.extract.html import extract_html, unread_frames
+from trawl.extract.html import choose, extract_html, thread_already_read, unread_frames
 from trawl.extract.markdown import to_markdown
 from trawl.extract.plain import PLAIN_MIN_CHARS, plain_markdown
 from trawl.settings import Settings
@@ -87,16 +87,16 @@ def _trimmed(body: str, article: bool = False) -> tuple[str, int]:
 @pytest.mark.parametrize("whole_link", [False, True])
 def test_related_story_tiles_after_the_article_are_cut(whole_link: bool) -> None:
     body = f"<div><p>{STORY}</p><p>{STORY2}</p><div><div>Read more</div>{_tiles(whole_link)}</div></div>"
-    md, cut = _trimmed(body)
+    md, cut = _trimmed(body, article=True)
     assert cut > 0 and "Karrow Sound" in md and "revised timetable by noon" in md
     assert not any(h in md for h, _ in TEASERS) and "Read more" not in md
 
 
-def test_a_short_article_keeps_its_text_and_loses_a_longer_rail_only_when_it_is_an_article() -> None:
+def test_a_short_article_loses_a_longer_rail_but_a_page_that_is_no_article_keeps_its_cards() -> None:
     short = "Crews on the Karrow Sound ferries stopped work at six this morning, leaving around two thousand " \
             "commuters without their usual crossing to the mainland. Buses run from the north pier instead."
     body = f"<p>{short}</p><div>{_tiles(True)}</div>"
-    kept, cut = _trimmed(body)  # fewer words of prose than the tiles hold, and nothing says it is an article
+    kept, cut = _trimmed(f"<p>{STORY}</p><p>{STORY2}</p><div>{_tiles(True)}</div>")  # a shop: prose, then cards
     assert cut == 0 and all(h in kept for h, _ in TEASERS)
     md, cut = _trimmed(body, article=True)
     assert cut > 0 and "Karrow Sound" in md and not any(h in md for h, _ in TEASERS)
@@ -107,20 +107,70 @@ def test_cards_that_are_the_content_stay() -> None:
     md, cut = _trimmed(intro + _tiles(False), article=True)
     assert cut == 0 and all(h in md for h, _ in TEASERS)
     # cards in the middle of an article are not after its end
-    md, cut = _trimmed(f"<p>{STORY}</p><div>{_tiles(False)}</div><p>{STORY2}</p>")
+    md, cut = _trimmed(f"<p>{STORY}</p><div>{_tiles(False)}</div><p>{STORY2}</p>", article=True)
     assert cut == 0 and all(h in md for h, _ in TEASERS)
     # two cards are not a run, and a card without a link is not a teaser
-    md, cut = _trimmed(f"<p>{STORY}</p><div>{''.join(_tiles(False).split('</div></div>')[:2])}</div>")
+    md, cut = _trimmed(f"<p>{STORY}</p><div>{''.join(_tiles(False).split('</div></div>')[:2])}</div>", article=True)
     assert cut == 0
     assert not is_teaser(parse_html(f"<div><h3>{TEASERS[0][0]}</h3><p>{TEASERS[0][1]}</p></div>"))
 
 
+@pytest.mark.skipif(not cands.HAVE_RS, reason="the cut is applied to rs-trafilatura's content")
 def test_a_divsoup_story_with_a_more_stories_rail_loses_the_rail() -> None:
     html = (f"<!doctype html><html><head><title>Ferry crews walk out</title></head><body><div><div>"
             f"<div>Ferry crews walk out</div><div><p>{STORY}</p><p>{STORY2}</p></div>"
             f"<div><div>More stories</div>{_tiles(False)}</div></div></div></body></html>")
     doc = _doc(html)
     assert "Karrow Sound" in doc.markdown and not any(h in doc.markdown for h, _ in TEASERS)
+
+
+# ------------------------------------------------------------------ threads the primary already read
+POSTS = [
+    ("tomas", "Which sounds better for a course title, car rental English or English for car rental staff?"),
+    ("ratón", "Neither a teacher nor a native speaker, I would rather say a course in car rental English."),
+    ("bhaisahab", "Perhaps English for car rental businesses, which names the people the course is for."),
+    ("bananow", "Thank you for your replies, what do you think about English for car rental companies then?"),
+    ("searcher", "Would it not depend on whether the course is meant for British or for American learners?"),
+]
+
+
+def _thread(declared: str) -> str:
+    cards = "".join(
+        f'<div class="post"><div class="user"><h4>{who}</h4><dl><dt>Joined</dt><dd>Dec {i + 1}, 2009</dd>'
+        f"<dt>Member type</dt><dd>Student or learner</dd><dt>Native language</dt><dd>Spanish</dd></dl></div>"
+        f'<div class="body"><blockquote>{POSTS[0][1]} Click to expand...</blockquote><p>{text}</p></div></div>'
+        for i, (who, text) in enumerate(POSTS)
+    )
+    return f"<html><head>{declared}</head><body><main>{cards}</main></body></html>"
+
+
+FORUM_LD = '<script type="application/ld+json">{"@type": "DiscussionForumPosting", "headline": "Car rental"}</script>'
+
+
+def test_a_thread_the_primary_read_post_by_post_keeps_the_posts_without_their_chrome() -> None:
+    html = _thread(FORUM_LD)
+    posts = "\n\n".join(t for _, t in POSTS)
+    primary = cands.Candidate(name="rs-trafilatura", markdown=posts, text=posts, quality=0.85)
+    fallback = cands.run_dom(html)
+    assert fallback is not None and len(fallback.records) >= 5
+    assert thread_already_read(primary, fallback, html)
+    chosen, _ = choose(primary, html)
+    assert chosen is primary
+    # the same page without its declaration, or a primary that kept one post: the fallback's records win
+    assert not thread_already_read(primary, fallback, _thread(""))
+    assert choose(primary, _thread(""))[0] is not primary
+    one = cands.Candidate(name="rs-trafilatura", markdown=POSTS[2][1], text=POSTS[2][1], quality=0.85)
+    assert not thread_already_read(one, fallback, html)
+
+
+def test_records_spanned_counts_records_by_their_own_words() -> None:
+    from trawl.extract.evidence import records_spanned
+
+    shared = " add to cart free delivery in two days"
+    records = tuple(f"{t}{shared}" for _, t in POSTS)
+    assert records_spanned(POSTS[1][1] + shared, records) == 1  # the shared words read no other record
+    assert records_spanned(" ".join(t for _, t in POSTS[:4]), records) == 4
+    assert records_spanned("nothing of the kind here at all", records) == 0
 
 
 # ------------------------------------------------------------------ escalation

@@ -26,6 +26,10 @@ ARTICLE_TYPES = frozenset(
         "satiricalarticle", "report", "scholarlyarticle", "socialmediaposting", "liveblogposting",
     }
 )  # fmt: skip
+# A thread of posts: its posts are the content, each a record beside its author's card and quotes.
+DISCUSSION_TYPES = frozenset(
+    {"discussionforumposting", "qapage", "question", "answer", "comment", "socialmediaposting"}
+)
 HEAD_CHARS = 400_000  # metadata is looked for in this much of the page (JSON-LD sometimes sits at the end of body)
 MAX_LD_BLOCKS = 20
 MAX_LD_CHARS = 200_000
@@ -88,6 +92,36 @@ def declares_article(html: str) -> bool:
     """Whether the page calls itself an article (og:type article, schema.org Article and its kin)."""
     types = declared_types(html)
     return "og:article" in types or bool(types & ARTICLE_TYPES)
+
+
+def declares_discussion(html: str) -> bool:
+    """Whether the page calls itself a thread of posts (schema.org DiscussionForumPosting, QAPage, Comment...)."""
+    return bool(declared_types(html) & DISCUSSION_TYPES)
+
+
+SPAN_SHINGLE = 4  # words per shingle when finding which records the primary's text comes from
+SPAN_MIN_HITS = 3  # a record is read when this many of its own shingles (or half of them) are in the primary
+
+
+def records_spanned(primary_text: str, records: tuple[str, ...]) -> int:
+    """How many of the fallback's records the primary's text comes from, judged by each record's own word
+    4-grams (those no other record has: a card's "add to cart" does not make every card read)."""
+    def shingles(text: str) -> set[tuple[str, ...]]:
+        t = _WORD.findall(text.lower())
+        return {tuple(t[i : i + SPAN_SHINGLE]) for i in range(len(t) - SPAN_SHINGLE + 1)}
+
+    prim = shingles(primary_text)
+    per_record = [shingles(r) for r in records]
+    seen: Counter[tuple[str, ...]] = Counter()
+    for sh in per_record:
+        seen.update(sh)
+    read = 0
+    for sh in per_record:
+        own = [s for s in sh if seen[s] == 1]
+        hits = sum(1 for s in own if s in prim)
+        if own and (hits >= SPAN_MIN_HITS or hits >= 0.5 * len(own)):
+            read += 1
+    return read
 
 
 def _counts(text: str) -> Counter[str]:
@@ -178,10 +212,12 @@ def _trailing_run(kids: list[Any]) -> int:
     return n
 
 
-def trim_trailing_teasers(root: Any, article: Callable[[], bool] = lambda: False) -> int:
-    """Cut a run of teaser cards that ends an extractor's content (related stories, "read more" tiles), when
-    enough prose stays before it: at least as many words as the run, or, on a page that is an ``article`` (its
-    own declaration or the extractor's judgement), :data:`TRIM_MIN_BODY_WORDS`. The words cut (0: none)."""
+def trim_trailing_teasers(root: Any, article: Callable[[], bool]) -> int:
+    """Cut a run of teaser cards that ends an extractor's content (related stories, "read more" tiles) on a page
+    that is an ``article`` (its own declaration or the extractor's judgement, asked only when a run is found),
+    when at least :data:`TRIM_MIN_BODY_WORDS` words of prose stay before it. The words cut (0: none).
+
+    Only articles: on a shop or a listing, cards with a linked title after some prose are the content."""
     body_words, body_linked, _ = word_counts(root)
     cut = 0
     node = root
@@ -198,7 +234,7 @@ def trim_trailing_teasers(root: Any, article: Callable[[], bool] = lambda: False
                 run_words += w
                 run_linked += lk
             prose = (body_words - run_words) - (body_linked - run_linked)
-            if prose < TRIM_MIN_BODY_WORDS or (prose < run_words and not article()):
+            if prose < TRIM_MIN_BODY_WORDS or not article():
                 break
             for k in run:
                 _drop(k)

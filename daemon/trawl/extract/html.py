@@ -29,7 +29,7 @@ from ..settings import Settings
 from ..types import Document, Page
 from . import candidates as cands
 from .candidates import Candidate
-from .evidence import declares_article, record_shares
+from .evidence import declares_article, declares_discussion, record_shares, records_spanned
 from .guard import flatten_nesting, looks_binary, strip_heavy, too_deep, trim_html
 from .lang import detect_language
 from .meta import declared_language, html_title
@@ -88,9 +88,24 @@ def choose(primary: Candidate | None, html: str) -> tuple[Candidate | None, bool
     gain = n_fallback >= DOM_GAIN_RATIO * max(n_primary, 1) or (
         n_fallback >= DOM_SUPERSET_RATIO * max(n_primary, 1) and _contained(primary.text, fallback.text)
     )
-    if gain and not article_beside_rail(primary, fallback, html):
+    if gain and not article_beside_rail(primary, fallback, html) and not thread_already_read(primary, fallback, html):
         return fallback, True
     return primary, True
+
+
+THREAD_MIN_POSTS = 3  # the primary read a thread when its text comes from this many of the fallback's records
+
+
+def thread_already_read(primary: Candidate, fallback: Candidate, html: str) -> bool:
+    """Whether the page is a thread of posts the primary already read, post by post: its text comes from several
+    of the fallback's records (not from one card), and the page declares itself a discussion. Then what the
+    fallback adds is each post's chrome (author cards, quoted posts), not posts the primary missed."""
+    if len(fallback.records) < THREAD_MIN_POSTS:
+        return False
+    in_records, _ = record_shares(primary.text, fallback.text, fallback.records)
+    if in_records < RAIL_PRIMARY_IN_RECORDS or records_spanned(primary.text, fallback.records) < THREAD_MIN_POSTS:
+        return False
+    return declares_discussion(html)
 
 
 def article_beside_rail(primary: Candidate, fallback: Candidate, html: str) -> bool:
