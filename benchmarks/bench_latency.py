@@ -14,7 +14,7 @@ boilerplate (navigation, scripts, styles). Prints:
 
 Each page is measured twice per repetition, with the first-answer path (``first_answer="words"``: BM25
 over the whole page when it sees the question, the dense model reordering its best chunks within
-``first_dense_s``; across languages the dense selection within ``first_dense_s_cross``) and with the old one
+``first_dense_s``; across languages the dense budget as before) and with the old one
 (``first_answer="dense"``: up to ``dense_budget_s`` of dense work), so the two figures come from the same
 moment. The third page is German with English questions (across languages).
 

@@ -125,13 +125,12 @@ class Settings(BaseSettings):
     dense_candidates: AtLeastOne = 48  # chunks embedded per question (BM25 / structure picks them)
     dense_budget_s: Seconds = 1.5  # cap on embedding time for one question
     # The first question on a long page not embedded yet: "words" (default) ranks it by BM25 when question and page
-    # share a language and BM25 sees the question, and spends first_dense_s reordering BM25's best chunks; across
-    # languages the dense selection gets first_dense_s_cross. "dense" spends dense_budget_s on every first question.
-    # Same-language first questions, one run (bench_qa --first --limit 150, qa-dev-long): the dense budget's
-    # returned set held the answer as often as BM25's (0.973 both) at p50 1.52 s vs 0.89 s (loaded machine).
+    # share a language and BM25 sees the question, and spends first_dense_s reordering BM25's best chunks; other
+    # first questions, and every one with "dense", spend dense_budget_s. One run, loaded machine (bench_qa --first
+    # --limit 150): same-language pairs of qa-dev-long, returned-set recall 0.973 both ways, p50 0.89 s vs 1.52 s;
+    # a shorter budget across languages (0.85 s) lost recall (en>de/ru/zh 0.600 -> 0.533), so it has none.
     first_answer: Literal["words", "dense"] = "words"
     first_dense_s: Seconds = 0.25  # question and page share a language: reorder BM25's best chunks
-    first_dense_s_cross: Seconds = 0.85  # they do not: the dense selection, within this budget
     embed_query_batch: bool = False  # concurrent questions share one embedding call (no gain measured yet)
     embed_url: str = ""  # OpenAI-compatible /v1/embeddings base URL
     embed_model: str = ""

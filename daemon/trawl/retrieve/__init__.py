@@ -17,9 +17,10 @@ cannot wait for the model. When question and page share a language and BM25
 sees the question, BM25 ranks every chunk in milliseconds and the dense model
 only reorders its best few within ``first_dense_s``: on such questions the
 dense budget's returned set held the answer no more often than BM25's (see
-``first_dense_s`` in settings). Across languages BM25 is nearly blind, so the
-dense model picks within the shorter ``first_dense_s_cross``. A warning says
-what the dense model compared; the rest of the page is embedded ahead.
+``first_dense_s`` in settings). Across languages, or when BM25 is blind to the
+question, the first question keeps the dense budget (a shorter one lost recall).
+A warning says what the dense model compared; the rest of the page is embedded
+ahead.
 """
 
 from __future__ import annotations
@@ -201,7 +202,7 @@ class Retriever:
                     )
                 if late:
                     warnings.append(
-                        f"dense budget ({first.budget or self.settings.dense_budget_s:g} s) reached: "
+                        f"dense budget ({self.settings.dense_budget_s:g} s) reached: "
                         f"{len(have_vec)} of "
                         f"{len(chunks)} chunks compared by meaning"
                     )
@@ -276,8 +277,7 @@ class Retriever:
         """Dense score per chunk (0 where none) for cached vectors plus a budget of new ones.
 
         On the first question on a page the dense budget cannot cover, in the page's language, BM25 ranks the
-        whole page (``first.prior``) and only its best chunks are embedded; across languages the dense
-        selection runs within the shorter cross-language budget.
+        whole page (``first.prior``) and only its best chunks are embedded.
         """
         assert self._embedder is not None
         s = self.settings
@@ -302,9 +302,6 @@ class Retriever:
         # warm); the first-answer path is for longer pages (qa-dev en>ru, cold: 1.000 -> 0.760 without this).
         long_page = len(missing) > max(FIRST_HEAD, s.dense_budget_s * self._rate)
         first_path = first is not None and long_page and not seen and s.first_answer == "words"
-        if first_path and first is not None and first.same is False:
-            deadline = min(deadline, t0 + s.first_dense_s_cross)
-            first.budget = s.first_dense_s_cross
         if missing and first_path and first is not None and first.same is not False and not blind:
             first.prior = fuse.combine(bm, None, (), 1.0)
             todo = [i for i in fuse.order_by(first.prior) if keys[i] not in vecs][:FIRST_HEAD]
@@ -505,13 +502,12 @@ def _bm25_text(c: Chunk) -> str:
 class _First:
     """What the first-answer path needs from rank() and tells it back."""
 
-    __slots__ = ("budget", "prior", "same", "weight")
+    __slots__ = ("prior", "same", "weight")
 
     def __init__(self, same: bool | None, weight: float) -> None:
         self.same = same
         self.weight = weight  # BM25's weight in the prior
         self.prior: np.ndarray | None = None  # BM25's score per chunk (over its maximum), when that path ran
-        self.budget = 0.0  # the shorter dense budget of a first answer across languages, when it applied
 
 
 class _Null:
