@@ -26,10 +26,9 @@ ARTICLE_TYPES = frozenset(
         "satiricalarticle", "report", "scholarlyarticle", "socialmediaposting", "liveblogposting",
     }
 )  # fmt: skip
-# A thread of posts: its posts are the content, each a record beside its author's card and quotes.
-DISCUSSION_TYPES = frozenset(
-    {"discussionforumposting", "qapage", "question", "answer", "comment", "socialmediaposting"}
-)
+# A thread of posts: its posts are the content, each a record beside its author's card and quotes. Not
+# Question/Answer alone (an FAQ page's entries) nor Comment (the comments under an article).
+DISCUSSION_TYPES = frozenset({"discussionforumposting", "qapage"})
 HEAD_CHARS = 400_000  # metadata is looked for in this much of the page (JSON-LD sometimes sits at the end of body)
 MAX_LD_BLOCKS = 20
 MAX_LD_CHARS = 200_000
