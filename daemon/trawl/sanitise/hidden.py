@@ -138,11 +138,30 @@ def css_unescape(text: str) -> str:
     return _CSS_ESCAPE.sub(_unescape_char, text) if "\\" in text else text
 
 
+# declaration text -> its declarations, for the short texts pages repeat (inline styles, rule bodies)
+_DECLS: dict[str, Decls] = {}
+_MAX_DECLS = 20_000
+_MAX_DECL_CHARS = 2_000
+
+
 def parse_declarations(text: str) -> Decls:
     """Declarations of interest (and custom properties, ``--name``) of a style attribute or rule body."""
+    got = _DECLS.get(text)
+    if got is not None:
+        return dict(got)
+    out = _parse_declarations(text)
+    if len(text) <= _MAX_DECL_CHARS:
+        if len(_DECLS) >= _MAX_DECLS:
+            _DECLS.clear()
+        _DECLS[text] = dict(out)
+    return out
+
+
+def _parse_declarations(text: str) -> Decls:
     out: Decls = {}
+    escaped = "\\" in text
     for part in _strip_comments(text).split(";"):  # an escaped ";" (\\3b) separates nothing: split first
-        name, colon, value = css_unescape(part).partition(":")
+        name, colon, value = (css_unescape(part) if escaped else part).partition(":")
         if not colon:
             continue
         prop = name.strip().lower()
