@@ -9,6 +9,10 @@ skipped (take the fallback). Two kinds of evidence tell them apart, both read fr
 - **position**: how much of the primary's text lies inside the fallback's repeated records. A primary that
   kept one card of a grid has most of its words inside a record; an article beside a rail has few. And how
   much of what the fallback adds is records: a rail of headlines, teasers or comments is nothing but records.
+  And how many records the primary's text comes from: a thread read post by post spans several.
+
+And one trim of the primary's own content (:func:`trim_trailing_teasers`): on an article, a run of teaser
+cards (a few words, a linked title) that ends the content is the related-stories furniture after its end.
 """
 
 from __future__ import annotations

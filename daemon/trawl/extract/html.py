@@ -10,7 +10,9 @@
                   says the primary found an article and the fallback only adds a rail (:mod:`.evidence`): the
                   page declares itself an article, little of the primary's text lies inside the fallback's
                   repeated records, and most of what the fallback adds is records (latest news, related
-                  stories, comments). Then the primary stays: a short article is not a listing.
+                  stories, comments). Then the primary stays: a short article is not a listing. Nor is a thread the
+                  primary read post by post (its text from several records, the page declaring a discussion):
+                  the fallback would only add each post's author card and quotes.
     -  plain      a very large page of plain paragraphs skips 1-3 (:mod:`.plain`): nothing to choose there
     4. shell      when both found (next to) nothing, the page is an empty JavaScript shell: return an
                   empty document and let the pipeline report it, rather than a title as "content"
