@@ -344,6 +344,16 @@ def stopwords(lang: str) -> frozenset[str]:
     return _STOPWORDS.get(primary_tag(lang), frozenset())
 
 
+# Languages that capitalise every noun: there a capital letter does not mark a name.
+_CAPITALISED_NOUNS = frozenset({"de", "lb"})
+
+
+def capitals_mark_names(lang: str) -> bool:
+    """Whether a capitalised word inside a sentence of ``lang`` is likely a name: not in German, where every
+    noun is capitalised; yes in a language not known (or not given)."""
+    return primary_tag(lang) not in _CAPITALISED_NOUNS
+
+
 # ---------------------------------------------------------------- word forms (BM25 terms)
 # The Snowball stemmer BM25 uses per language (PyStemmer's algorithm names); the tokenizer cuts stems to
 # 7 letters. Languages without one keep its language-free rule (words cut to their first 7 letters); CJK

@@ -12,11 +12,40 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..lang import detect
-from .tokenize import tokens
+from ..lang import detect, same_language, stopwords
+from .tokenize import name_words, tokens
 
 K1 = 1.2
 B = 0.75
+
+
+class QueryTerms(list[str]):
+    """A question's BM25 terms as one page's index analyses them, with what fusion needs to know across
+    languages: ``cross`` (the question is in another language than the page), ``names`` (the terms of its
+    words that match in any language: numbers, codes, names; :func:`trawl.retrieve.tokenize.name_words`) and
+    ``stop`` (the question language's stop words, analysed like the page).
+
+    Across languages :meth:`BM25Index.scores` leaves out the stop words, which match the page only by
+    accident (an English "die" or "was" on a German page), and :meth:`BM25Index.coverage` is the share of
+    the question's names found on the page: a shared name, number or code is evidence in any language, so
+    fusion trusts BM25 by it (:data:`trawl.retrieve.fuse.CROSS_LANGUAGE_WEIGHT`).
+    """
+
+    names: frozenset[str]
+    stop: frozenset[str]
+    cross: bool
+
+    def __init__(
+        self,
+        terms: Sequence[str],
+        names: frozenset[str] = frozenset(),
+        cross: bool = False,
+        stop: frozenset[str] = frozenset(),
+    ) -> None:
+        super().__init__(terms)
+        self.names = names
+        self.cross = cross
+        self.stop = stop
 
 
 class BM25Index:
@@ -49,9 +78,14 @@ class BM25Index:
         avg = float(lengths.mean()) if n else 1.0
         self._norm = (K1 * (1.0 - B + B * lengths / max(avg, 1e-6))).astype(np.float32)
 
-    def terms(self, text: str) -> list[str]:
-        """BM25 terms of a question (or any text) as this index analyses its texts."""
-        return tokens(text, self.lang)
+    def terms(self, text: str) -> QueryTerms:
+        """BM25 terms of a question (or any text) as this index analyses its texts, with its names and
+        whether it is in another language than the page (:class:`QueryTerms`)."""
+        qlang = detect(text, self.lang)
+        names = frozenset(tokens(" ".join(name_words(text, self.lang, qlang)), self.lang))
+        cross = same_language(qlang, self.lang) is False
+        stop = _analysed(stopwords(qlang), self.lang) if cross else frozenset()
+        return QueryTerms(tokens(text, self.lang), names, cross, stop)
 
     def _posting(self, term: str) -> tuple[np.ndarray, np.ndarray] | None:
         t = self._vocab.get(term)
@@ -72,6 +106,8 @@ class BM25Index:
         return float(np.log(1.0 + (self.n - df + 0.5) / (df + 0.5)))
 
     def scores(self, query_terms: Sequence[str]) -> np.ndarray:
+        if isinstance(query_terms, QueryTerms) and query_terms.cross:
+            query_terms = [t for t in query_terms if t not in query_terms.stop]
         out = np.zeros(self.n, dtype=np.float32)
         for term, qtf in Counter(query_terms).items():
             p = self._posting(term)
@@ -84,7 +120,10 @@ class BM25Index:
         return out
 
     def coverage(self, query_terms: Sequence[str], ignore: frozenset[str] = frozenset()) -> float:
-        """Share of the query's distinct terms (minus ``ignore``) that occur on the page, idf-weighted."""
+        """Share of the query's distinct terms (minus ``ignore``) that occur on the page, idf-weighted; across
+        languages (a :class:`QueryTerms` with ``cross``), the share of its names (0 for a question without one)."""
+        if isinstance(query_terms, QueryTerms) and query_terms.cross:
+            query_terms = [t for t in query_terms if t in query_terms.names]
         if ignore:
             ignore = ignore | _analysed(frozenset(ignore), self.lang)
         terms = {t for t in query_terms if t not in ignore}

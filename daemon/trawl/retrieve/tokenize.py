@@ -21,9 +21,20 @@ from functools import lru_cache
 
 import Stemmer
 
-from ..lang import CJK_CLASS, SCRIPT_RANGES, detect, normalise_words, same_language, script_of, stemmer_of, stopwords
+from ..lang import (
+    CJK_CLASS,
+    SCRIPT_RANGES,
+    capitals_mark_names,
+    detect,
+    dominant_script,
+    normalise_words,
+    same_language,
+    script_of,
+    stemmer_of,
+    stopwords,
+)
 
-__all__ = ["guess_lang", "same_language", "script_of", "stopwords", "tokens"]
+__all__ = ["guess_lang", "name_words", "same_language", "script_of", "stopwords", "tokens"]
 
 STEM_CHARS = 7
 
@@ -100,6 +111,44 @@ def tokens(text: str, lang: str = "") -> list[str]:
         else:
             out.extend(part[j : j + 2] for j in range(len(part) - 1))
     return out
+
+
+# A question's words with what stands before them (to tell a sentence's first word).
+_RAW_WORD = re.compile(r"([^\w\s]*)\s*([^\W_]+)")
+_SENTENCE_OPENERS = frozenset(".!?:;\"'“”„«»‘’()[]¿¡。！？")
+
+
+def name_words(text: str, page_lang: str, question_lang: str = "") -> list[str]:
+    """The words of a question that can match a page in any language: numbers and codes (a digit, or a
+    capital after the first letter: ``B-52``, ``iPhone``, ``NASA``), words in a script other than the page's
+    or the question's own (a Latin name in a Korean question, an English word on a Russian page) and, where
+    a capital marks a name (:func:`trawl.lang.capitals_mark_names`), capitalised words that do not open a
+    sentence. Stop words of the question's language are left out."""
+    page_script = _script_group(script_of(page_lang))
+    own_script = _script_group(dominant_script(text))
+    caps = capitals_mark_names(question_lang)
+    stop = stopwords(question_lang)
+    out: list[str] = []
+    first = True
+    for before, run in _RAW_WORD.findall(text):
+        opens = first or any(ch in _SENTENCE_OPENERS for ch in before)
+        first = False
+        for word in filter(None, _CJK_SPLIT.split(run)):  # "Group을", "1998년": the name and the particle
+            if word.casefold() in stop:
+                continue
+            script = "" if word.isdigit() else _script_group(dominant_script(word))
+            if (
+                any(ch.isdigit() for ch in word)
+                or any(ch.isupper() for ch in word[1:])
+                or (script and (script != (page_script or script) or script != (own_script or script)))
+                or (caps and word[0].isupper() and not opens)
+            ):
+                out.append(word)
+    return out
+
+
+def _script_group(script: str) -> str:
+    return "cjk" if script in ("cjk", "hangul", "han", "kana") else script
 
 
 def guess_lang(text: str, hint: str = "") -> str:
