@@ -27,16 +27,28 @@ def test_adjacent_returned_chunks_join_in_document_order_at_the_better_rank() ->
     assert out[1].text == "text 5" and out[1].score == 0.5
 
 
-def test_the_best_chunks_better_neighbour_joins_it_when_not_returned() -> None:
-    chunks = page(["A", "A", "A", "B", "A"])
-    fused = np.array([0.2, 0.9, 0.6, 0.8, 0.1])
-    out = passages(chunks, [1, 3], 2, fused)
-    # 1 is best; of its neighbours 0 (0.2) and 2 (0.6), 2 scores better and joins; 3 (other heading) stays alone.
+def test_the_best_chunks_better_neighbour_joins_it_in_place_of_the_weakest() -> None:
+    chunks = page(["A", "A", "A", "B", "A", "B"])
+    fused = np.array([0.2, 0.9, 0.6, 0.8, 0.1, 0.7])
+    out = passages(chunks, [1, 3, 5], 3, fused)
+    # 1 is best; of its neighbours 0 (0.2) and 2 (0.6), 2 scores better and joins; 3 (other heading) stays alone,
+    # and 5, the weakest returned, gives its place: the returned set keeps its size.
     assert [c.text for c in out] == ["text 1\n\ntext 2", "text 3"]
     assert out[0].id == "c1" and out[0].score == 0.9
+    # When the weakest returned chunk is in the best passage itself, nothing gives way.
+    out = passages(chunks, [1, 0], 2, fused)
+    assert [c.text for c in out] == ["text 0\n\ntext 1\n\ntext 2"]
     # A neighbour under another heading never joins.
     alone = passages(page(["A", "B", "C"]), [1], 1, np.array([0.5, 0.9, 0.5]))
     assert [c.text for c in alone] == ["text 1"]
+
+
+def test_a_neighbour_without_evidence_stays_out() -> None:
+    """Scored 0 or less (not closer by meaning than the page's median, no BM25 match; on a cold page: not
+    embedded and no word in common), the neighbour does not join and nothing gives way."""
+    chunks = page(["A"] * 5)
+    out = passages(chunks, [2, 4], 2, np.array([0.0, 0.0, 0.9, -0.1, 0.4]))
+    assert [c.text for c in out] == ["text 2", "text 4"]
 
 
 def test_nothing_is_lost_or_repeated() -> None:
