@@ -26,7 +26,9 @@ Declarations come from the ``style`` attribute and from ``<style>`` rules with a
 properties that matter: selectors of any shape (cssselect turns them into XPath), specificity, source
 order and ``!important``, so ``.tab{display:none}`` followed by ``.tab.active{display:block}`` leaves the
 active tab visible. ``@media`` blocks apply as on a 1280 px wide screen (print-only rules do not).
-Pseudo-class selectors (``:hover``, ``:focus``) and pseudo-elements never match.
+Pseudo-class selectors (``:hover``, ``:focus``) and pseudo-elements never match. Selectors are compiled once
+per selector text into matchers that give exactly the tree walk's answer (:func:`_matches`, kept as the reference
+that ``scan(..., reference=True)`` and the tests use).
 
 Bounds: MAX_HTML_CHARS of HTML, MAX_CSS_CHARS per ``<style>``, MAX_SELECTORS evaluated, rules whose last
 compound names a class, id or tag the page does not have are skipped unevaluated. Whole-page wrappers
