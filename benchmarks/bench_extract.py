@@ -222,6 +222,8 @@ def _child(args: argparse.Namespace, name: str, out: Path, before: bool = False)
         cmd.append("--short")
     if args.limit is not None:
         cmd += ["--limit", str(args.limit)]
+    if args.ids is not None:
+        cmd += ["--ids", str(args.ids)]
     cmd += ["--every", str(args.every)]
     if args.cache is not None:
         cmd += ["--cache", str(args.cache)]
@@ -269,10 +271,15 @@ def main(argv: list[str] | None = None) -> int:
                     "a rerun extracts only with trawl and the pages not seen yet")
     ap.add_argument("--per-page", type=Path, default=None,
                     help="write every extractor's per-page F1 here (JSON: page id, type, group, F1 by extractor)")
+    ap.add_argument("--ids", type=Path, default=None,
+                    help="a file of page ids (one a line): only these pages (e.g. the pages a change can touch)")
     ap.add_argument("--dump", type=Path, default=None, help=argparse.SUPPRESS)  # the child's per-page figures
     args = ap.parse_args(argv)
     pages = load_short(args.wcxb_dir)[: args.limit] if args.short else load_pages(args.wcxb_dir, args.limit)
     pages = pages[:: max(1, args.every)]
+    if args.ids is not None:
+        wanted_ids = set(args.ids.read_text().split())
+        pages = [p for p in pages if p.id in wanted_ids]
     if not pages:
         print(f"no WCXB pages under {args.wcxb_dir}", file=sys.stderr)
         return 2

@@ -22,11 +22,11 @@ SAMPLE_DIR = ROOT / "tests" / "fixtures" / "wcxb-sample"
 # Mean F1 floors: overall pinned 0.01 under the figure measured on the sample (see the comments).
 # Per-type floors sit ~0.03 under (10-30 pages each, so one page moves them by several points).
 FLOORS: dict[str, float] = {
-    "ALL": 0.866,  # measured 0.8767
+    "ALL": 0.871,  # measured 0.8814
     "article": 0.90,  # 0.9324
     "collection": 0.80,  # 0.8275
     "documentation": 0.95,  # 0.9874
-    "forum": 0.76,  # 0.7886
+    "forum": 0.80,  # 0.8307
     "listing": 0.83,  # 0.8634
     "product": 0.78,  # 0.8168
     "service": 0.82,  # 0.8554
@@ -37,9 +37,12 @@ FLOORS: dict[str, float] = {
 # below the best single candidate by more than half a point").
 SINGLE_GAP = 0.005
 # ... except where the sample (10-30 pages a type) already shows a larger gap: there the gap is pinned just above
-# the one measured, so it cannot widen (the target is held on the full wcxb-dev split, see
-# benchmarks/data/short-articles/README.md and issue 14's notes). Lower a pin when a change narrows its gap.
-PINNED_GAPS: dict[str, float] = {}
+# the one measured, so it cannot widen (the target itself is measured on the full wcxb-dev split:
+# `bench_extract.py --only trawl,rs-trafilatura,trafilatura`). Lower a pin when a change narrows its gap.
+# Measured on the sample (trawl minus the best single): article -0.0210 (trafilatura), collection -0.0503
+# (rs-trafilatura: its 12 pages include one whose reference leaves out the product grid the fallback reads),
+# listing -0.0111 and product -0.0123 (trafilatura).
+PINNED_GAPS: dict[str, float] = {"article": 0.022, "collection": 0.051, "listing": 0.012, "product": 0.013}
 SINGLES = ("rs-trafilatura", "trafilatura")
 
 
