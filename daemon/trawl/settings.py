@@ -114,8 +114,10 @@ class Settings(BaseSettings):
     # 450: 0.951 / 0.935 / 0.828 at 1027 / 1018 / 998 (returned-set recall falls too): 220 stays.
     chunk_chars_cjk: AtLeastOne = 220
     # Korean: words between spaces, a chunk needs the subject named sentences before (issue 15: 450 chars
-    # took ko recall@1 on a held-out set from 0.885 to 0.931 against the CJK target)
-    chunk_chars_hangul: AtLeastOne = 450
+    # took ko recall@1 on a held-out set from 0.885 to 0.931 against the CJK target). benchmarks/data/ko-dev
+    # (93 questions), recall@1 warm / cold at tokens: 300: 0.828 / 0.806 at 1079 / 993; 450: 0.785 / 0.774 at
+    # 1056 / 1025; 600: 0.796 warm at 1058 (its sections end chunks first); 7d5fe9b (CJK target): 0.796 at 993.
+    chunk_chars_hangul: AtLeastOne = 300
 
     # --- retrieval ------------------------------------------------------
     k_min: AtLeastOne = 3
