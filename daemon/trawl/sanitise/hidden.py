@@ -811,10 +811,11 @@ def _xpath_matches(root: etree._Element, selector: str) -> list[etree._Element]:
 # --- the scan ------------------------------------------------------------------------------------------
 
 # Compiled once: element sets the scan reads, in document order.
-_WITH_CLASS = etree.XPath("//*[@class]")
-_WITH_ID = etree.XPath("//*[@id]")
-_WITH_STYLE = etree.XPath("//*[@style]")
-_WITH_FLAG = etree.XPath(f"//*[@hidden or @aria-hidden or @inert or @{BROWSER_MARK}]")
+# (descendant-or-self:: and unions of attribute parents answer as "//*[@...]" does, in about half the time)
+_WITH_CLASS = etree.XPath("descendant-or-self::*[@class]")
+_WITH_ID = etree.XPath("descendant-or-self::*[@id]")
+_WITH_STYLE = etree.XPath("descendant-or-self::*[@style]")
+_WITH_FLAG = etree.XPath(f"//@hidden/.. | //@aria-hidden/.. | //@inert/.. | //@{BROWSER_MARK}/..")
 _LOADS_CSS = etree.XPath("boolean(//link[contains(translate(@rel, 'STYLEHET', 'stylehet'), 'stylesheet')] | "
                          "//style[contains(., '@import')])")
 _TEXTS = etree.XPath(".//text()", smart_strings=False)  # the text nodes under the root, as itertext() reads them
