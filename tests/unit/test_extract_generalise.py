@@ -95,8 +95,8 @@ def test_related_story_tiles_after_the_article_are_cut(whole_link: bool) -> None
 def test_a_short_article_loses_a_longer_rail_but_a_page_that_is_no_article_keeps_its_cards() -> None:
     short = "Crews on the Karrow Sound ferries stopped work at six this morning, leaving around two thousand " \
             "commuters without their usual crossing to the mainland. Buses run from the north pier instead."
-    body = f"<p>{short}</p><div>{_tiles(True)}</div>"
-    kept, cut = _trimmed(f"<p>{STORY}</p><p>{STORY2}</p><div>{_tiles(True)}</div>")  # a shop: prose, then cards
+    body = f"<p>{short}</p><div><h3>Related articles</h3>{_tiles(True)}</div>"
+    kept, cut = _trimmed(f"<p>{STORY}</p><p>{STORY2}</p><div><h3>Related</h3>{_tiles(True)}</div>")  # not an article
     assert cut == 0 and all(h in kept for h, _ in TEASERS)
     md, cut = _trimmed(body, article=True)
     assert cut > 0 and "Karrow Sound" in md and not any(h in md for h, _ in TEASERS)
@@ -109,8 +109,13 @@ def test_cards_that_are_the_content_stay() -> None:
     # cards in the middle of an article are not after its end
     md, cut = _trimmed(f"<p>{STORY}</p><div>{_tiles(False)}</div><p>{STORY2}</p>", article=True)
     assert cut == 0 and all(h in md for h, _ in TEASERS)
+    # an article's own picks, announced in its prose and not under a label of their own, are its content
+    md, cut = _trimmed(f"<p>{STORY}</p><p>{STORY2} Click a picture to read the full post.</p><div>{_tiles(True)}</div>",
+                       article=True)
+    assert cut == 0 and all(h in md for h, _ in TEASERS)
     # two cards are not a run, and a card without a link is not a teaser
-    md, cut = _trimmed(f"<p>{STORY}</p><div>{''.join(_tiles(False).split('</div></div>')[:2])}</div>", article=True)
+    two = "".join(_tiles(False).split("</div></div>")[:2])
+    md, cut = _trimmed(f"<p>{STORY}</p><div><div>Read more</div>{two}</div>", article=True)
     assert cut == 0
     assert not is_teaser(parse_html(f"<div><h3>{TEASERS[0][0]}</h3><p>{TEASERS[0][1]}</p></div>"))
 

@@ -21,7 +21,7 @@ import trafilatura as _traf
 from .align import align_markdown
 from .code import restore_code
 from .dom import extract_dom, parse_html
-from .evidence import declares_article, trim_trailing_teasers
+from .evidence import trim_trailing_teasers
 from .headings import restore_headings
 from .markdown import to_markdown
 
@@ -76,8 +76,9 @@ def run_rs(html: str, url: str) -> Candidate | None:
     if content_html.strip():
         root = parse_html(content_html)
         if root is not None:
-            # related-story tiles after the article's end (evidence.py)
-            trim_trailing_teasers(root, lambda: res.page_type == "article" or declares_article(html))
+            # related-story tiles after the article's end (evidence.py); rs-trafilatura judges the page an article
+            # (og:type article is also WordPress's default for listings and shops)
+            trim_trailing_teasers(root, lambda: res.page_type == "article")
             markdown = align_markdown(restore_code(to_markdown(root), html), text)
     if not markdown.strip() and text.strip():
         markdown = text.strip()

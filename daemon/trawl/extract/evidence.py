@@ -159,7 +159,7 @@ TEASER_MAX_WORDS = 40
 TEASER_MIN_LINK_SHARE = 0.25  # of the card's words inside links, when the card has a heading
 TEASER_LINK_SHARE = 0.6  # ... or this much without one (the whole card is a link)
 TEASER_MIN_RUN = 3
-LABEL_MAX_WORDS = 4  # "Read more", "Related articles": a short label heading the run goes with it
+LABEL_MAX_WORDS = 4  # "Read more", "Related articles": the short label that heads a rail, cut with it
 TRIM_MIN_BODY_WORDS = 30  # prose (words outside links) that must remain before a run is cut
 MAX_TRIM_DEPTH = 40
 _HEADING_TAGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
@@ -202,23 +202,23 @@ def is_teaser(el: Any) -> bool:
 
 
 def _trailing_run(kids: list[Any]) -> int:
-    """How many of ``kids``, counted from the end, are a run of teaser cards (with a short label before them)."""
+    """How many of ``kids``, counted from the end, are a labelled run of teaser cards: at least
+    :data:`TEASER_MIN_RUN` cards, right after a short label of their own ("Related articles", "Read more"), which
+    goes with them. An unlabelled run is left alone: an article that lists its own picks (a blog's "posts for
+    beginners", a recipe round-up) announces them in its prose, and they are its content."""
     n = 0
     while n < len(kids) and is_teaser(kids[len(kids) - 1 - n]):
         n += 1
-    if n < TEASER_MIN_RUN:
+    if n < TEASER_MIN_RUN or n >= len(kids):
         return 0
-    if n < len(kids):
-        words, linked, _ = word_counts(kids[len(kids) - 1 - n])
-        if 0 < words <= LABEL_MAX_WORDS and not linked:
-            n += 1
-    return n
+    words, linked, _ = word_counts(kids[len(kids) - 1 - n])
+    return n + 1 if 0 < words <= LABEL_MAX_WORDS and not linked else 0
 
 
 def trim_trailing_teasers(root: Any, article: Callable[[], bool]) -> int:
-    """Cut a run of teaser cards that ends an extractor's content (related stories, "read more" tiles) on a page
-    that is an ``article`` (its own declaration or the extractor's judgement, asked only when a run is found),
-    when at least :data:`TRIM_MIN_BODY_WORDS` words of prose stay before it. The words cut (0: none).
+    """Cut a labelled run of teaser cards that ends an extractor's content (related stories, "read more" tiles)
+    on a page that is an ``article`` (asked only when a run is found), when at least :data:`TRIM_MIN_BODY_WORDS`
+    words of prose stay before it. The words cut (0: none).
 
     Only articles: on a shop or a listing, cards with a linked title after some prose are the content."""
     body_words, body_linked, _ = word_counts(root)
