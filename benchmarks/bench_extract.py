@@ -2,6 +2,9 @@
 
     .venv/bin/python benchmarks/bench_extract.py [WCXB_DIR] [--limit N] [--only trawl,rs-trafilatura,...]
     .venv/bin/python benchmarks/bench_extract.py --short [WCXB_DIR]    # the short-article check
+    .venv/bin/python benchmarks/bench_extract.py --jobs 2 --cache /tmp/trawl-bench --per-page out.json
+        # the single extractors' per-page figures kept on disk (a rerun extracts with trawl only), every
+        # extractor's per-page F1 written out; --ids FILE: only the pages listed (those a change can touch)
 
 WCXB_DIR defaults to ../shared/bench/wcxb-dev (html/NNNN.html.gz + ground-truth/NNNN.json). ``--short`` runs
 the short-article check instead (benchmarks/data/short-articles/README.md): the WCXB_DIR articles whose
