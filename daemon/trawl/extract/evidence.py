@@ -170,48 +170,48 @@ def _tag(el: Any) -> str:
     return el.tag.lower() if isinstance(el.tag, str) else ""
 
 
-def word_counts(el: Any) -> tuple[int, int, bool]:
-    """(\\w+ words in ``el``, how many of them inside links, whether it holds a heading); scripts do not count."""
-    total = linked = 0
-    heading = False
-    stack: list[tuple[Any, bool]] = [(el, False)]
-    while stack:
-        node, in_link = stack.pop()  # in_link: inside a link above ``node`` (its tail's context too)
-        if node is not el and node.tail:
-            n = len(_WORD.findall(node.tail))
-            total += n
-            linked += n if in_link else 0
+Counts = dict[Any, tuple[int, int, bool]]
+
+
+def word_counts(root: Any) -> Counts:
+    """For ``root`` and every element under it: (\\w+ words in it, how many of them inside links, whether it holds a
+    heading), each counted within that element alone; scripts do not count. One pass, children before parents."""
+    out: Counts = {}
+    for node in reversed(list(root.iter())):
         tag = _tag(node)
         if not tag or tag in _NO_TEXT:
+            out[node] = (0, 0, False)
             continue
-        heading = heading or tag in _HEADING_TAGS
-        here = in_link or tag == "a"
-        if node.text:
-            n = len(_WORD.findall(node.text))
-            total += n
-            linked += n if here else 0
-        stack.extend((c, here) for c in node)
-    return total, linked, heading
+        total = len(_WORD.findall(node.text)) if node.text else 0
+        linked = 0
+        heading = tag in _HEADING_TAGS
+        for c in node:
+            words, in_links, has_heading = out[c]
+            total += words + (len(_WORD.findall(c.tail)) if c.tail else 0)  # a tail belongs to the parent
+            linked += in_links
+            heading = heading or has_heading
+        out[node] = (total, total if tag == "a" else linked, heading)
+    return out
 
 
-def is_teaser(el: Any) -> bool:
-    words, linked, heading = word_counts(el)
+def is_teaser(el: Any, counts: Counts | None = None) -> bool:
+    words, linked, heading = (counts or word_counts(el))[el]
     if not 2 <= words <= TEASER_MAX_WORDS or not linked:
         return False
     return linked >= (TEASER_MIN_LINK_SHARE if heading else TEASER_LINK_SHARE) * words
 
 
-def _trailing_run(kids: list[Any]) -> int:
+def _trailing_run(kids: list[Any], counts: Counts) -> int:
     """How many of ``kids``, counted from the end, are a labelled run of teaser cards: at least
     :data:`TEASER_MIN_RUN` cards, right after a short label of their own ("Related articles", "Read more"), which
     goes with them. An unlabelled run is left alone: an article that lists its own picks (a blog's "posts for
     beginners", a recipe round-up) announces them in its prose, and they are its content."""
     n = 0
-    while n < len(kids) and is_teaser(kids[len(kids) - 1 - n]):
+    while n < len(kids) and is_teaser(kids[len(kids) - 1 - n], counts):
         n += 1
     if n < TEASER_MIN_RUN or n >= len(kids):
         return 0
-    words, linked, _ = word_counts(kids[len(kids) - 1 - n])
+    words, linked, _ = counts[kids[len(kids) - 1 - n]]
     return n + 1 if 0 < words <= LABEL_MAX_WORDS and not linked else 0
 
 
@@ -221,19 +221,20 @@ def trim_trailing_teasers(root: Any, article: Callable[[], bool]) -> int:
     words of prose stay before it. The words cut (0: none).
 
     Only articles: on a shop or a listing, cards with a linked title after some prose are the content."""
-    body_words, body_linked, _ = word_counts(root)
+    counts = word_counts(root)  # a card's counts stay true when a sibling run is cut
+    body_words, body_linked, _ = counts[root]
     cut = 0
     node = root
     for _ in range(MAX_TRIM_DEPTH):
-        kids = [k for k in node if _tag(k) and word_counts(k)[0]]
+        kids = [k for k in node if _tag(k) and counts[k][0]]
         if not kids:
             break
-        n = _trailing_run(kids)
+        n = _trailing_run(kids, counts)
         if n:
             run = kids[len(kids) - n:]
             run_words = run_linked = 0
             for k in run:
-                w, lk, _ = word_counts(k)
+                w, lk, _ = counts[k]
                 run_words += w
                 run_linked += lk
             prose = (body_words - run_words) - (body_linked - run_linked)
