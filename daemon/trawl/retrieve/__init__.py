@@ -196,9 +196,9 @@ class Retriever:
                 if first.prior is not None:
                     late = False  # the first-answer path says what it did below
                     warnings.append(
-                        f"first question on this page: all {len(chunks)} chunks ranked by word match (BM25); "
-                        f"the dense model reordered the best {len(have_vec)}"
-                        + (" (the rest of the page is being embedded ahead)" if self._ahead is not None else "")
+                        f"page not embedded yet: all {len(chunks)} chunks ranked by word match (BM25), "
+                        f"{len(have_vec)} of them also by meaning"
+                        + (" (the rest is being embedded ahead)" if self._ahead is not None else "")
                     )
                 if late:
                     warnings.append(
@@ -301,7 +301,8 @@ class Retriever:
         # Pages the dense model can cover within dense_budget_s keep the whole-page dense path (as good as
         # warm); the first-answer path is for longer pages (qa-dev en>ru, cold: 1.000 -> 0.760 without this).
         long_page = len(missing) > max(FIRST_HEAD, s.dense_budget_s * self._rate)
-        first_path = first is not None and long_page and not seen and s.first_answer == "words"
+        # Not only the first question: the next ones, while the page is still being embedded ahead, too.
+        first_path = first is not None and long_page and s.first_answer == "words"
         if missing and first_path and first is not None and first.same is not False and not blind:
             first.prior = fuse.combine(bm, None, (), 1.0)
             todo = [i for i in fuse.order_by(first.prior) if keys[i] not in vecs][:FIRST_HEAD]
