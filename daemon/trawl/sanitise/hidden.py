@@ -54,6 +54,8 @@ MAX_HTML_CHARS = 6_000_000
 MAX_CSS_CHARS = 1_000_000  # per <style> element
 MAX_SELECTORS = 3_000  # selectors evaluated per page
 MAX_XPATH_SELECTORS = 60  # ... of them with features only XPath evaluates (:nth-child ...)
+MAX_MATCH_WORK = 20_000_000  # per page: the sum over selectors of (elements tested x the selector's parts)
+MAX_CACHED_SELECTOR = 1_000  # longer selector texts are not kept in the caches (a page cannot pin megabytes)
 MAX_ELEMENTS = 100_000  # elements examined per page
 MAX_ANCESTORS = 200  # how far up to look for an enclosing hidden element or a background
 MAX_SHARE = 0.5  # a hidden element with more of the page's text than this is a whole-page wrapper
@@ -479,17 +481,59 @@ def _last_names(selector: str) -> _LastNames:
     per selector text."""
     got = _LAST_NAMES.get(selector)
     if got is None:
-        m = _LAST_COMPOUND.search(selector.strip())
-        if not m:
-            got = (False, (), None)
+        if not _plain_text_names(selector):  # escapes, quotes, spaces in brackets: read the parsed selector
+            got = _tree_names(selector)
         else:
-            last = re.sub(r"\[[^\]]*\]|\([^)]*\)", "", m.group(0))
-            t = _TAG.match(last)
-            got = (True, tuple(_CLASS_OR_ID.findall(last)), t.group(1).lower() if t else None)
-        if len(_LAST_NAMES) >= _MAX_PARSED:
-            _LAST_NAMES.clear()
-        _LAST_NAMES[selector] = got
+            m = _LAST_COMPOUND.search(selector.strip())
+            if not m:
+                got = (False, (), None)
+            else:
+                last = re.sub(r"\[[^\]]*\]|\([^)]*\)", "", m.group(0))
+                t = _TAG.match(last)
+                got = (True, tuple(_CLASS_OR_ID.findall(last)), t.group(1).lower() if t else None)
+        if len(selector) <= MAX_CACHED_SELECTOR:
+            if len(_LAST_NAMES) >= _MAX_PARSED:
+                _LAST_NAMES.clear()
+            _LAST_NAMES[selector] = got
     return got
+
+
+def _plain_text_names(selector: str) -> bool:
+    """Whether the regular expressions above read the selector's last compound right: no escapes (``.h\\69 de``
+    is ``.hide``), no quotes, no non-ASCII, no whitespace or combinator inside brackets (``[title="a b"]``)."""
+    if "\\" in selector or '"' in selector or "'" in selector or not selector.isascii():
+        return False
+    if "(" not in selector and "[" not in selector:
+        return True
+    depth = 0
+    for ch in selector:
+        if ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth -= 1
+        elif depth > 0 and ch in " \t\n\r\f>+~,":
+            return False
+    return True
+
+
+def _tree_names(selector: str) -> _LastNames:
+    """_last_names read from the parsed selector (identifiers unescaped by cssselect); a selector that does
+    not parse, or a list, names nothing (it could match: the matcher decides)."""
+    parsed = _parsed(selector)
+    if len(parsed) != 1:
+        return (False, (), None)
+    named: list[tuple[str, str]] = []
+    tag: str | None = None
+    t: object | None = _last_compound(parsed[0][0])
+    while t is not None:
+        if isinstance(t, cssp.Hash):
+            named.append(("#", t.id))
+        elif isinstance(t, cssp.Class):
+            named.append((".", t.class_name))
+        elif isinstance(t, cssp.Element) and t.element and t.element != "*":
+            tag = t.element.lower()
+        t = getattr(t, "selector", None)
+    return (True, tuple(named), tag)
 
 
 def _could_match(selector: str, tags: Container[str], classes: Container[str], ids: Container[str]) -> bool:
@@ -705,19 +749,20 @@ def _compile_attrib(t: cssp.Attrib) -> Matcher:
 
 def _compile_combined(t: cssp.CombinedSelector) -> Matcher:
     sub, left, c = _compile(t.subselector), _compile(t.selector), t.combinator
+    memo = _DESCENT_MEMO
     if c == " ":
         token = object()
-        memo = _DESCENT_MEMO
 
         def descendant(el: etree._Element) -> bool:
             if not sub(el):
                 return False
             # Found when the nearest ancestor matching ``left`` is fewer than MAX_ANCESTORS steps up (as _matches).
+            # The walk goes on to the root (libxml2 bounds the depth) so every walked node's distance is settled
+            # and remembered: a walk cut at MAX_ANCESTORS remembered nothing, and a page of deep leaves made every
+            # leaf walk MAX_ANCESTORS steps again, per selector (a CPU DoS).
             walked: list[etree._Element] = []  # walked[j]: the ancestor j steps up, which does not match itself
             found = -1  # steps up to the nearest match, -1 for none
             for i, a in enumerate(el.iterancestors()):
-                if i >= MAX_ANCESTORS:
-                    return False  # too deep to settle: nothing is remembered for the walked nodes
                 known = memo.get((a, token))
                 if known is not None:
                     found = -1 if known < 0 else i + known
@@ -749,9 +794,74 @@ def _compile_combined(t: cssp.CombinedSelector) -> Matcher:
 
         return adjacent
     if c == "~":
-        return lambda el: sub(el) and any(left(s) for s in _elements_before(el))
+        # (sibling, token) -> does it or an element sibling before it match ``left``: remembered per scan, so a
+        # chain ".y ~ .x ~ .x ~ .x" over n siblings costs n per step, not n**3 (a CPU DoS on a 5 kB page).
+        sib_token = object()
+
+        def general(el: etree._Element) -> bool:
+            if not sub(el):
+                return False
+            walked: list[etree._Element] = []
+            hit = False
+            for s in _elements_before(el):
+                known = memo.get((s, sib_token))
+                if known is not None:
+                    hit = known > 0
+                    break
+                if left(s):
+                    hit = True
+                    memo[(s, sib_token)] = 1
+                    break
+                walked.append(s)
+            for s in walked:
+                memo[(s, sib_token)] = 1 if hit else 0
+            return hit
+
+        return general
     unsupported = _raising(c)
     return lambda el: sub(el) and unsupported(el)
+
+
+def _split_selectors(selector_list: str) -> list[str]:
+    """A selector list split at its top-level commas (not those in ``:is(.a, .b)``, ``[title="a,b"]`` or escaped)."""
+    if not any(ch in selector_list for ch in "([\\\"'"):
+        return [s.strip() for s in selector_list.split(",")]
+    out: list[str] = []
+    depth, quote, start, i, n = 0, "", 0, 0, len(selector_list)
+    while i < n:
+        ch = selector_list[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if quote:
+            if ch == quote:
+                quote = ""
+        elif ch in "\"'":
+            quote = ch
+        elif ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth = max(0, depth - 1)
+        elif ch == "," and depth == 0:
+            out.append(selector_list[start:i].strip())
+            start = i + 1
+        i += 1
+    out.append(selector_list[start:].strip())
+    return out
+
+
+def _tree_size(t: object) -> int:
+    """How many parts (simple selectors, combinators, arguments) a parse tree has: the cost of one match."""
+    size, stack = 0, [t]
+    while stack:
+        node = stack.pop()
+        size += 1
+        for attr in ("selector", "subselector"):
+            child = getattr(node, attr, None)
+            if child is not None and not isinstance(child, str):
+                stack.append(child)
+        stack.extend(getattr(node, "selector_list", None) or ())
+    return size
 
 
 def _last_compound(t: object) -> object:
@@ -791,9 +901,10 @@ def _parsed(selector: str) -> list[_Parsed]:
                 out.append((sel.parsed_tree, (a, b, c), selector, _compile(sel.parsed_tree)))
     except (SelectorError, ValueError, RecursionError, TypeError):
         out = []
-    if len(_PARSED) >= _MAX_PARSED:
-        _PARSED.clear()
-    _PARSED[selector] = out
+    if len(selector) <= MAX_CACHED_SELECTOR:
+        if len(_PARSED) >= _MAX_PARSED:
+            _PARSED.clear()
+        _PARSED[selector] = out
     return out
 
 
@@ -1086,18 +1197,23 @@ def _cascade_rules(root: etree._Element, reference: bool = False) -> dict[etree.
             if prop not in cur or cur[prop][0] <= w:
                 cur[prop] = (w, value)
 
-    budget = [MAX_SELECTORS, MAX_XPATH_SELECTORS]
+    budget = [MAX_SELECTORS, MAX_XPATH_SELECTORS, MAX_MATCH_WORK]
 
     def apply(rule: _Rule, idx: _Index, accept: Callable[[str], bool]) -> list[etree._Element]:
         matched: list[etree._Element] = []
-        for sel_text in rule.selector.split(","):
-            sel_text = sel_text.strip()
+        for sel_text in _split_selectors(rule.selector):
             if not sel_text or budget[0] <= 0 or not accept(sel_text):
                 continue
             budget[0] -= 1
             for tree, spec, _, match in _parsed(sel_text):
                 kind, name = _pool_key(_last_compound(tree))
                 pool = idx.pool(kind, name)
+                # ":not(.a1):not(.a2)..." hundreds deep over every element, selector after selector: bounded
+                work = len(pool) * _tree_size(tree)
+                if work > budget[2]:
+                    log.debug("hidden text: match budget spent, selector skipped: %.80s", sel_text)
+                    continue
+                budget[2] -= work
                 try:
                     test = _reference_matcher(tree) if reference else match
                     els = [el for el in pool if test(el)]
@@ -1106,6 +1222,8 @@ def _cascade_rules(root: etree._Element, reference: bool = False) -> dict[etree.
                         continue
                     budget[1] -= 1
                     els = _xpath_matches(root, sel_text)
+                finally:
+                    _DESCENT_MEMO.clear()  # its entries serve this selector only: memory stays one selector's
                 for el in els:
                     put(el, rule.decls, spec, rule.order)
                 matched.extend(els)
