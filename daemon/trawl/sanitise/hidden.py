@@ -161,6 +161,9 @@ def parse_declarations(text: str) -> Decls:
     return out
 
 
+_IMPORTANT = re.compile(r"!\s*important$")
+
+
 def _parse_declarations(text: str) -> Decls:
     out: Decls = {}
     escaped = "\\" in text
@@ -172,9 +175,10 @@ def _parse_declarations(text: str) -> Decls:
         if prop not in _PROPS and not prop.startswith("--"):
             continue
         v = value.strip().lower()
-        important = v.endswith("!important")
-        if important:
-            v = v[: -len("!important")].strip()
+        bang = _IMPORTANT.search(v)  # "0 ! important" is as important as "0!important"
+        important = bang is not None
+        if bang is not None:
+            v = v[: bang.start()].strip()
         if prop not in out or important or not out[prop][1]:
             out[prop] = (" ".join(v.split()), important)
     return out
@@ -200,10 +204,16 @@ def _px(value: str) -> float | None:
 def _font_size(decls: Decls) -> float | None:
     if "font-size" in decls:
         return _px(decls["font-size"][0])
-    if "font" in decls:  # shorthand: "... 1px/1 sans-serif"
-        for tok in decls["font"][0].replace("/", " ").split():
+    if "font" in decls:  # shorthand: "... 1px/1 sans-serif"; the size is what stands before "/" ("0/0 a")
+        value = decls["font"][0]
+        if "/" in value:
+            before = value.split("/", 1)[0].split()
+            px = _px(before[-1]) if before else None
+            if px is not None:
+                return px
+        for tok in value.replace("/", " ").split():
             px = _px(tok)
-            if px is not None and not tok.replace(".", "").isdigit():
+            if px is not None and (tok == "0" or not tok.replace(".", "").isdigit()):
                 return px
     return None
 
@@ -259,7 +269,7 @@ def invisible_reason(decls: Decls) -> str | None:
     clip, clip_path = get("clip"), get("clip-path")
     if (clip and _CLIP_RECT.search(clip)) or clip_path.startswith(("inset(50%", "inset(100%", "circle(0")):
         return "clip"
-    if get("overflow") == "hidden" and any(get(p) in ("0", "0px") for p in ("width", "height", "max-height",
+    if get("overflow") in ("hidden", "clip") and any(get(p) in ("0", "0px") for p in ("width", "height", "max-height",
                                                                               "max-width")):
         return "zero-box"
     colour = get("color")
@@ -377,11 +387,25 @@ class _Rule:
     order: int
 
 
+_MEDIA_DEFAULTS = {
+    "prefers-reduced-motion": ("no-preference", ""), "prefers-color-scheme": ("light",),
+    "prefers-contrast": ("no-preference",), "prefers-reduced-transparency": ("no-preference",),
+    "prefers-reduced-data": ("no-preference",), "forced-colors": ("none",), "inverted-colors": ("none",),
+    "scripting": ("enabled", ""), "update": ("fast", ""), "display-mode": ("browser",), "grid": ("0",),
+    "dynamic-range": ("standard",), "color-gamut": ("srgb", ""), "overflow-block": ("scroll", ""),
+    "overflow-inline": ("scroll", ""),
+}
+
+
 def _media_applies(prelude: str) -> bool:
     """Whether an @media prelude holds on a VIEWPORT_PX-wide colour screen (unknown features: no)."""
     for query in prelude.lower().split(","):
         q = query.strip()
-        if not q or q.startswith("not ") or "print" in q or "speech" in q:
+        if q.startswith("not "):  # "not print": the rest of the query negated
+            if not _media_applies(q[4:]):
+                return True
+            continue
+        if not q or "print" in q or "speech" in q:
             continue
         ok = True
         for feat, val in re.findall(r"\(\s*([\w-]+)\s*(?::\s*([^)]*))?\)", q):
@@ -398,6 +422,8 @@ def _media_applies(prelude: str) -> bool:
                 ok = ok and val == "landscape"
             elif feat in ("color", "min-resolution", "-webkit-min-device-pixel-ratio", "min-height"):
                 continue
+            elif feat in _MEDIA_DEFAULTS:  # a desktop browser's defaults: no preference, light, scripting ...
+                ok = ok and val in _MEDIA_DEFAULTS[feat]
             else:
                 ok = False
         if ok:
@@ -439,6 +465,8 @@ def css_rules(css: str, start_order: int = 0) -> list[_Rule]:
             break
         prelude = css[pos:open_i].strip()
         pos = open_i + 1
+        if prelude.startswith("@") and ";" in prelude:  # "@import url(a.css); .hide": a statement ends at ";"
+            prelude = prelude[prelude.rfind(";") + 1 :].strip()
         applies = all(stack)
         if prelude.startswith("@"):
             kind = prelude[1:].split(None, 1)
