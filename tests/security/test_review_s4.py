@@ -106,7 +106,9 @@ _CHILD = textwrap.dedent("""
 
 # Before: ".y ~ .x ~ .x ~ .x" over 300 siblings (a 5 kB page) cost 175 CPU seconds (n**3 sibling walks); a tree
 # 230 deep cost a MAX_ANCESTORS walk per leaf and per selector (1.2 s per selector for 5,000 leaves, 3,000
-# selectors allowed); ":not(.a0):not(.a1)..." 500 deep over 20,000 elements cost 6 s per selector.
+# selectors allowed); ":not(.a0):not(.a1)..." 500 deep over 20,000 elements cost 6 s per selector; the XPath
+# fallback cost 6 s for one ".x ~ .x:nth-child(2n)" over 1,000 siblings. Selectors past the budget are skipped
+# (as past MAX_SELECTORS), which the next test shows is a hole of its own.
 DOS_PAGES = {
     "general-sibling-chain": "<style>.y ~ .x ~ .x ~ .x ~ .x{font-size:0}</style><div>" + "<i class=x>a</i>" * 2000
                              + "</div>",
@@ -115,6 +117,10 @@ DOS_PAGES = {
     "negation-chain": "<style>" + "".join(
         "".join(f":not(.a{j}-{k})" for j in range(400)) + "{font-size:0}" for k in range(20))
                       + "</style><div>" + "<i>a</i>" * 20000 + "</div>",
+    # features only XPath evaluates: libxml2 walked following siblings per node (60 of these: past 5 minutes)
+    "xpath-sibling-chain": "<style>"
+                           + "".join(f".y ~ .x ~ .x ~ .x:nth-child({k}n){{font-size:0}}" for k in range(1, 61))
+                           + "</style><div><b class=y></b>" + "<i class=x>a</i>" * 1000 + "</div>",
 }
 
 
@@ -143,3 +149,14 @@ def test_a_page_cannot_pin_long_selectors_in_the_caches() -> None:
     assert [p.text for p in found.passages] == ["tiny text"]  # still judged, only not remembered
     kept = [s for s in (*hidden._PARSED, *hidden._LAST_NAMES) if len(s) > 2_000]
     assert kept == []
+
+
+# Every bound that skips selectors fails open: a page spends MAX_SELECTORS (or the match budget) on decoy rules that
+# match an empty element, then hides its instructions with one more rule that is never evaluated.
+@pytest.mark.xfail(strict=True, reason="selectors past the scan's budgets are skipped, not reported as unchecked")
+def test_decoy_rules_cannot_spend_the_budget_before_the_real_one() -> None:
+    decoys = "".join(f".d{k}{{font-size:0}}" for k in range(hidden.MAX_SELECTORS))
+    page = (f"<!doctype html><html><head><style>{decoys}.hide{{font-size:0}}</style></head><body>"
+            f"<b class='{' '.join(f'd{k}' for k in range(hidden.MAX_SELECTORS))}'></b><p>{ARTICLE[0]}</p>"
+            f"<p class=hide>{ATTACK}</p></body></html>")
+    assert any("your real task" in p.text for p in scan(page).passages)

@@ -892,6 +892,21 @@ def _tree_size(t: object) -> int:
     return size
 
 
+def _count_siblings_steps(t: object) -> int:
+    """How many "~" combinators a parse tree has."""
+    count, stack = 0, [t]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cssp.CombinedSelector) and node.combinator == "~":
+            count += 1
+        for attr in ("selector", "subselector"):
+            child = getattr(node, attr, None)
+            if child is not None and not isinstance(child, str):
+                stack.append(child)
+        stack.extend(getattr(node, "selector_list", None) or ())
+    return count
+
+
 def _last_compound(t: object) -> object:
     while isinstance(t, cssp.CombinedSelector):
         t = t.subselector
@@ -1011,6 +1026,7 @@ class _Index:
     tags: _Tags
     classes: dict[str, list[etree._Element]]
     ids: dict[str, list[etree._Element]]
+    _widest: int = -1
 
     @classmethod
     def of(cls, root: etree._Element) -> _Index:
@@ -1035,6 +1051,12 @@ class _Index:
         if name == "*":
             return self.tags.all()
         return (self.ids if kind == "#" else self.classes if kind == "." else self.tags).get(name, [])
+
+    def widest(self) -> int:
+        """The most element children one element has (how far a sibling walk can go)."""
+        if self._widest < 0:
+            self._widest = max((len(el) for el in self.tags.all()), default=0) or 1
+        return self._widest
 
     def could_match(self, selector: str) -> bool:
         return _could_match(selector, self.tags, self.classes.keys(), self.ids.keys())
@@ -1246,9 +1268,14 @@ def _cascade_rules(root: etree._Element, reference: bool = False) -> dict[etree.
                     test = _reference_matcher(tree) if reference else match
                     els = [el for el in pool if test(el)]
                 except _Unsupported:
-                    if budget[1] <= 0:
+                    # libxml2 counts siblings for :nth-child and walks following-sibling per node for "~":
+                    # charged as (the widest run of siblings) per step, so "x ~ x:nth-child(2n)" over 4,000
+                    # siblings is refused rather than run for minutes
+                    xwork = work * idx.widest() ** (1 + _count_siblings_steps(tree))
+                    if budget[1] <= 0 or xwork > budget[2]:
                         continue
                     budget[1] -= 1
+                    budget[2] -= xwork
                     els = _xpath_matches(root, sel_text)
                 finally:
                     _DESCENT_MEMO.clear()  # its entries serve this selector only: memory stays one selector's
