@@ -153,10 +153,19 @@ def test_a_page_cannot_pin_long_selectors_in_the_caches() -> None:
 
 # Every bound that skips selectors fails open: a page spends MAX_SELECTORS (or the match budget) on decoy rules that
 # match an empty element, then hides its instructions with one more rule that is never evaluated.
-@pytest.mark.xfail(strict=True, reason="selectors past the scan's budgets are skipped, not reported as unchecked")
-def test_decoy_rules_cannot_spend_the_budget_before_the_real_one() -> None:
+def decoy_page() -> str:
     decoys = "".join(f".d{k}{{font-size:0}}" for k in range(hidden.MAX_SELECTORS))
-    page = (f"<!doctype html><html><head><style>{decoys}.hide{{font-size:0}}</style></head><body>"
-            f"<b class='{' '.join(f'd{k}' for k in range(hidden.MAX_SELECTORS))}'></b><p>{ARTICLE[0]}</p>"
-            f"<p class=hide>{ATTACK}</p></body></html>")
-    assert any("your real task" in p.text for p in scan(page).passages)
+    return (f"<!doctype html><html><head><style>{decoys}.hide{{font-size:0}}</style></head><body>"
+            f"<b class='{' '.join(f'd{k}' for k in range(hidden.MAX_SELECTORS))}'></b><article><p>{ARTICLE[0]}</p>"
+            f"<p>{ARTICLE[3]}</p><p class=hide>{ATTACK}</p></article></body></html>")
+
+
+def test_decoy_rules_that_spend_the_budget_leave_the_page_reported_as_partly_checked(settings: Settings) -> None:
+    assert scan(decoy_page()).unchecked >= 1
+    doc, _ = run(decoy_page(), settings)
+    assert any("outran the hidden-text check" in w for w in doc.warnings), doc.warnings
+
+
+@pytest.mark.xfail(strict=True, reason="selectors past the scan's budgets are reported as unchecked, not evaluated")
+def test_decoy_rules_cannot_spend_the_budget_before_the_real_one() -> None:
+    assert any("your real task" in p.text for p in scan(decoy_page()).passages)

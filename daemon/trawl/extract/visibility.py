@@ -105,6 +105,11 @@ def apply_hidden(markdown: str, found: Scan, settings: Settings, warnings: list[
     """(the markdown with hidden passages cut or marked, the texts of every hidden passage)."""
     if markdown and ("⟦" in markdown or "⟧" in markdown):  # page text must not forge the markers
         markdown = markdown.replace("⟦", "[").replace("⟧", "]")
+    if found.unchecked:
+        warnings.append(
+            f"{HIDDEN_WARNING}: the page's stylesheets outran the hidden-text check ({found.unchecked} selectors "
+            "not evaluated); text they hide may be read here as visible, unflagged"
+        )
     if not found.passages:
         return markdown, ()
     mode = settings.hidden_text if settings.hidden_text in _CUT else "drop"

@@ -115,6 +115,7 @@ class Passage:
 class Scan:
     passages: tuple[Passage, ...]
     visible_words: str  # lower-case \w+ words of the page without its hidden passages, space-separated
+    unchecked: int = 0  # selectors of hiding rules not evaluated: the page's CSS outran the scan's budgets
 
     @property
     def texts(self) -> tuple[str, ...]:
@@ -1214,7 +1215,8 @@ def _pseudo_painted(rules: list[_Rule]) -> set[tuple[str, str]]:
     return out
 
 
-def _cascade(root: etree._Element, reference: bool = False) -> dict[etree._Element, Decls]:
+def _cascade(root: etree._Element, reference: bool = False) -> tuple[dict[etree._Element, Decls], int]:
+    """(cascaded declarations, how many selectors were skipped because a budget ran out)."""
     _ANCESTOR_MEMO.clear()
     _DESCENT_MEMO.clear()
     try:
@@ -1224,7 +1226,7 @@ def _cascade(root: etree._Element, reference: bool = False) -> dict[etree._Eleme
         _DESCENT_MEMO.clear()
 
 
-def _cascade_rules(root: etree._Element, reference: bool = False) -> dict[etree._Element, Decls]:
+def _cascade_rules(root: etree._Element, reference: bool = False) -> tuple[dict[etree._Element, Decls], int]:
     """Cascaded declarations of interest for the elements hiding rules or style attributes touch.
 
     Three passes keep this cheap on pages with thousands of rules: rules that can hide text are matched
@@ -1248,11 +1250,15 @@ def _cascade_rules(root: etree._Element, reference: bool = False) -> dict[etree.
                 cur[prop] = (w, value)
 
     budget = [MAX_SELECTORS, MAX_XPATH_SELECTORS, MAX_MATCH_WORK]
+    skipped = [0]  # selectors a budget refused: a page can spend the budgets on decoys, so it is reported
 
     def apply(rule: _Rule, idx: _Index, accept: Callable[[str], bool]) -> list[etree._Element]:
         matched: list[etree._Element] = []
         for sel_text in _split_selectors(rule.selector):
-            if not sel_text or budget[0] <= 0 or not accept(sel_text):
+            if not sel_text or not accept(sel_text):
+                continue
+            if budget[0] <= 0:
+                skipped[0] += 1
                 continue
             budget[0] -= 1
             for tree, spec, _, match in _parsed(sel_text):
@@ -1262,6 +1268,7 @@ def _cascade_rules(root: etree._Element, reference: bool = False) -> dict[etree.
                 work = len(pool) * _tree_size(tree)
                 if work > budget[2]:
                     log.debug("hidden text: match budget spent, selector skipped: %.80s", sel_text)
+                    skipped[0] += 1
                     continue
                 budget[2] -= work
                 try:
@@ -1273,6 +1280,7 @@ def _cascade_rules(root: etree._Element, reference: bool = False) -> dict[etree.
                     # siblings is refused rather than run for minutes
                     xwork = work * idx.widest() ** (1 + _count_siblings_steps(tree))
                     if budget[1] <= 0 or xwork > budget[2]:
+                        skipped[0] += 1
                         continue
                     budget[1] -= 1
                     budget[2] -= xwork
@@ -1332,7 +1340,7 @@ def _cascade_rules(root: etree._Element, reference: bool = False) -> dict[etree.
             for rule in rules:
                 if rule.decls.keys() & set(_BG_PROPS):
                     apply(rule, idx, lambda s: _names_one_of(s, tags, classes, ids))
-    return {el: {p: (v, w[0]) for p, (w, v) in props.items()} for el, props in winners.items()}
+    return {el: {p: (v, w[0]) for p, (w, v) in props.items()} for el, props in winners.items()}, skipped[0]
 
 
 def _reason(el: etree._Element, decls: Decls | None, computed: dict[etree._Element, Decls]) -> str | None:
@@ -1483,7 +1491,7 @@ def scan(page_html: str, *, reference: bool = False) -> Scan:
         return Scan(tuple(_raw_passages(page_html)), "")
     if _LOADS_CSS(root):
         root.set(_EXTERNAL_CSS, "1")  # before the cascade: var() names may be defined in those sheets
-    computed = _cascade(root, reference)
+    computed, unchecked = _cascade(root, reference)
     etree.strip_elements(root, "script", "style", "noscript", with_tail=False)
     candidates: dict[etree._Element, None] = dict.fromkeys(computed)
     for el in _WITH_FLAG(root):
@@ -1500,7 +1508,7 @@ def scan(page_html: str, *, reference: bool = False) -> Scan:
     for body in _closed_details_bodies(root):
         reasons.setdefault(body, "details:closed")
     if not reasons:
-        return Scan((), "")
+        return Scan((), "", unchecked)
     # Outermost hidden elements only; a hidden element inside a "seen" one is read on its own.
     ordered = _in_document_order(root, reasons) if not reference else [el for el in root.iter() if el in reasons]
     page_chars = 0
@@ -1528,7 +1536,7 @@ def scan(page_html: str, *, reference: bool = False) -> Scan:
         for el in covered:
             _drop(el)
         visible_words = " ".join(_WORDS.findall(" ".join(_TEXTS(root)).lower()))
-    return Scan(tuple(passages), visible_words)
+    return Scan(tuple(passages), visible_words, unchecked)
 
 
 MAX_SORTED = 256  # up to this many hidden elements are put in document order by their paths, not a tree walk
