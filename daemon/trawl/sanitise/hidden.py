@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable, Collection, Container, Iterable
+from collections.abc import Callable, Collection, Container, Iterable, Iterator
 from dataclasses import dataclass
 
 from cssselect import HTMLTranslator, SelectorError
@@ -609,23 +609,7 @@ def _matches(el: etree._Element, t: object) -> bool:
             return v is not None
         if v is None or t.value is None:
             return False
-        want = str(t.value.value)
-        op = t.operator
-        if op == "=":
-            return v == want
-        if op == "~=":
-            return want in v.split()
-        if op == "|=":
-            return v == want or v.startswith(want + "-")
-        if op == "^=":
-            return bool(want) and v.startswith(want)
-        if op == "$=":
-            return bool(want) and v.endswith(want)
-        if op == "*=":
-            return bool(want) and want in v
-        if op == "!=":
-            return v != want
-        raise _Unsupported(op)
+        return _attr_op(t.operator, v, str(t.value.value))
     if isinstance(t, cssp.Negation):
         return _matches(el, t.selector) and not _matches(el, t.subselector)
     if isinstance(t, cssp.Pseudo):
@@ -743,6 +727,25 @@ def _compile(t: object) -> Matcher:
     return _raising(type(t).__name__)
 
 
+def _attr_op(op: str, v: str, want: str) -> bool:
+    """An attribute selector's operator on the element's value ``v`` (both matchers share it)."""
+    if op == "=":
+        return v == want
+    if op == "~=":
+        return want in v.split()
+    if op == "|=":
+        return v == want or v.startswith(want + "-")
+    if op == "^=":
+        return bool(want) and v.startswith(want)
+    if op == "$=":
+        return bool(want) and v.endswith(want)
+    if op == "*=":
+        return bool(want) and want in v
+    if op == "!=":
+        return v != want
+    raise _Unsupported(op)
+
+
 def _compile_attrib(t: cssp.Attrib) -> Matcher:
     inner = _compile(t.selector)
     name = t.attrib.lower() if t.namespace in (None, "*") else None
@@ -757,21 +760,7 @@ def _compile_attrib(t: cssp.Attrib) -> Matcher:
             return v is not None
         if v is None or want is None:
             return False
-        if op == "=":
-            return v == want
-        if op == "~=":
-            return want in v.split()
-        if op == "|=":
-            return v == want or v.startswith(want + "-")
-        if op == "^=":
-            return bool(want) and v.startswith(want)
-        if op == "$=":
-            return bool(want) and v.endswith(want)
-        if op == "*=":
-            return bool(want) and want in v
-        if op == "!=":
-            return v != want
-        raise _Unsupported(op)
+        return _attr_op(op, v, want)
 
     return match
 
@@ -879,33 +868,27 @@ def _split_selectors(selector_list: str) -> list[str]:
     return out
 
 
-def _tree_size(t: object) -> int:
-    """How many parts (simple selectors, combinators, arguments) a parse tree has: the cost of one match."""
-    size, stack = 0, [t]
+def _tree_nodes(t: object) -> Iterator[object]:
+    """Every part of a parse tree (simple selectors, combinators, arguments)."""
+    stack = [t]
     while stack:
         node = stack.pop()
-        size += 1
+        yield node
         for attr in ("selector", "subselector"):
             child = getattr(node, attr, None)
             if child is not None and not isinstance(child, str):
                 stack.append(child)
         stack.extend(getattr(node, "selector_list", None) or ())
-    return size
+
+
+def _tree_size(t: object) -> int:
+    """How many parts a parse tree has: the cost of one match."""
+    return sum(1 for _ in _tree_nodes(t))
 
 
 def _count_siblings_steps(t: object) -> int:
     """How many "~" combinators a parse tree has."""
-    count, stack = 0, [t]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, cssp.CombinedSelector) and node.combinator == "~":
-            count += 1
-        for attr in ("selector", "subselector"):
-            child = getattr(node, attr, None)
-            if child is not None and not isinstance(child, str):
-                stack.append(child)
-        stack.extend(getattr(node, "selector_list", None) or ())
-    return count
+    return sum(1 for n in _tree_nodes(t) if isinstance(n, cssp.CombinedSelector) and n.combinator == "~")
 
 
 def _last_compound(t: object) -> object:
