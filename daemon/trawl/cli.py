@@ -16,6 +16,7 @@ import asyncio
 import json
 import sys
 import textwrap
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -128,13 +129,24 @@ def _cmd_fetch(args: argparse.Namespace) -> int:
 
 async def _fetch_here(settings: Settings, req: FetchIn) -> PageOut:
     """In this process. A person at a terminal: no agent roots apply (the capability's handler is the agents' way
-    in). The engine is closed before the loop ends, so no browser pipe outlives it ("Event loop is closed")."""
+    in). The engine is closed before the loop ends, so no browser pipe outlives it ("Event loop is closed").
+    The call leaves its usage record like a daemon call (in the opt-in usage file when TRAWL_USAGE_LOG=1)."""
+    from . import usage
+
     engine = Engine(settings, on_status=_status)
+    t0 = time.perf_counter()
     try:
         result = await engine.fetch(req.url, req.query, k=req.k, max_age_s=req.max_age_s, source=req.source)
     finally:
         await engine.aclose()
-    return PageOut.of(result)
+    out = PageOut.of(result)
+    if out.error is not None and out.error.code == ErrorCode.INVALID_REQUEST and req.source \
+            and out.error.message.startswith("unknown source") and out.error.message.endswith(")"):
+        # this process has no browser link of its own; the running daemon has
+        out.error.message = out.error.message[:-1] + ", extension (through the running daemon))"
+    usage.record(settings, "fetch", {"url": req.url}, out.model_dump(mode="json"),
+                 (time.perf_counter() - t0) * 1000.0)
+    return out
 
 
 async def _fetch_via_daemon(settings: Settings, req: FetchIn) -> PageOut:
@@ -173,7 +185,7 @@ def build_parser() -> argparse.ArgumentParser:
     st = sub.add_parser("stats", help="summarise local usage: calls, latency, tokens saved, errors (TRAWL_USAGE_LOG=1)")
     add_capability_arguments(st, STATS)
     st.add_argument("--json", action="store_true", help="print the summary as JSON (the /v1/stats body)")
-    st.set_defaults(func=run_stats_command)
+    st.set_defaults(func=_stats, stats_here=run_stats_command)
     from .capabilities.profile import PROFILE_PAGE, run_profile_command
 
     pp = sub.add_parser("profile_page", help="show or reset a host's page profile (TRAWL_PAGE_PROFILES=1)")
@@ -205,7 +217,12 @@ def _pair(args: argparse.Namespace) -> int:
     settings = Settings.from_env()
     found, reason = ensure_located(settings, autostart=True)
     if found is None or found.daemon is None:
-        print(f"trawl: cannot pair: no trawl daemon could be started ({reason}).\n"
+        from .channel.discovery import port_holder
+
+        holder = port_holder(settings.port)  # a program that does not speak HTTP is no daemon, yet holds the port
+        held = f"\n{holder.message()}" if holder is not None and not holder.says_trawl \
+            and holder.describe() not in reason else ""
+        print(f"trawl: cannot pair: no trawl daemon could be started ({reason}).{held}\n"
               "Run `trawl daemon` in a terminal to see why, or `trawl doctor`.", file=sys.stderr)
         return 1
     code = new_pair_code(settings.state_dir)
@@ -217,6 +234,42 @@ def _pair(args: argparse.Namespace) -> int:
           + ("" if settings.port == 8765 else " (set the same port in the extension's options)")
           + ". No extension yet? `trawl extension` shows where it is and how to load it.", file=sys.stderr)
     return 0
+
+
+def _stats(args: argparse.Namespace) -> int:
+    """``trawl stats``: the usage file when it is on (read here); otherwise the running daemon's recent calls (its
+    in-memory records; this short-lived process has served none), or a plain word that there is nothing yet."""
+    settings = Settings.from_env()
+    if settings.usage_log or (args.days is not None and args.days <= 0):
+        return int(args.stats_here(args))  # the file (and argument errors) are read in this process
+    from trawl_mcp.client import DaemonBackend, ensure_located
+
+    from .capabilities.stats import StatsIn, StatsOut, render_stats
+
+    found, _ = ensure_located(settings, autostart=False)
+    if found is None or found.daemon is None:
+        print("0 calls: the usage file is off and no daemon is running, so there are no records to summarise.\n"
+              "note: TRAWL_USAGE_LOG=1 (for the daemon, trawl-mcp and the CLI) keeps one line per call in "
+              f"{settings.state_dir / 'usage.jsonl'}; without it only a running daemon remembers its recent calls.")
+        return 0
+    try:
+        req = StatsIn.model_validate({"days": args.days} if args.days is not None else {})
+    except ValidationError as exc:
+        print(f"trawl: invalid arguments: {validation_message(exc)}", file=sys.stderr)
+        return 2
+
+    async def ask() -> dict[str, object]:
+        backend = DaemonBackend(settings, autostart=False)
+        try:
+            return await backend.call("stats", req.model_dump(exclude_none=True))
+        finally:
+            await backend.aclose()
+
+    out = StatsOut.model_validate(asyncio.run(ask()))
+    out.warnings = [w.replace("this process served", f"the daemon on port {found.daemon.port} served")
+                    for w in out.warnings]
+    print(json.dumps(out.model_dump(mode="json"), indent=2) if args.json else render_stats(out))
+    return 0 if out.error is None else 1
 
 
 def _extension(args: argparse.Namespace) -> int:

@@ -10,14 +10,18 @@ up on its next start or a click on the extension's reload arrow).
 :func:`build_zip` makes the Chrome Web Store archive. The manifest in the repository pins ``key`` so an unpacked
 copy gets the extension id the daemon expects; the store refuses a manifest with ``key`` (it signs the item with its
 own key, which gives another id), so the archive's manifest goes without it and the store build's id is added with
-``TRAWL_EXTENSION_IDS``.
+``TRAWL_EXTENSION_IDS``. The store also asks for the manifest's ``icons`` (a 128x128 icon for the listing and the
+install dialog, 48 for chrome://extensions, 16 for the favicon): when the manifest names none, the archive carries
+three drawn here (:func:`icon_png`) and its manifest names them.
 """
 
 from __future__ import annotations
 
 import json
 import shutil
+import struct
 import zipfile
+import zlib
 from pathlib import Path
 
 from . import __version__
@@ -93,15 +97,60 @@ def load_steps(folder: Path) -> str:
     )
 
 
+ICON_SIZES = (16, 48, 128)
+
+
+def icon_png(size: int) -> bytes:
+    """trawl's icon as a ``size`` x ``size`` RGBA PNG: three bars of falling length (the few passages that answer)
+    on a rounded teal square, inside the transparent margin the store's icon guidelines ask for (1/8 a side)."""
+    pad = max(1, size // 8) if size >= 48 else 0
+    side = size - 2 * pad
+    radius = side / 5.0
+    teal, white = (0x1F, 0x6F, 0x8B, 0xFF), (0xFF, 0xFF, 0xFF, 0xFF)
+    bars = [(0.28, 0.72), (0.46, 0.58), (0.64, 0.44)]  # (centre height, length) as fractions of the square
+    thick = max(1.0, side * 0.1)
+    rows = []
+    for y in range(size):
+        row = bytearray(b"\x00")  # filter type 0 for this scanline
+        for x in range(size):
+            px, py = x + 0.5 - pad, y + 0.5 - pad
+            inside = 0 <= px <= side and 0 <= py <= side
+            if inside:  # cut the corners round
+                cx = min(max(px, radius), side - radius)
+                cy = min(max(py, radius), side - radius)
+                inside = (px - cx) ** 2 + (py - cy) ** 2 <= radius ** 2
+            colour = (0, 0, 0, 0)
+            if inside:
+                colour = teal
+                for h, length in bars:
+                    x0 = side * 0.18
+                    if abs(py - side * h) <= thick / 2 and x0 <= px <= x0 + side * length:
+                        colour = white
+            row += bytes(colour)
+        rows.append(bytes(row))
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+
+    header = struct.pack(">IIBBBBB", size, size, 8, 6, 0, 0, 0)  # 8-bit RGBA, no interlace
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(b"".join(rows), 9))
+            + chunk(b"IEND", b""))
+
+
 def store_manifest(manifest: dict[str, object]) -> dict[str, object]:
-    """The manifest as the Chrome Web Store takes it: without the pinned ``key``."""
-    return {k: v for k, v in manifest.items() if k != "key"}
+    """The manifest as the Chrome Web Store takes it: without the pinned ``key``; with ``icons`` (drawn by
+    :func:`icon_png`, see :func:`build_zip`) when it names none."""
+    out = {k: v for k, v in manifest.items() if k != "key"}
+    if not out.get("icons"):
+        out["icons"] = {str(n): f"icons/icon{n}.png" for n in ICON_SIZES}
+    return out
 
 
 def build_zip(dest: Path | None = None) -> Path:
-    """The store-ready archive of the packaged extension (manifest without ``key``); its path."""
+    """The store-ready archive of the packaged extension (manifest without ``key``, with icons); its path."""
     src = packaged_extension()
     manifest = json.loads((src / "manifest.json").read_text(encoding="utf-8"))
+    drawn = {} if manifest.get("icons") else {f"icons/icon{n}.png": icon_png(n) for n in ICON_SIZES}
     dest = (dest or Path.cwd() / f"trawl-extension-{manifest.get('version', __version__)}.zip").resolve()
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = dest.with_name(dest.name + ".part")
@@ -110,7 +159,9 @@ def build_zip(dest: Path | None = None) -> Path:
             rel = f.relative_to(src).as_posix()
             if rel == "manifest.json":
                 z.writestr(rel, json.dumps(store_manifest(manifest), indent=2) + "\n")
-            elif rel != "README.md":  # the developer notes are not part of the item
+            elif rel != "README.md" and rel != "config.json":  # developer notes, a local pairing hook
                 z.write(f, rel)
+        for rel, data in drawn.items():
+            z.writestr(rel, data)
     tmp.replace(dest)
     return dest

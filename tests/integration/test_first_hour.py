@@ -211,6 +211,8 @@ def test_pair_fails_clearly_when_no_daemon_can_start(tmp_path: Path) -> None:
         r = _trawl(tmp_path, "pair", port=port, TRAWL_DAEMON_START_TIMEOUT_S="15")
     assert r.returncode == 1
     assert r.stdout == "" and "cannot pair" in r.stderr
+    # and it names what holds the port and what to do, not only where the logs are
+    assert f"port {port} on 127.0.0.1 is held by" in r.stderr and "TRAWL_PORT" in r.stderr, r.stderr
 
 
 @pytest.mark.slow
