@@ -174,3 +174,28 @@ def test_dev_accepts_3_13_when_it_is_the_only_one(tmp_path: Path) -> None:
                        cwd=ROOT, capture_output=True, text=True, timeout=60,
                        env={k: v for k, v in os.environ.items() if k not in ("TRAWL_PYTHON", "TRAWL_PYTHON2")})
     assert r.returncode == 0 and r.stdout.strip() == only, r.stdout + r.stderr
+
+
+# -- MCP, as a client sees it: the instructions name the tab tools; scores are on the 0-1 scale -----------------
+async def test_mcp_client_sees_the_tab_tools_and_scores_from_zero_to_one(tmp_path: Path) -> None:
+    from mcp.client import Client
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    page = tmp_path / "demo.html"
+    page.write_bytes(DEMO.read_bytes())
+    async with RunningDaemon(daemon_settings(tmp_path)) as d:
+        http = create_mcp_http_client(headers={"Authorization": f"Bearer {d.token}"})
+        async with http, Client(streamable_http_client(f"{d.url}/mcp", http_client=http)) as c:
+            instructions = c.instructions or ""
+            res = await c.call_tool("fetch_page", {"url": str(page), "query": "how do I pair the extension?",
+                                                   "k": 8})
+    for tool in ("fetch_page", "read_more", "list_tabs", "read_tab", "search_tabs"):
+        assert tool in instructions, tool
+    assert "0-1, higher is better" in instructions
+    assert res.is_error is False
+    body = res.structured_content
+    assert isinstance(body, dict)
+    scores = [ch["score"] for ch in body["chunks"]]
+    assert len(scores) >= 2 and all(0.0 <= s <= 1.0 for s in scores) and scores == sorted(scores, reverse=True)
+    assert "score -" not in res.content[0].text  # type: ignore[union-attr]
