@@ -159,7 +159,15 @@ def run_set(name: str, root: Path, args: argparse.Namespace, questions: Path | N
             row.r1 += bool(h.chunks) and found(q["answers"], h.chunks[0].text)
             row.r3 += found(q["answers"], "\n".join(c.text for c in h.chunks[:3]))
             row.r5 += found(q["answers"], "\n".join(c.text for c in h.chunks[:5]))
-            row.rk += found(q["answers"], "\n".join(c.text for c in h.chunks))
+            hit = found(q["answers"], "\n".join(c.text for c in h.chunks))
+            row.rk += hit
+            if args.misses and not hit:
+                print(
+                    f"\n  miss {pair} {html_path} ({len(chunks)} chunks, {h.mode}, "
+                    f"{sum(approx_tokens(c.text) for c in h.chunks)} tokens): {q['question']!r}"
+                    + "".join(f"\n    warning: {w}" for w in h.warnings),
+                    file=sys.stderr,
+                )
             row.b1 += bool(b.chunks) and found(q["answers"], b.chunks[0].text)
             row.bk += found(q["answers"], "\n".join(c.text for c in b.chunks))
             row.tokens.append(sum(approx_tokens(c.text) for c in h.chunks))
@@ -243,6 +251,8 @@ def main() -> None:
                     help="fresh empty cache, no embedding ahead: each question pays its own budget")
     ap.add_argument("--first", action="store_true",
                     help="every question is the first on its page (fresh retriever and cache per question)")
+    ap.add_argument("--misses", action="store_true",
+                    help="print each question whose answer is not in the returned chunks (stderr)")
     ap.add_argument("--pairs", default="", help="only these pairs, comma-separated (e.g. en>de,en>ru)")
     args = ap.parse_args()
     sets = {"both": ["qa-dev", "qa-dev-long"], "all": ["qa-dev", "qa-dev-long", "paraphrase"]}.get(args.set, [args.set])
