@@ -340,3 +340,78 @@ def test_unread_frames_are_named_only_for_browser_captures() -> None:
     assert unread_frames(html) == ("https://maps.example/embed?a=1&b=2",)
     assert _doc(html, source="playwright").unread == ("https://maps.example/embed?a=1&b=2",)
     assert _doc(html, source="http").unread == ()  # a served page cannot claim frames
+
+
+# ------------------------------------------------------------------ layout wrappers named like chrome
+PRODUCT_COPY = (
+    "A wheel thrown stoneware mug in a speckled white glaze, with a clear glazed interior and a matte outside. "
+    "Each one is made by hand in our studio, so the speckles and the shape of the handle differ a little. "
+    "It holds about three hundred and fifty millilitres and is safe in the dishwasher and the microwave."
+)
+
+
+def _wrapped(wrapper: str, inner: str) -> str:
+    return (f"<html><body><div class='{wrapper}'><div class='{wrapper}_body'><h1>White speckle mug</h1>"
+            f"<p class='price'>Sixty dollars, sold out</p><p>{PRODUCT_COPY}</p>{inner}</div>"
+            f"<div class='site-footer'><p>Shipping policy and returns for every order</p></div></div></body></html>")
+
+
+@pytest.mark.parametrize("wrapper", ["sticky-footer", "page-header", "content-with-sidebar", "nav-drawer-push"])
+def test_a_layout_wrapper_named_like_chrome_keeps_the_content_it_wraps(wrapper: str) -> None:
+    # The whole page sits in a block whose name says footer / header / sidebar / nav: it holds the page's h1 and
+    # most of its text, so it is a layout wrapper, not chrome. The real footer inside it still goes.
+    dom = cands.run_dom(_wrapped(wrapper, ""))
+    assert dom is not None and "speckled white glaze" in dom.markdown and "White speckle mug" in dom.markdown
+    assert "Shipping policy" not in dom.markdown
+
+
+def test_a_chrome_named_block_without_the_title_or_most_of_the_text_is_still_chrome() -> None:
+    links = "".join(f"<li><p>Category number {i} of the shop</p><p>{i} products</p></li>" for i in range(40))
+    # a big sidebar (most of the text, but not the page's title) and a small header holding the h1
+    html = (f"<html><body><div class='sidebar'><ul>{links}</ul></div><main><div class='page-header'><h1>Mugs</h1>"
+            f"</div><p>{PRODUCT_COPY}</p><p>{PRODUCT_COPY}</p></main></body></html>")
+    dom = cands.run_dom(html)
+    assert dom is not None and "speckled white glaze" in dom.markdown
+    assert "Category number" not in dom.markdown and "# Mugs" not in dom.markdown
+
+
+# ------------------------------------------------------------------ reader comments under an article
+COMMENTS = [
+    ("Maren", "We were on the quay at six and nobody told us anything until half past seven, which was poor."),
+    ("Joss", "The crews are right to stand up for their rest breaks, the sailings have been rushed all summer."),
+    ("Ada", "Does anyone know whether the late crossing on Friday is running, I need to get my car across."),
+    ("Pim", "The buses from the north pier were full by seven, they should have put on extra coaches today."),
+    ("Tove", "My brother works on the Karrow boats and says the new rota leaves twenty minutes between runs."),
+    ("Idris", "Ferries have been the only link for a century, the council should run them itself at last."),
+    ("Wren", "Reply to Ada: the operator says the Friday crossing runs if the dispute is settled by Thursday."),
+    ("Lasse", "I hope they sort it out quickly, the island shops depend on the morning deliveries every day."),
+]
+
+
+def _with_comments(meta: str) -> str:
+    items = "".join(f'<li class="comment" id="comment-{i}"><article><footer class="comment-meta"><b>{who}</b> '
+                    f'<time>{i + 1} hours ago</time></footer><div class="comment-content"><p>{text}</p></div>'
+                    f"</article></li>" for i, (who, text) in enumerate(COMMENTS))
+    return (f"<!doctype html><html><head><title>Ferry crews walk out</title>{meta}</head><body>"
+            f'<div class="site"><main><article><h1>Ferry crews walk out</h1><p>{STORY}</p></article>'
+            f'<div id="comments" class="comments-area"><h2>{len(COMMENTS)} comments</h2>'
+            f'<ol class="comment-list">{items}</ol></div></main></div></body></html>')
+
+
+def test_reader_comments_under_an_article_do_not_replace_it() -> None:
+    from trawl.extract.evidence import comment_shares
+    from trawl.extract.html import article_over_comments
+
+    html = _with_comments('<meta property="og:type" content="article">')
+    primary = cands.Candidate(name="rs-trafilatura", markdown=STORY, text=STORY, quality=0.9)
+    fallback = cands.run_dom(html)
+    assert fallback is not None and len(fallback.comments) == 1 and COMMENTS[3][1] in fallback.comments[0]
+    in_comments, extra = comment_shares(STORY, fallback.text, fallback.comments)
+    assert in_comments < 0.1 and extra > 0.8
+    assert article_over_comments(primary, fallback, html)
+    assert choose(primary, html)[0] is primary  # the comments alone would have won on length (3x the story)
+    # without article evidence, the old rule stands (the fallback's longer text wins)
+    assert choose(primary, _with_comments(""))[0] is not primary
+    # a primary that read the comments is not an article over them
+    read = " ".join(t for _, t in COMMENTS[:2])
+    assert not article_over_comments(cands.Candidate("rs-trafilatura", read, read, 0.9), fallback, html)

@@ -52,6 +52,7 @@ class Candidate:
     title: str = ""
     lang: str = ""
     records: tuple[str, ...] = ()  # dom only: the text of each repeated record (card, listing item, post) it found
+    comments: tuple[str, ...] = ()  # dom only: the text of each block the page names a comment section
 
 
 def clean_markdown(md: str) -> str:
@@ -119,8 +120,9 @@ def run_trafilatura(html: str, url: str, *, precision: bool = False, recall: boo
 
 def run_dom(html: str) -> Candidate | None:
     try:
-        md, h1, records = extract_dom(html)
+        md, h1, records, comments = extract_dom(html)
     except Exception as exc:  # the last resort must not raise either
         log.warning("dom fallback failed: %s", exc)
         return None
-    return Candidate(name="dom", markdown=md, text=md, quality=0.6, title=h1, records=records)
+    return Candidate(name="dom", markdown=md, text=md, quality=0.6, title=h1, records=records,
+                     comments=comments)

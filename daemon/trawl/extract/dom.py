@@ -51,6 +51,11 @@ MIN_MENU_LINKS = 4  # link lists shorter than this are left alone
 MAX_MENU_LINK_CHARS = 28  # average characters per link in a menu
 MIN_MENU_LINK_SHARE = 0.8  # share of a menu's text inside its links
 MIN_MAIN_SHARE = 0.25  # a <main> candidate must hold this share of the body's text to be used
+# A block named like chrome ("sticky-footer", "with-sidebar", "page-header") that holds the page's top heading and at
+# least this share of its text is a layout wrapper around the content, not chrome: the edges of a page are never
+# most of it, nor hold its title. (A comment section under a short article can outweigh it, but not hold its h1.)
+WRAPPER_SHARE = 0.5
+MAX_WRAPPER_CHECKS = 64  # named blocks measured per page (each measure reads its subtree): the rest count as chrome
 _KEEP_CHROME_TAG_IF_CHARS = 1500  # a <header>/<form> this text-heavy is content (article headers, product forms)
 
 
@@ -101,7 +106,36 @@ def remove_keep_tail(el: etree._Element) -> None:
     parent.remove(el)
 
 
-def _is_chrome(el: etree._Element) -> bool:
+class _Page:
+    """What :func:`_is_chrome` measures a named block against: the page's text length, and a budget of measures."""
+
+    __slots__ = ("checks", "total")
+
+    def __init__(self, root: etree._Element) -> None:
+        body = root.find("body")
+        self.total = _drawn_len(body if body is not None else root)
+        self.checks = 0
+
+    def is_wrapper(self, el: etree._Element) -> bool:
+        if self.total <= 0 or self.checks >= MAX_WRAPPER_CHECKS or next(el.iter("h1"), None) is None:
+            return False
+        self.checks += 1
+        return _drawn_len(el) >= WRAPPER_SHARE * self.total
+
+
+_NOT_DRAWN_TEXT = ("script", "style", "noscript", "template")
+
+
+def _drawn_len(el: etree._Element) -> int:
+    """Characters of text in ``el`` less those of its scripts and styles (measured by lxml in C: no Python walk)."""
+    n = len(etree.tostring(el, method="text", encoding="unicode", with_tail=False))
+    for s in el.iter(*_NOT_DRAWN_TEXT):
+        if s is not el:
+            n -= len(etree.tostring(s, method="text", encoding="unicode", with_tail=False))
+    return n
+
+
+def _is_chrome(el: etree._Element, page: _Page | None = None) -> bool:
     tag = el.tag if isinstance(el.tag, str) else ""
     role = (el.get("role") or "").lower()
     if role in CHROME_ROLES:
@@ -109,7 +143,9 @@ def _is_chrome(el: etree._Element) -> bool:
     if tag in CHROME_TAGS:
         return not (tag in ("header", "form") and len(element_text(el)) > _KEEP_CHROME_TAG_IF_CHARS)
     ident = f"{el.get('class') or ''} {el.get('id') or ''}"
-    return bool(ident.strip()) and bool(CHROME_WORDS.search(ident))
+    if not (ident.strip() and CHROME_WORDS.search(ident)):
+        return False
+    return page is None or not page.is_wrapper(el)  # a layout wrapper named after what it wraps is not chrome
 
 
 def _text_len(el: etree._Element) -> int:
@@ -134,6 +170,7 @@ def _is_link_list(el: etree._Element, tag: str) -> bool:
 
 def strip_chrome(root: etree._Element) -> None:
     """Remove non-text elements and page chrome in place (keeping their tail text)."""
+    page = _Page(root)
     doomed: list[etree._Element] = []
     stack = [root]
     while stack:
@@ -144,7 +181,8 @@ def strip_chrome(root: etree._Element) -> None:
                 continue
             tag = child.tag
             if tag in SKIP_TAGS or (
-                tag not in ("body", "html", "main", "article") and (_is_chrome(child) or _is_link_list(child, tag))
+                tag not in ("body", "html", "main", "article")
+                and (_is_chrome(child, page) or _is_link_list(child, tag))
             ):
                 doomed.append(child)
             else:
@@ -169,14 +207,45 @@ def find_main(root: etree._Element) -> etree._Element:
     return body
 
 
-def extract_dom(html: str) -> tuple[str, str, tuple[str, ...]]:
-    """(markdown of the main region, h1 text, text of each repeated record in it) of a page.
+# A reader comment section, named so by the page: WordPress's ``#comments``/``.comment-list``, Disqus's
+# ``#disqus_thread``, ``.comments-area``, ``.comment-section``, or marked up as schema.org comments
+# (``itemprop="comment"``).
+COMMENT_WORDS = re.compile(
+    r"(?:^|[\s_-])(comments|commentlist|comment-list|comments-area|comment-section|comments-section|disqus_thread)"
+    r"(?:$|[\s_-])",
+    re.I,
+)
 
-    ("", "", ()) when nothing is readable.
+
+_MAY_COMMENT = re.compile(r"comment|disqus", re.I)
+
+
+def comment_sections(main: etree._Element) -> tuple[str, ...]:
+    """The text of each outermost block under ``main`` that the page names a comment section."""
+    out: list[str] = []
+    stack = list(main)
+    while stack:
+        el = stack.pop()
+        if not isinstance(el.tag, str):
+            continue
+        ident = f"{el.get('class') or ''} {el.get('id') or ''}"
+        if (ident.strip() and COMMENT_WORDS.search(ident)) or (el.get("itemprop") or "").lower() == "comment":
+            if text := element_text(el):
+                out.append(text)
+            continue
+        stack.extend(el)
+    return tuple(out)
+
+
+def extract_dom(html: str) -> tuple[str, str, tuple[str, ...], tuple[str, ...]]:
+    """(markdown of the main region, h1 text, text of each repeated record in it, text of each comment section in
+    it) of a page.
+
+    ("", "", (), ()) when nothing is readable.
     """
     root = parse_html(html)
     if root is None:
-        return "", "", ()
+        return "", "", (), ()
     h1s = root.xpath("//h1")
     h1 = element_text(h1s[0]) if h1s else ""
     strip_chrome(root)
@@ -184,4 +253,4 @@ def extract_dom(html: str) -> tuple[str, str, tuple[str, ...]]:
     groups: list[list[etree._Element]] = []
     md = to_markdown(main, groups=groups)
     records = tuple(t for members in groups for m in members if (t := element_text(m)))
-    return md, h1, records
+    return md, h1, records, (comment_sections(main) if _MAY_COMMENT.search(html) else ())

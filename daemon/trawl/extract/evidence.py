@@ -151,6 +151,30 @@ def record_shares(primary_text: str, fallback_text: str, records: tuple[str, ...
     return in_records, extra_records
 
 
+def _shingles(text: str) -> set[tuple[str, ...]]:
+    t = _WORD.findall(text.lower())
+    return {tuple(t[i : i + SPAN_SHINGLE]) for i in range(len(t) - SPAN_SHINGLE + 1)}
+
+
+def comment_shares(primary_text: str, fallback_text: str, comments: tuple[str, ...]) -> tuple[float, float]:
+    """(share of the primary's word 4-grams found in the fallback's comment sections,
+    share of the words the fallback adds over the primary that are the comment sections' words).
+
+    The first by 4-grams, not single words: a long comment thread holds most of an article's common words."""
+    if not comments:
+        return 0.0, 0.0
+    prim = _shingles(primary_text)
+    inside: set[tuple[str, ...]] = set()
+    for c in comments:
+        inside |= _shingles(c)
+    in_comments = len(prim & inside) / len(prim) if prim else 0.0
+    com: Counter[str] = Counter()
+    for c in comments:
+        com.update(_counts(c))
+    extra = _counts(fallback_text) - _counts(primary_text)
+    n_extra = sum(extra.values())
+    return in_comments, (sum((extra & com).values()) / n_extra if n_extra else 0.0)
+
 
 # A teaser card: a few words, a heading or title, and a link to somewhere else that carries a good share of it
 # (a related story, a "read more" tile). A run of them at the very end of an extractor's content is the site's

@@ -31,7 +31,7 @@ from ..settings import Settings
 from ..types import Document, Page
 from . import candidates as cands
 from .candidates import Candidate
-from .evidence import declares_article, declares_discussion, record_shares, records_spanned
+from .evidence import comment_shares, declares_article, declares_discussion, record_shares, records_spanned
 from .guard import flatten_nesting, looks_binary, strip_heavy, too_deep, trim_html
 from .lang import detect_language
 from .meta import declared_language, html_title
@@ -90,7 +90,12 @@ def choose(primary: Candidate | None, html: str) -> tuple[Candidate | None, bool
     gain = n_fallback >= DOM_GAIN_RATIO * max(n_primary, 1) or (
         n_fallback >= DOM_SUPERSET_RATIO * max(n_primary, 1) and _contained(primary.text, fallback.text)
     )
-    if gain and not article_beside_rail(primary, fallback, html) and not thread_already_read(primary, fallback, html):
+    if (
+        gain
+        and not article_beside_rail(primary, fallback, html)
+        and not thread_already_read(primary, fallback, html)
+        and not article_over_comments(primary, fallback, html)
+    ):
         return fallback, True
     return primary, True
 
@@ -119,6 +124,16 @@ def article_beside_rail(primary: Candidate, fallback: Candidate, html: str) -> b
         return False
     return declares_article(html)
 
+def article_over_comments(primary: Candidate, fallback: Candidate, html: str) -> bool:
+    """Whether the fallback's extra text is the reader comments under the article the primary found: the page names
+    a comment section, the primary's text lies outside it, most of what the fallback adds lies inside it, and the page
+    declares itself an article."""
+    if len(primary.text.strip()) < RAIL_MIN_PRIMARY_CHARS or not fallback.comments:
+        return False
+    in_comments, extra_comments = comment_shares(primary.text, fallback.text, fallback.comments)
+    if in_comments >= RAIL_PRIMARY_IN_RECORDS or extra_comments < RAIL_EXTRA_IN_RECORDS:
+        return False
+    return declares_article(html)
 
 
 def _contained(inner: str, outer: str) -> bool:
