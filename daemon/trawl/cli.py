@@ -240,23 +240,25 @@ def _stats(args: argparse.Namespace) -> int:
     """``trawl stats``: the usage file when it is on (read here); otherwise the running daemon's recent calls (its
     in-memory records; this short-lived process has served none), or a plain word that there is nothing yet."""
     settings = Settings.from_env()
-    if settings.usage_log or (args.days is not None and args.days <= 0):
-        return int(args.stats_here(args))  # the file (and argument errors) are read in this process
+    if settings.usage_log:
+        return int(args.stats_here(args))  # the file is read in this process
     from trawl_mcp.client import DaemonBackend, ensure_located
 
     from .capabilities.stats import StatsIn, StatsOut, render_stats
 
-    found, _ = ensure_located(settings, autostart=False)
-    if found is None or found.daemon is None:
-        print("0 calls: the usage file is off and no daemon is running, so there are no records to summarise.\n"
-              "note: TRAWL_USAGE_LOG=1 (for the daemon, trawl-mcp and the CLI) keeps one line per call in "
-              f"{settings.state_dir / 'usage.jsonl'}; without it only a running daemon remembers its recent calls.")
-        return 0
     try:
         req = StatsIn.model_validate({"days": args.days} if args.days is not None else {})
     except ValidationError as exc:
         print(f"trawl: invalid arguments: {validation_message(exc)}", file=sys.stderr)
         return 2
+    found, _ = ensure_located(settings, autostart=False)
+    if found is None or found.daemon is None:
+        out = StatsOut(origin="memory", warnings=[
+            "the usage file is off (TRAWL_USAGE_LOG=1 turns it on: one line per call, for the daemon, trawl-mcp "
+            f"and the CLI, in {settings.state_dir / 'usage.jsonl'}) and no daemon is running, so there are no "
+            "records to summarise; a running daemon remembers its recent calls"])
+        print(json.dumps(out.model_dump(mode="json"), indent=2) if args.json else render_stats(out))
+        return 0
 
     async def ask() -> dict[str, object]:
         backend = DaemonBackend(settings, autostart=False)

@@ -121,6 +121,10 @@ def test_stats_with_the_file_off_and_no_daemon_says_so(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr
     assert "no daemon is running" in r.stdout and "TRAWL_USAGE_LOG=1" in r.stdout
     assert "this process served" not in r.stdout
+    js = _trawl(tmp_path, "stats", "--json")
+    body = json.loads(js.stdout)
+    assert js.returncode == 0 and body["calls"] == 0 and "no daemon is running" in body["warnings"][0]
+    assert _trawl(tmp_path, "stats", "--days", "0").returncode == 2  # bad arguments still refused
 
 
 async def test_stats_with_the_file_off_asks_the_running_daemon(tmp_path: Path) -> None:
