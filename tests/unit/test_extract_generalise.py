@@ -102,6 +102,19 @@ def test_a_short_article_loses_a_longer_rail_but_a_page_that_is_no_article_keeps
     assert cut > 0 and "Karrow Sound" in md and not any(h in md for h, _ in TEASERS)
 
 
+def test_a_rail_under_a_longer_label_or_of_cards_with_a_linked_title_is_cut() -> None:
+    # A label of five or six words ("You might also be interested in"), and cards whose linked title is a small share
+    # of their words (a long summary line and a date under it): the title links elsewhere, so it is a teaser.
+    long_tiles = "".join(f'<div><a href="/r/{i}"><h3>{h}</h3></a><p>{t} {t}</p>{i + 2} hours ago</div>'
+                         for i, (h, t) in enumerate(TEASERS))
+    md, cut = _trimmed(f"<div><p>{STORY}</p><p>{STORY2}</p><div><h3>You might also be interested in</h3>"
+                       f"{long_tiles}</div></div>", article=True)
+    assert cut > 0 and "revised timetable by noon" in md and not any(h in md for h, _ in TEASERS)
+    # the same cards without a linked title (a link in the summary only) are not teasers
+    plain = f'<div><h3>{TEASERS[0][0]}</h3><p>{TEASERS[0][1]} <a href="/x">more</a> {TEASERS[1][1]}</p></div>'
+    assert not is_teaser(parse_html(plain).find(".//div"))
+
+
 def test_cards_that_are_the_content_stay() -> None:
     intro = "<p>Our latest stories.</p>"  # a listing: a line of intro, then the cards the page is made of
     md, cut = _trimmed(intro + _tiles(False), article=True)

@@ -183,7 +183,7 @@ TEASER_MAX_WORDS = 40
 TEASER_MIN_LINK_SHARE = 0.25  # of the card's words inside links, when the card has a heading
 TEASER_LINK_SHARE = 0.6  # ... or this much without one (the whole card is a link)
 TEASER_MIN_RUN = 3
-LABEL_MAX_WORDS = 4  # "Read more", "Related articles": the short label that heads a rail, cut with it
+LABEL_MAX_WORDS = 6  # "Read more", "You might also be interested in": the short label that heads a rail, cut with it
 TRIM_MIN_BODY_WORDS = 30  # prose (words outside links) that must remain before a run is cut
 MAX_TRIM_DEPTH = 40
 _HEADING_TAGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
@@ -194,35 +194,45 @@ def _tag(el: Any) -> str:
     return el.tag.lower() if isinstance(el.tag, str) else ""
 
 
-Counts = dict[Any, tuple[int, int, bool]]
+Counts = dict[Any, tuple[int, int, bool, bool]]
 
 
 def word_counts(root: Any) -> Counts:
     """For ``root`` and every element under it: (\\w+ words in it, how many of them inside links, whether it holds a
-    heading), each counted within that element alone; scripts do not count. One pass, children before parents."""
+    heading, whether it holds a linked heading: a title that links elsewhere), each counted within that element
+    alone; scripts do not count. One pass, children before parents."""
     out: Counts = {}
     for node in reversed(list(root.iter())):
         tag = _tag(node)
         if not tag or tag in _NO_TEXT:
-            out[node] = (0, 0, False)
+            out[node] = (0, 0, False, False)
             continue
         total = len(_WORD.findall(node.text)) if node.text else 0
         linked = 0
         heading = tag in _HEADING_TAGS
+        linked_heading = False
         for c in node:
-            words, in_links, has_heading = out[c]
+            words, in_links, has_heading, has_linked = out[c]
             total += words + (len(_WORD.findall(c.tail)) if c.tail else 0)  # a tail belongs to the parent
             linked += in_links
             heading = heading or has_heading
-        out[node] = (total, total if tag == "a" else linked, heading)
+            linked_heading = linked_heading or has_linked
+        if tag == "a":
+            linked = total
+            linked_heading = linked_heading or heading  # a heading inside a link
+        elif tag in _HEADING_TAGS and total and linked == total:
+            linked_heading = True  # a link that is the whole heading
+        out[node] = (total, linked, heading, linked_heading)
     return out
 
 
 def is_teaser(el: Any, counts: Counts | None = None) -> bool:
-    words, linked, heading = (counts or word_counts(el))[el]
+    """A teaser card: a few words with a link, where the link is the card's heading (a linked title over a line of
+    summary and a date), or carries a good share of its words."""
+    words, linked, heading, linked_heading = (counts or word_counts(el))[el]
     if not 2 <= words <= TEASER_MAX_WORDS or not linked:
         return False
-    return linked >= (TEASER_MIN_LINK_SHARE if heading else TEASER_LINK_SHARE) * words
+    return linked_heading or linked >= (TEASER_MIN_LINK_SHARE if heading else TEASER_LINK_SHARE) * words
 
 
 def _trailing_run(kids: list[Any], counts: Counts) -> int:
@@ -235,7 +245,7 @@ def _trailing_run(kids: list[Any], counts: Counts) -> int:
         n += 1
     if n < TEASER_MIN_RUN or n >= len(kids):
         return 0
-    words, linked, _ = counts[kids[len(kids) - 1 - n]]
+    words, linked, _, _ = counts[kids[len(kids) - 1 - n]]
     return n + 1 if 0 < words <= LABEL_MAX_WORDS and not linked else 0
 
 
@@ -246,7 +256,7 @@ def trim_trailing_teasers(root: Any, article: Callable[[], bool]) -> int:
 
     Only articles: on a shop or a listing, cards with a linked title after some prose are the content."""
     counts = word_counts(root)  # a card's counts stay true when a sibling run is cut
-    body_words, body_linked, _ = counts[root]
+    body_words, body_linked, _, _ = counts[root]
     cut = 0
     node = root
     for _ in range(MAX_TRIM_DEPTH):
@@ -258,7 +268,7 @@ def trim_trailing_teasers(root: Any, article: Callable[[], bool]) -> int:
             run = kids[len(kids) - n:]
             run_words = run_linked = 0
             for k in run:
-                w, lk, _ = counts[k]
+                w, lk, _, _ = counts[k]
                 run_words += w
                 run_linked += lk
             prose = (body_words - run_words) - (body_linked - run_linked)
