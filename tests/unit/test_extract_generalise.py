@@ -428,3 +428,9 @@ def test_reader_comments_under_an_article_do_not_replace_it() -> None:
     # a primary that read the comments is not an article over them
     read = " ".join(t for _, t in COMMENTS[:2])
     assert not article_over_comments(cands.Candidate("rs-trafilatura", read, read, 0.9), fallback, html)
+    # nor is a link post's title and source line: there the comment thread is the page (it also declares og:article)
+    link = "Ferry crews walk out over rest breaks (karrow-news.example) via mjolnir, 49 comments"
+    assert not article_over_comments(cands.Candidate("rs-trafilatura", link, link, 0.4), fallback, html)
+    # nor a page the primary itself judges a forum thread
+    forum = cands.Candidate("rs-trafilatura", STORY, STORY, 0.9, page_type="forum")
+    assert not article_over_comments(forum, fallback, html)

@@ -56,6 +56,7 @@ SHELL_TOKENS = 40  # both candidates below this (fallback: nothing at all) → a
 RAIL_PRIMARY_IN_RECORDS = 0.5  # an article beside a rail: less than this share of the primary lies in records ...
 RAIL_EXTRA_IN_RECORDS = 0.6  # ... and at least this share of what the fallback adds is records
 RAIL_MIN_PRIMARY_CHARS = 100  # a primary shorter than this is no article to keep (a title, a "loading" line)
+COMMENTS_MIN_ARTICLE_WORDS = 30  # an article kept over its comments has this many words (the teaser trim's prose)
 _WORD = re.compile(r"\w+")
 
 
@@ -126,9 +127,10 @@ def article_beside_rail(primary: Candidate, fallback: Candidate, html: str) -> b
 
 def article_over_comments(primary: Candidate, fallback: Candidate, html: str) -> bool:
     """Whether the fallback's extra text is the reader comments under the article the primary found: the page names
-    a comment section, the primary's text lies outside it, most of what the fallback adds lies inside it, and the page
-    declares itself an article."""
-    if len(primary.text.strip()) < RAIL_MIN_PRIMARY_CHARS or not fallback.comments:
+    a comment section, the primary's text lies outside it and is an article's body (not a link post's title: there,
+    as on a thread the primary judges a forum, the comments are the page), most of what the fallback adds lies inside
+    the comments, and the page declares itself an article."""
+    if not fallback.comments or primary.page_type == "forum" or _ntokens(primary.text) < COMMENTS_MIN_ARTICLE_WORDS:
         return False
     in_comments, extra_comments = comment_shares(primary.text, fallback.text, fallback.comments)
     if in_comments >= RAIL_PRIMARY_IN_RECORDS or extra_comments < RAIL_EXTRA_IN_RECORDS:
