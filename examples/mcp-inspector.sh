@@ -3,6 +3,12 @@
 npx @modelcontextprotocol/inspector --config examples/mcp-stdio.json --server trawl
 
 # Over streamable HTTP to a running daemon: examples/mcp-http.json has the Inspector's "streamable-http" entry.
-# In the Inspector's UI choose Authentication -> Bearer Token and paste the token printed by:
+# The Inspector sends a config file's headers as written (it does not expand ${TRAWL_TOKEN}), so in its UI choose
+# Authentication -> Bearer Token and paste the token printed by:
 #   cat "${TRAWL_STATE_DIR:-${XDG_STATE_HOME:-$HOME/.local/state}/trawl}/token"
 # npx @modelcontextprotocol/inspector --config examples/mcp-http.json --server trawl
+
+# The Inspector's command-line mode over streamable HTTP, the token read by the shell (no UI):
+# TOKEN="$(cat "${TRAWL_STATE_DIR:-${XDG_STATE_HOME:-$HOME/.local/state}/trawl}/token")"
+# npx @modelcontextprotocol/inspector --cli "http://127.0.0.1:${TRAWL_PORT:-8765}/mcp" --transport http \
+#   --header "Authorization: Bearer $TOKEN" --method tools/list
