@@ -8,7 +8,8 @@ import gzip
 from pathlib import Path
 
 import pytest
-from trawl.sanitise.hidden import MAX_ANCESTORS, MAX_SORTED, Scan, scan
+from trawl.sanitise.css.selectors import MAX_ANCESTORS
+from trawl.sanitise.hidden import MAX_SORTED, Scan, scan
 
 SAMPLE = Path(__file__).resolve().parents[1] / "fixtures" / "wcxb-sample" / "html"
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 from trawl.sanitise import clean_document, find_instructions, flag, is_instruction, strip_invisible
 from trawl.sanitise.chars import decode_tags, decode_variation_runs
-from trawl.sanitise.hidden import MAX_HIDDEN, MAX_HTML_CHARS, css_rules, hidden_texts, style_hides
+from trawl.sanitise.css.sheets import css_rules
+from trawl.sanitise.css.values import style_hides
+from trawl.sanitise.hidden import MAX_HIDDEN, MAX_HTML_CHARS, hidden_texts
 from trawl.types import Chunk, Document, Page
 
 

@@ -5,8 +5,10 @@ page constructions next to them must not be."""
 from __future__ import annotations
 
 import pytest
+from trawl.sanitise.css.values import parse_declarations
+from trawl.sanitise.css.variables import resolve_vars
 from trawl.sanitise.detect import find_instructions, fold_digits
-from trawl.sanitise.hidden import parse_declarations, resolve_vars, scan
+from trawl.sanitise.hidden import scan
 
 TEXT = "Zebra marker sentence about pineapples."
 PAGE = ("<html><head>{head}</head><body><main><p>The orchard has apple trees and pear trees.</p>{body}</main>"
