@@ -12,6 +12,8 @@
   say nothing about the page, left out of BM25's coverage); :func:`stemmer_of` names the Snowball stemmer
   BM25 uses for a language (where it was measured to help) and :func:`normalise_words` the light
   normalisation some scripts need first (Arabic: vowel marks, letter variants, the article).
+- **Passages**: :func:`refers_back` tells a text that opens by pointing back at the one before it ("This
+  government ...", "この政府は..."), so retrieval keeps it with what it continues.
 
 All functions return primary tags ("en", "zh", "he"), or "" when they cannot tell.
 ``benchmarks/bench_lang.py`` measures detection per language against the former stop-word detectors.
@@ -391,3 +393,43 @@ def normalise_words(lang: str, words: list[str]) -> list[str]:
         w = _ARABIC_MARKS.sub("", w).translate(_ARABIC_LETTERS)
         out.append(_ARABIC_ARTICLE.sub("", w) or w)
     return out
+
+
+# ---------------------------------------------------------------- sentences that point back (passages)
+# Openings that point back at the sentence before ("This government adopted ...", "All of this set the stage
+# ..."): demonstratives and the pronouns and adverbs built on them. A chunk that opens with one continues the
+# chunk before it. Personal pronouns ("he", "it") are left out: they open too many sentences that stand alone.
+_BACK_WORDS: dict[str, frozenset[str]] = {
+    "en": _words("this these those such thereby thus hence"),
+    "de": _words("dies diese dieser dieses diesem diesen dadurch damit daher deshalb dabei darauf solche"),
+    "fr": _words("ce cet cette ces ceci cela celui celle ceux ainsi"),
+    "es": _words("este esta estos estas esto ese esa esos esas eso dicho dicha dichos dichas así"),
+    "it": _words("questo questa questi queste ciò tale tali"),
+    "pt": _words("este esta estes estas isto esse essa esses essas isso tal"),
+    "nl": _words("deze dit die daardoor daarom zulke"),
+    "ru": _words("это этот эта эти этого этой этим этом таким такой такая такие поэтому"),
+    "uk": _words("це цей ця ці цього цієї цим тому"),
+    "pl": _words("ten ta to te tego tej tym dlatego taki taka"),
+}
+_BACK_PHRASES: dict[str, tuple[str, ...]] = {"en": ("all of this", "all this", "all of these")}
+# Scripts written without spaces: the openings as prefixes (この "this", その "that", 同社 "the same firm").
+_BACK_PREFIXES: dict[str, tuple[str, ...]] = {
+    "ja": ("この", "その", "これ", "それ", "こう", "そう", "同"),
+    "zh": ("这", "這", "该", "該", "此", "上述", "同"),
+    "ko": ("이 ", "이러", "이는", "이것", "이에", "그 ", "그러", "그것", "이와", "해당"),
+}
+_OPENING = re.compile(r"[\W_]*([^\W\d_]+)")
+
+
+def refers_back(text: str, lang: str) -> bool:
+    """Whether ``text`` (in ``lang``) opens by pointing back at what came before it."""
+    tag = primary_tag(lang)
+    start = text.lstrip(" \t\n\"'“‘«(*#>-")[:24]
+    prefixes = _BACK_PREFIXES.get(tag)
+    if prefixes is not None:
+        return start.startswith(prefixes)
+    low = start.lower()
+    if any(low.startswith(p) for p in _BACK_PHRASES.get(tag, ())):
+        return True
+    m = _OPENING.match(low)
+    return m is not None and m.group(1) in _BACK_WORDS.get(tag, frozenset())

@@ -202,3 +202,31 @@ def test_stopwords_reach_languages_beyond_the_dev_set() -> None:
     assert "the" in lang.stopwords("en") and "der" in lang.stopwords("de-AT")
     assert "och" in lang.stopwords("sv") and "się" in lang.stopwords("pl")
     assert lang.stopwords("xx") == frozenset()
+
+
+@pytest.mark.parametrize(
+    ("text", "code", "expected"),
+    [
+        ("This government adopted a new calendar.", "en", True),
+        ("All of this set the stage for the network.", "en", True),
+        ("“These changes came later,” she wrote.", "en", True),
+        ("Thus the river moved east.", "en", True),
+        ("The government adopted a new calendar.", "en", False),
+        ("He adopted a new calendar.", "en", False),  # personal pronouns open too many sentences that stand alone
+        ("Thistle grows on the hills.", "en", False),  # a whole word, not a prefix
+        ("Diese Regierung führte einen Kalender ein.", "de", True),
+        ("Die Regierung führte einen Kalender ein.", "de", False),
+        ("Cette décision fut prise en 1850.", "fr", True),
+        ("Эта реформа изменила налоги.", "ru", True),
+        ("Реформа изменила налоги.", "ru", False),
+        ("この政府は新しい暦を採用した。", "ja", True),
+        ("政府は新しい暦を採用した。", "ja", False),
+        ("该公司成立于1998年。", "zh", True),
+        ("이 정부는 새 달력을 채택했다.", "ko", True),
+        ("정부는 새 달력을 채택했다.", "ko", False),
+        ("This government adopted a new calendar.", "sw", False),  # no list for the language: never guessed
+        ("", "en", False),
+    ],
+)
+def test_refers_back(text: str, code: str, expected: bool) -> None:
+    assert lang.refers_back(text, code) is expected

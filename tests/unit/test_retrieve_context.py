@@ -103,3 +103,33 @@ def test_the_answer_in_the_chunk_after_the_best_hit_comes_first_with_the_real_re
         assert "Tsui Tsin-tong" in rk.chunks[0].text and "T. T. Tsui Gallery" in rk.chunks[0].text
     finally:
         r.close()
+
+
+def texts_page(texts: list[str], paths: list[str] | None = None) -> list[Chunk]:
+    return [
+        Chunk(id=f"c{i}", index=i, heading_path=((paths or ["A"] * len(texts))[i],), text=t)
+        for i, t in enumerate(texts)
+    ]
+
+
+def test_a_chunk_that_refers_back_joins_the_passage_it_continues() -> None:
+    texts = [
+        "Kublai founded the Yuan dynasty.",
+        "Kublai moved the capital to Dadu in 1272.",
+        "This government adopted a paper currency.",
+        "Trade on the Silk Road grew.",
+    ]
+    fused = np.array([0.0, 0.9, -0.2, -0.3])  # the next chunk has no evidence of its own: only its opening
+    out = passages(texts_page(texts), [1, 3], 2, fused, lang="en")
+    assert out[0].text == texts[1] + "\n\n" + texts[2]
+    assert out[0].id == "c1" and out[0].score == 0.9
+    # The group's own first chunk refers back too: the chunk before it joins as well.
+    texts[1] = "All of this set the stage for the move to Dadu."
+    out = passages(texts_page(texts), [1, 3], 2, fused, lang="en")
+    assert out[0].text == "\n\n".join(texts[:3])
+    # Not across headings, not in a language without a list, and not when the opening stands alone.
+    texts[1] = "Kublai moved the capital to Dadu in 1272."
+    assert passages(texts_page(texts, ["A", "A", "B", "B"]), [1, 3], 2, fused, lang="en")[0].text == texts[1]
+    assert passages(texts_page(texts), [1, 3], 2, fused, lang="sw")[0].text == texts[1]
+    texts[2] = "The government adopted a paper currency."
+    assert passages(texts_page(texts), [1, 3], 2, fused, lang="en")[0].text == texts[1]

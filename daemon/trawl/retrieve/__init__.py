@@ -250,7 +250,7 @@ class Retriever:
         if first.prior is not None and k is None and not reranked and weight >= 0.5:
             order, n = _with_bm25_set(order, n, bm, tokens_per_chunk, s.k_min, s.k_max, s.token_budget)
         # Neighbours returned together become one passage (an explicit k is a count of chunks: kept).
-        ranked = context.passages(chunks, order, n, fused, join=k is None)
+        ranked = context.passages(chunks, order, n, fused, join=k is None, lang=plang)
 
         if self._ahead is not None and dense is not None and len(have_vec) < len(chunks):
             self._queue_ahead(page_key, chunks)
@@ -292,8 +292,9 @@ class Retriever:
         first_path = (
             first is not None and long_page and s.first_answer == "words" and first.same is not False and not blind
         )
+        prior: np.ndarray | None = None
         if first_path and first is not None:
-            first.prior = fuse.combine(bm, None, (), 1.0)
+            prior = first.prior = fuse.combine(bm, None, (), 1.0)
             if len(vecs) + (t0 + s.first_dense_s - time.perf_counter()) * self._rate < 2:
                 # One vector reorders nothing (dense scores are relative to the compared chunks' median), so
                 # neither the question nor a chunk is embedded when the budget holds fewer than two.
@@ -311,8 +312,8 @@ class Retriever:
             # not cached yet. Never none at all: a racing question would otherwise find zero vectors
             # and silently answer by BM25 alone.
             limit = min(limit, AHEAD_HEAD)
-        if missing and first_path and first is not None:
-            todo = [i for i in fuse.order_by(first.prior) if keys[i] not in vecs][:FIRST_HEAD]
+        if prior is not None:
+            todo = [i for i in fuse.order_by(prior) if keys[i] not in vecs][:FIRST_HEAD]
             got, late = self._embed_within(todo, keys, texts, min(deadline, t0 + s.first_dense_s), at_least=1)
             vecs.update(got)
             fresh = len(got)
