@@ -132,7 +132,9 @@ class Settings(BaseSettings):
     # --limit 150): same-language pairs of qa-dev-long, returned-set recall 0.973 both ways, p50 0.89 s vs 1.52 s;
     # a shorter budget across languages (0.85 s) lost recall (en>de/ru/zh 0.600 -> 0.533), so it has none.
     first_answer: Literal["words", "dense"] = "words"
-    first_dense_s: Seconds = 0.15  # question and page share a language: reorder BM25's best chunks (one or two here)
+    # Question and page share a language and BM25's best chunk stands out: reorder BM25's best chunks (none on two
+    # cores, where this holds one; a question BM25 is unsure of gets dense_budget_s for them).
+    first_dense_s: Seconds = 0.15
     embed_query_batch: bool = False  # concurrent questions share one embedding call (no gain measured yet)
     embed_url: str = ""  # OpenAI-compatible /v1/embeddings base URL
     embed_model: str = ""

@@ -237,9 +237,10 @@ class Counting:
 
 def test_a_first_answer_with_room_for_one_vector_embeds_nothing(tmp_path: Path) -> None:
     """One compared chunk reorders nothing (dense scores are relative to the compared chunks), so a first
-    question whose budget holds fewer than two chunks embeds neither itself nor a chunk, ranks by BM25 and
-    says so; with room for more, BM25's best chunks are compared by meaning."""
-    texts = [f"Abschnitt {i}. " + GERMAN[i % len(GERMAN)] for i in range(80)]
+    question BM25 is sure of, whose budget holds fewer than two chunks, embeds neither itself nor a chunk, ranks
+    by BM25 and says so; with room for more, BM25's best chunks are compared by meaning."""
+    texts = [f"Abschnitt {i}. " + GERMAN[i % 5] for i in range(80)]  # GERMAN[5], the cathedral, once:
+    texts[40] = GERMAN[5]  # BM25's best chunk stands out
     question = "Ist der Kölner Dom eine gotische Kathedrale?"  # every word on the page: BM25 sees it
     bm25 = Retriever(Settings(cache_dir=tmp_path / "bm", state_dir=tmp_path / "bs", dense="none"))
     expected = [c.id for c in bm25.rank(question, chunks_of(texts), "de", None, "p").chunks]
@@ -250,7 +251,7 @@ def test_a_first_answer_with_room_for_one_vector_embeds_nothing(tmp_path: Path) 
     rk = r.rank(question, chunks_of(texts), "de", None, "p")
     assert (counting.queries, counting.passages_embedded) == (0, 0)
     assert rk.mode == "bm25-only"
-    assert [c.id for c in rk.chunks] == expected
+    assert [c.id for c in rk.chunks] == expected and rk.chunks[0].id == "c40"
     assert any("80 chunks ranked by word match (BM25), 0 of them also by meaning" in w for w in rk.warnings)
 
     roomy = make(tmp_path / "roomy", embed_ahead=False, dense_budget_s=0.5, first_dense_s=30.0)
@@ -259,4 +260,21 @@ def test_a_first_answer_with_room_for_one_vector_embeds_nothing(tmp_path: Path) 
     rk = roomy.rank(question, chunks_of(texts), "de", None, "p")
     assert counting.queries == 1 and counting.passages_embedded >= 1
     assert rk.mode == "hybrid"
+    assert rk.chunks[0].id == "c40"
+
+
+def test_a_first_question_bm25_is_unsure_of_gets_the_dense_budget(tmp_path: Path) -> None:
+    """When BM25's best chunks score alike, the first answer is not left to word match: BM25's best chunks
+    are compared by meaning within the dense budget, however small ``first_dense_s`` is."""
+    texts = [f"Abschnitt {i}. " + GERMAN[i % 5] for i in range(80)]
+    texts[20] = "Der Kölner Dom ist eine gotische Kathedrale am Rhein."
+    texts[60] = "Ist der Kölner Dom eine gotische Kathedrale? Ja, und seit 1996 Weltkulturerbe."
+    # 80 chunks, none embedded: more than the 0.5 s budget covers on any machine, so the first-answer path runs.
+    r = make(tmp_path, embed_ahead=False, dense_budget_s=0.5, first_dense_s=1e-9)
+    counting = Counting(r._embedder)
+    r._embedder = counting  # type: ignore[assignment]
+    rk = r.rank("Ist der Kölner Dom eine gotische Kathedrale?", chunks_of(texts), "de", None, "p")
+    assert counting.queries == 1 and counting.passages_embedded >= 1
+    assert rk.mode == "hybrid"
+    assert any("ranked by word match (BM25)" in w for w in rk.warnings)
     assert "Kathedrale" in rk.chunks[0].text
