@@ -193,7 +193,7 @@ class Retriever:
         dense: np.ndarray | None = None
         have_vec: list[int] = []
         fresh = 0
-        first = _First(same, fuse.fusion_weight(w_bm25, same), _bm25_sure(bm))
+        first = _First(same, fuse.fusion_weight(w_bm25, same))
         if self._embedder is not None and not self._is_down("embed"):
             try:
                 with self._ahead.foreground() if self._ahead else _Null():  # embedding ahead waits
@@ -285,7 +285,8 @@ class Retriever:
 
         On the first question on a page the dense budget cannot cover, in the page's language, BM25 ranks the
         whole page (``first.prior``) and only its best chunks are embedded: within ``first_dense_s`` when BM25 is
-        sure of the question (none when that holds fewer than two), within the dense budget when it is not.
+        sure of the question (none when the page has no vector yet and that holds fewer than two), within the
+        dense budget when it is not.
         """
         assert self._embedder is not None
         s = self.settings
@@ -297,13 +298,12 @@ class Retriever:
         # warm); the first-answer path is for longer pages (qa-dev en>ru, cold: 1.000 -> 0.760 without this).
         long_page = len(missing) > max(FIRST_HEAD, s.dense_budget_s * self._rate)
         # Not only the first question: the next ones, while the page is still being embedded ahead, too.
-        first_path = (
-            first is not None and long_page and s.first_answer == "words" and first.same is not False and not blind
-        )
         prior: np.ndarray | None = None
-        if first_path and first is not None:
+        sure = False
+        if first is not None and long_page and s.first_answer == "words" and first.same is not False and not blind:
             prior = first.prior = fuse.combine(bm, None, (), 1.0)
-            if first.sure and len(vecs) + (t0 + s.first_dense_s - time.perf_counter()) * self._rate < 2:
+            sure = _bm25_sure(bm)
+            if sure and not vecs and (t0 + s.first_dense_s - time.perf_counter()) * self._rate < 2:
                 # One vector reorders nothing (dense scores are relative to the compared chunks' median), so
                 # neither the question nor a chunk is embedded when the budget holds fewer than two.
                 return np.zeros(len(chunks), dtype=np.float32), [], 0, False
@@ -322,7 +322,7 @@ class Retriever:
             limit = min(limit, AHEAD_HEAD)
         if prior is not None:
             todo = [i for i in fuse.order_by(prior) if keys[i] not in vecs][:FIRST_HEAD]
-            end = min(deadline, t0 + s.first_dense_s) if first is not None and first.sure else deadline
+            end = min(deadline, t0 + s.first_dense_s) if sure else deadline
             got, late = self._embed_within(todo, keys, texts, end, at_least=1)
             vecs.update(got)
             fresh = len(got)
@@ -528,12 +528,11 @@ def _bm25_sure(bm: np.ndarray) -> bool:
 class _First:
     """What the first-answer path needs from rank() and tells it back."""
 
-    __slots__ = ("prior", "same", "sure", "weight")
+    __slots__ = ("prior", "same", "weight")
 
-    def __init__(self, same: bool | None, weight: float, sure: bool) -> None:
+    def __init__(self, same: bool | None, weight: float) -> None:
         self.same = same
         self.weight = weight  # BM25's weight in the prior
-        self.sure = sure  # BM25's best chunk stands out: first_dense_s of dense work, else the dense budget
         self.prior: np.ndarray | None = None  # BM25's score per chunk (over its maximum), when that path ran
 
 
