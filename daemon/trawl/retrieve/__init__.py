@@ -15,12 +15,11 @@ degrades to a ranking with a warning and an honest ``mode``.
 The first question on a long page not embedded yet (``first_answer="words"``)
 cannot wait for the model. When question and page share a language and BM25
 sees the question, BM25 ranks every chunk in milliseconds and the dense model
-only reorders its best few within ``first_dense_s``: on such questions the
-dense budget's returned set held the answer no more often than BM25's (see
-``first_dense_s`` in settings). Across languages, or when BM25 is blind to the
-question, the first question keeps the dense budget (a shorter one lost recall).
-A warning says what the dense model compared; the rest of the page is embedded
-ahead.
+only reorders its best few (``first``: within ``first_dense_s`` when BM25 is
+sure of the question, within the dense budget when it is not). Across
+languages, or when BM25 is blind to the question, the first question keeps the
+dense budget (a shorter one lost recall). A warning says what the dense model
+compared; the rest of the page is embedded ahead.
 """
 
 from __future__ import annotations
@@ -48,6 +47,7 @@ from .ahead import EmbedAhead
 from .bm25 import BM25Index
 from .embed import CALIBRATION_TEXT, Embedder, EmbedError, embed_text, make_embedder
 from .expand import Expander, blend
+from .first import FIRST_DENSE_WEIGHT, FIRST_HEAD, First, bm25_sure, with_bm25_set
 from .rerank import Reranker, RerankError, apply_scores
 from .tokenize import guess_lang, same_language, script_of, stopwords
 
@@ -55,19 +55,6 @@ log = logging.getLogger("trawl.retrieve")
 
 # Dense candidates for a question on a page that is being embedded ahead (its best BM25 chunks).
 AHEAD_HEAD = 8
-
-# The first question on a long page not embedded yet, in the page's language (settings.first_answer ==
-# "words"): BM25 ranks every chunk, the dense model scores BM25's best chunks within first_dense_s and
-# reorders them: final = BM25 / max + FIRST_DENSE_WEIGHT * (dense relative to the compared chunks).
-FIRST_DENSE_WEIGHT = 1.0
-FIRST_HEAD = 12  # at most this many chunks embedded for a first answer
-# BM25 is sure of a first question when its best chunk scores at least FIRST_SURE_MARGIN times the second: then
-# the dense model has first_dense_s to reorder BM25's best chunks; otherwise it has the dense budget for them
-# (FIRST_HEAD at most). Of BM25's misses on same-language qa-dev-long questions, about half are among the unsure
-# ones (~20% of the questions). --first, same moment, sure always / this rule: qa-dev-long same-language pairs
-# (250) recall@1 0.960 / 0.972, returned 0.980 / 0.980, p50 9.5 / 11 ms; paraphrase-dev (153, users' own
-# words: BM25 is unsure of most) returned 0.797 / 0.830, recall@1 0.556 / 0.614, p50 9 / 1,318 ms.
-FIRST_SURE_MARGIN = 1.3
 
 __all__ = ["Ranking", "Retriever", "embed_text"]
 
@@ -201,7 +188,7 @@ class Retriever:
         dense: np.ndarray | None = None
         have_vec: list[int] = []
         fresh = 0
-        first = _First(same, fuse.fusion_weight(w_bm25, same))
+        first = First(same, fuse.fusion_weight(w_bm25, same))
         if self._embedder is not None and not self._is_down("embed"):
             try:
                 with self.serving():  # embedding ahead waits
@@ -263,7 +250,7 @@ class Retriever:
                 bm=bm, dense=dense, have=have_vec, weight=weight,
             )
         if first.prior is not None and k is None and not reranked and weight >= 0.5:
-            order, n = _with_bm25_set(order, n, bm, tokens_per_chunk, s.k_min, s.k_max, s.token_budget)
+            order, n = with_bm25_set(order, n, bm, tokens_per_chunk, s.k_min, s.k_max, s.token_budget)
         # Neighbours returned together become one passage (an explicit k is a count of chunks: kept).
         ranked = context.passages(chunks, order, n, fused, join=k is None, lang=plang)
 
@@ -287,7 +274,7 @@ class Retriever:
         seen: bool,
         t0: float,
         warnings: list[str] | None = None,
-        first: _First | None = None,
+        first: First | None = None,
     ) -> tuple[np.ndarray, list[int], int, bool]:
         """Dense score per chunk (0 where none) for cached vectors plus a budget of new ones.
 
@@ -310,7 +297,7 @@ class Retriever:
         sure = False
         if first is not None and long_page and s.first_answer == "words" and first.same is not False and not blind:
             prior = first.prior = fuse.combine(bm, None, (), 1.0)
-            sure = _bm25_sure(bm)
+            sure = bm25_sure(bm)
             if sure and not vecs and (t0 + s.first_dense_s - time.perf_counter()) * self._rate < 2:
                 # One vector reorders nothing (dense scores are relative to the compared chunks' median), so
                 # neither the question nor a chunk is embedded when the budget holds fewer than two.
@@ -493,52 +480,6 @@ class Retriever:
         self._down_until[part] = time.monotonic() + self.settings.endpoint_retry_s
 
 
-def _with_bm25_set(
-    order: list[int], n: int, bm: np.ndarray, tokens: list[int], k_min: int, k_max: int, budget: int
-) -> tuple[list[int], int]:
-    """A first answer's returned set: the fused order's best ``n`` plus what BM25 alone would return.
-
-    Few chunks have dense scores on a first answer, so adaptive k keeps little beyond BM25's strong hits;
-    on paraphrase-dev (153 questions, no dense) the fused top 3 plus BM25's own adaptive set returned the
-    answer 0.810 of the time at 945 tokens, against 0.791 / 642 for BM25 alone and 0.725-0.758 / ~480 for
-    the fused order's adaptive k. The set is ordered by the fused score and bounded by ``budget`` tokens.
-    """
-    bo = fuse.order_by(fuse.combine(bm, None, (), 1.0))
-    kb = fuse.choose_k(bo, tokens, k_min, k_max, budget, None, bm=bm, weight=1.0) if bm.max() > 0 else 0
-    want = set(bo[:kb])
-    picked: list[int] = []
-    used = 0
-    for i in order:
-        if len(picked) >= k_max:
-            break
-        if len(picked) < n or i in want:
-            if used + tokens[i] > budget and len(picked) >= k_min:
-                continue
-            picked.append(i)
-            used += tokens[i]
-    chosen = set(picked)
-    return picked + [i for i in order if i not in chosen], len(picked)
-
-
 def _bm25_text(c: Chunk) -> str:
     # The nearest heading joins the text so a question naming a section finds its chunks.
     return (c.heading_path[-1] + "\n" + c.text) if c.heading_path else c.text
-
-
-def _bm25_sure(bm: np.ndarray) -> bool:
-    """Whether BM25's best chunk stands out from the second (:data:`FIRST_SURE_MARGIN`)."""
-    if len(bm) < 2:
-        return True
-    second, top = np.partition(bm, len(bm) - 2)[-2:]
-    return bool(top > 0 and top >= FIRST_SURE_MARGIN * second)
-
-
-class _First:
-    """What the first-answer path needs from rank() and tells it back."""
-
-    __slots__ = ("prior", "same", "weight")
-
-    def __init__(self, same: bool | None, weight: float) -> None:
-        self.same = same
-        self.weight = weight  # BM25's weight in the prior
-        self.prior: np.ndarray | None = None  # BM25's score per chunk (over its maximum), when that path ran
