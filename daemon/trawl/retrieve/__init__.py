@@ -24,13 +24,12 @@ compared; the rest of the page is embedded ahead.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -156,7 +155,7 @@ class Retriever:
         """Held while a request is served (fetch, render, extraction, ranking): embedding ahead waits meanwhile, so it
         takes only the CPU nobody is waiting on (on two cores it would otherwise halve the next page's render and
         extraction). Nests; a request without embedding ahead holds nothing."""
-        return self._ahead.foreground() if self._ahead is not None else contextlib.nullcontext()
+        return self._ahead.foreground() if self._ahead is not None else nullcontext()
 
     def wait_ahead(self, timeout: float | None = None) -> bool:
         """Block until embedding ahead is idle (benchmarks, tests)."""
