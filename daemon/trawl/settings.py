@@ -205,6 +205,9 @@ class Settings(BaseSettings):
     preread_ttl_s: Seconds = 600.0  # a read-ahead tab older than this is read again before it answers
     # --- agent file access and exits (roots.py, exits.py) ---------------
     file_roots: tuple[str, ...] = ()  # directories agents may read files under, besides the MCP client's roots
+    # paths or globs under the roots agents may read though they are not documents or lie in a dot-directory
+    # (``package.json``, ``*.toml``, ``docs/*.json``, ``~/project/.github/**``); never secrets or trawl's own files
+    file_allow: tuple[str, ...] = ()
     exit_allow_hosts: tuple[str, ...] = ()  # hosts an agent's URL may carry data from earlier reads to
     exit_guard: bool = True  # refuse agent fetches whose URL carries data taken from earlier reads
     # --- local usage stats (usage.py): one JSON line per call, no page text; never sent anywhere ---------
@@ -233,7 +236,7 @@ class Settings(BaseSettings):
             raise SettingsError(_describe(exc)) from None
 
     # --- validators -----------------------------------------------------
-    @field_validator("allow_hosts", "extension_ids", "file_roots", "exit_allow_hosts", mode="before")
+    @field_validator("allow_hosts", "extension_ids", "file_roots", "file_allow", "exit_allow_hosts", mode="before")
     @classmethod
     def _comma_list(cls, v: Any) -> Any:
         if isinstance(v, str):
