@@ -1,27 +1,46 @@
-"""Which local files an agent may read: under allowed roots, and never a secret.
+"""Which local files an agent may read: documents under allowed roots, and never a secret.
 
-Agent calls (the MCP tools and the HTTP ``/v1`` API) read local files only when
+Agent calls (the MCP tools and the HTTP ``/v1`` API) read a local file only when every rule below holds, for
+the path as named and, when it is a symlink, for its target too:
 
-* the path, with every symlink and ``..`` resolved, lies under one of the allowed roots: the MCP client's
-  roots (the specification's ``roots`` capability, passed with the call) and the roots the user configures
-  (``TRAWL_FILE_ROOTS``); and
-* the resolved path is not on the never-read list, whatever the roots say: trawl's own state and cache
-  directories (the token, the pairing secret, cached pages), SSH/GnuPG/cloud/container credentials, browser
-  profiles and mail profiles (Flatpak's included), shell histories, dot-files named like keys, credentials, secrets
-  or tokens, data files named after credentials, secrets, passwords, tokens or API keys (whole words:
-  ``credentials.toml``, ``client_secret.json``, ``token.json``; source code and prose such as ``credentials.py`` or
-  ``docs/tokens.md`` stay readable), ``/proc``, ``/sys``, ``/dev`` and the system's password hashes; nor any
-  hard link to one of trawl's own files (compared by inode on the open descriptor).
+* **Roots.** The path, with every symlink and ``..`` resolved, lies under one of the allowed roots: the MCP
+  client's roots (the specification's ``roots`` capability, passed with the call) and the roots the user
+  configures (``TRAWL_FILE_ROOTS``). A relative path is looked up under the roots (the stdio bridge has already
+  tried its own working directory), never under the daemon's directory; a relative path found under none of
+  them is ``not_found``.
+* **Documents by kind.** Its kind is a document: HTML, PDF, Markdown and other prose markup, plain text, source
+  code, or an extensionless README/LICENSE/Makefile-like name; and its content agrees (no NUL bytes, not a JSON
+  document, not a page of ``key = value`` lines where prose was promised, no private key block). Configuration
+  and data formats (JSON, YAML, TOML, INI, XML, CSV, ``.conf``, ``.cfg``, extensionless dot-files...) are where
+  programs keep their tokens (``auth.json``, ``hosts.json``, ``kaggle.json``, ``pip.conf``, ``.databrickscfg``),
+  so they are refused without trying to recognise a secret in them.
+* **No dot-names.** No component below the root is a dot-file or dot-directory (``.git/config``, ``.codex/``,
+  ``.config/``).
+* **One name.** A regular file with more than one hard link is refused: its other names may be anywhere.
+
+The user lifts the kind and dot-name rules for what they name in ``TRAWL_FILE_ALLOW`` (paths or globs; a glob's
+wildcards never match a leading dot, as in the shell), never the rest. Whatever the roots and that setting say,
+two more layers refuse:
+
+* the state or cache directory of any trawl instance (found by the files only trawl keeps there: ``daemon.json``
+  beside the token or lock, ``cache-key``, the extension's pairing secret, the cache's page/vector/profile
+  entries), this one's configured and default locations included;
+* the never-read list: SSH/GnuPG/cloud/container credentials, browser profiles and mail profiles (Flatpak's
+  included), shell histories, dot-files named like keys, credentials, secrets or tokens, data files named after
+  credentials, secrets, passwords, tokens or API keys (whole words: ``credentials.toml``, ``client_secret.json``,
+  ``token.json``; source code and prose such as ``credentials.py`` or ``docs/tokens.md`` stay readable),
+  ``/proc``, ``/sys``, ``/dev`` and the system's password hashes.
 
 The CLI is typed by the user and may read any file the user names: it never builds a :class:`FileAccess`.
 
     access = file_access(settings, client_roots=["file:///home/me/project"])
-    real = access.check(Path("notes.md"))     # the resolved path, or TrawlError(path_not_allowed)
+    real = access.check(Path("notes.md"))     # the resolved path, or TrawlError(path_not_allowed / not_found)
 """
 
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import re
 import stat
@@ -49,11 +68,18 @@ _SECRET_DIRS: dict[str, str] = {
     ".waterfox": "a browser profile",
     ".oci": "Oracle Cloud credentials",
     ".vault-token": "a Vault token",
+    ".codex": "Codex CLI tokens",
+    ".kaggle": "Kaggle API tokens",
+    ".databrickscfg": "Databricks tokens",
+    ".terraformrc": "Terraform tokens",
 }
 # Consecutive components (a directory under ~/.config and the like).
 _SECRET_SUBDIRS: dict[tuple[str, ...], str] = {
     (".config", "gcloud"): "Google Cloud credentials",
     (".config", "gh"): "GitHub CLI tokens",
+    (".config", "github-copilot"): "GitHub Copilot tokens",
+    (".config", "pip"): "pip index credentials",
+    (".pip", "pip.conf"): "pip index credentials",
     (".config", "google-chrome"): "a browser profile",
     (".config", "google-chrome-beta"): "a browser profile",
     (".config", "google-chrome-unstable"): "a browser profile",
@@ -145,6 +171,43 @@ _SYSTEM: tuple[tuple[str, str], ...] = (
 
 ROOTS_HINT = ("Agents read local files only under the MCP client's roots or the directories in TRAWL_FILE_ROOTS; "
               "the user can read any file with `trawl fetch <path>`.")
+SECRET_HINT = "Read it yourself if you must; trawl will not hand secrets to an agent."
+KIND_HINT = ("Agents read documents only (HTML, PDF, Markdown, text, source code), outside dot-directories. The user "
+             "can name a path or pattern in TRAWL_FILE_ALLOW (e.g. package.json, docs/*.json) to let agents read it, "
+             "or read it themselves with `trawl fetch <path>`.")
+
+# Documents: what people write to be read. Prose and markup, plain text, source code (the name rule above exempts
+# all but plain text: "passwords.txt" is a store, "credentials.py" is code).
+_PLAIN_TEXT = frozenset({"txt", "text"})
+_DOCUMENT_EXTENSIONS = _READABLE_EXTENSIONS | _PLAIN_TEXT | frozenset({
+    "mdown", "mkd", "rest", "texi", "man", "shtml", "mhtml", "bib",
+    "pyw", "cxx", "hh", "hxx", "mli", "hrl", "cljs", "groovy", "zig", "nim", "proto", "graphql", "gql", "ipp",
+    "f", "f90", "for", "pas", "vb", "fs", "fsx", "elm", "purs", "rkt", "scm", "lisp", "el", "vim", "awk", "sed",
+    "cmake", "mk", "make", "bat", "cmd", "psm1", "s", "asm", "v", "sv", "vhd", "vhdl", "sol",
+})
+# Prose kinds whose content must look like prose (not a page of "key = value" lines).
+_PROSE_EXTENSIONS = _PLAIN_TEXT | frozenset({"md", "markdown", "mdown", "mkd", "rst", "rest", "adoc", "asciidoc",
+                                             "org"})
+# Extensionless names of documents and build files; anything else without an extension has no declared kind.
+_DOCUMENT_NAMES = frozenset({
+    "readme", "license", "licence", "copying", "notice", "authors", "contributors", "changelog", "changes",
+    "history", "news", "install", "todo", "thanks", "credits", "maintainers", "contributing", "security",
+    "makefile", "gnumakefile", "dockerfile", "containerfile", "vagrantfile", "jenkinsfile", "rakefile", "gemfile",
+    "justfile", "snakefile", "cmakelists",
+})
+_PROSE_NAMES = _DOCUMENT_NAMES - frozenset({"makefile", "gnumakefile", "dockerfile", "containerfile", "vagrantfile",
+                                            "jenkinsfile", "rakefile", "gemfile", "justfile", "snakefile"})
+# What a few common non-document extensions are, for the refusal's wording (anything not a document is refused).
+_KIND_NAMES: dict[str, str] = {
+    "json": "JSON data", "jsonc": "JSON data", "json5": "JSON data", "jsonl": "JSON data", "ndjson": "JSON data",
+    "ipynb": "a notebook (JSON with its outputs)", "yaml": "YAML configuration", "yml": "YAML configuration",
+    "toml": "TOML configuration", "ini": "INI configuration", "cfg": "configuration", "conf": "configuration",
+    "config": "configuration", "properties": "configuration", "env": "environment settings",
+    "xml": "XML data", "plist": "a property list", "csv": "tabular data", "tsv": "tabular data",
+    "log": "a log", "db": "a database", "sqlite": "a database", "lock": "a lock file",
+}
+_PRIVATE_KEY_BLOCK = re.compile(rb"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")
+_CONFIG_LINE = re.compile(r"^\s*(?:\[[^\]\n]{1,200}\]|[A-Za-z0-9_.\-]{1,100}\s*[=:]\s*\S.*|export\s+\w+=.*)$")
 
 
 def _refused(message: str, hint: str = ROOTS_HINT) -> TrawlError:
@@ -238,40 +301,208 @@ def roots_from_uris(uris: Iterable[str]) -> list[Path]:
     return out
 
 
+def kind_reason(name: str) -> str | None:
+    """Why a file called ``name`` is not a document an agent may read by default, or None when it is one."""
+    low = name.lower()
+    stem, dot, ext = low.rpartition(".")
+    if not dot or not stem:  # "Makefile", or a dot-file such as ".databrickscfg" (no stem)
+        if low in _DOCUMENT_NAMES:
+            return None
+        return f"{name} has no document extension (it is no HTML, PDF, Markdown, text or source file)"
+    if ext in _DOCUMENT_EXTENSIONS:
+        return None
+    what = _KIND_NAMES.get(ext, f"a .{ext} file")
+    return f"{name} is {what}, not a document (HTML, PDF, Markdown, text or source code)"
+
+
+def content_reason(name: str, data: bytes, *, named: bool) -> str | None:
+    """Why the content of a document-named file is not one an agent may read, or None.
+
+    A private key block is refused whatever the name; unless the user named the file, so is a body that is a JSON
+    document, or, where prose was promised (.txt, .md, README...), a page of ``key = value`` / ``[section]`` lines
+    (INI, TOML, .netrc-like stores saved under a document's name)."""
+    if _PRIVATE_KEY_BLOCK.search(data):
+        return f"{name} holds a private key"
+    if named:
+        return None
+    body = data.lstrip(b"\xef\xbb\xbf \t\r\n")
+    if body[:1] in (b"{", b"["):
+        try:
+            parsed = json.loads(data.decode("utf-8-sig"))
+        except (ValueError, UnicodeDecodeError):
+            parsed = None
+        if isinstance(parsed, dict | list):
+            return f"{name} holds JSON data, not a document"
+    low = name.lower()
+    stem, dot, ext = low.rpartition(".")
+    prose = ext in _PROSE_EXTENSIONS if dot and stem else low in _PROSE_NAMES
+    if prose and _config_shaped(data):
+        return f"{name} reads as configuration (key = value lines), not a document"
+    return None
+
+
+def _config_shaped(data: bytes) -> bool:
+    text = data[:65536].decode("utf-8", "replace")
+    lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith(("#", ";", "//"))]
+    if len(lines) < 2:
+        return bool(lines) and _CONFIG_LINE.match(lines[0]) is not None and "=" in lines[0]
+    hits = sum(1 for ln in lines if _CONFIG_LINE.match(ln))
+    return hits / len(lines) >= 0.8
+
+
+def _glob_regex(pattern: str) -> str:
+    """A path glob as a regex over '/'-joined components: ``*`` and ``?`` stay within one component, ``**`` spans
+    any number; no wildcard matches a leading dot (the shell's rule), so a dot-name is lifted only when spelled out.
+    A pattern naming a directory covers what lies under it (dot-names there still need spelling out)."""
+    out: list[str] = []
+    parts = [p for p in pattern.split("/") if p]
+    for i, part in enumerate(parts):
+        last = i == len(parts) - 1
+        if part == "**":
+            out.append(r"(?:(?!\.)[^/]+/)*(?!\.)[^/]+" if last else r"(?:(?!\.)[^/]+/)*")
+            continue
+        rx = [] if part.startswith(".") else [r"(?!\.)"]
+        j = 0
+        while j < len(part):
+            c = part[j]
+            if c == "*":
+                rx.append("[^/]*")
+            elif c == "?":
+                rx.append("[^/]")
+            elif c == "[" and part.find("]", j + 2) != -1:  # a class: [abc], [!abc], []abc]
+                k = part.find("]", j + 2)
+                body = part[j + 1:k]
+                negated = body.startswith("!")
+                body = re.sub(r"([\\^\[])", r"\\\1", body[1:] if negated else body)
+                rx.append(("[^/" if negated else "[") + body + "]")
+                j = k
+            else:
+                rx.append(re.escape(c))
+            j += 1
+        out.append("".join(rx) + ("" if last else "/"))
+    return ("/" if pattern.startswith("/") else "") + "".join(out) + r"(?:/(?!\.)[^/]+)*"
+
+
+@dataclass(frozen=True, slots=True)
+class Named:
+    """The paths and globs the user named in ``TRAWL_FILE_ALLOW``: absolute ones (``/``, ``~``) match whole paths,
+    the others match paths below any root (a bare name, ``package.json`` or ``*.toml``, anywhere under it)."""
+
+    absolute: tuple[re.Pattern[str], ...] = ()
+    below_root: tuple[re.Pattern[str], ...] = ()
+
+    @classmethod
+    def of(cls, entries: Iterable[str]) -> Named:
+        absolute: list[re.Pattern[str]] = []
+        below: list[re.Pattern[str]] = []
+        for raw in entries:
+            entry = raw.strip()
+            if not entry:
+                continue
+            if entry.startswith(("/", "~")):
+                full = os.path.normpath(os.path.expanduser(entry))
+                if not any(c in full for c in "*?["):
+                    full = str(_resolve(Path(full)))  # a plain path: as resolved files are compared
+                absolute.append(re.compile(_glob_regex(full)))
+            else:
+                below.append(re.compile(_glob_regex(entry if "/" in entry.strip("/") else "**/" + entry)))
+        return cls(tuple(absolute), tuple(below))
+
+    def covers(self, path: Path, root: Path | None) -> bool:
+        text = path.as_posix()
+        if any(rx.fullmatch(text) for rx in self.absolute):
+            return True
+        if root is None or not self.below_root:
+            return False
+        rel = path.relative_to(root).as_posix()
+        return any(rx.fullmatch(rel) for rx in self.below_root)
+
+
 @dataclass(frozen=True, slots=True)
 class FileAccess:
-    """What one agent call may read: resolved roots, plus the directories that are never read."""
+    """What one agent call may read: resolved roots, the user's named exceptions, and what is never read."""
 
     roots: tuple[Path, ...]
     protected: tuple[tuple[Path, str], ...]
     described: str  # the roots as the error message shows them
     on_read: Callable[[bytes], None] | None = None  # told what was read (the exit guard remembers it)
+    named: Named = Named()
 
     def check(self, path: Path) -> Path:
-        """Return ``path`` resolved (symlinks and ``..``) when an agent may read it; else raise path_not_allowed."""
-        real = _resolve(path)
-        reason = secret_reason(real, self.protected)
-        if reason is not None:
-            raise _refused(f"refused to read {path} for an agent: {reason}; trawl never reads it for agents, "
-                           "whatever the roots say",
-                           "Read it yourself if you must; trawl will not hand secrets to an agent.")
-        if not any(real == r or real.is_relative_to(r) for r in self.roots):
+        """Return ``path`` resolved (symlinks and ``..``) when an agent may read it; else raise path_not_allowed
+        (or not_found for a relative path found under no root)."""
+        given = self._absolute(path)
+        real = _resolve(given)
+        for p in dict.fromkeys((real, given)):
+            reason = secret_reason(p, self.protected) or trawl_dir_reason(p)
+            if reason is not None:
+                raise _refused(f"refused to read {path} for an agent: {reason}; trawl never reads it for agents, "
+                               "whatever the roots say", SECRET_HINT)
+        root = self.root_of(real)
+        if root is None:
             shown = f" (resolved to {real})" if str(real) != str(path) else ""
             raise _refused(f"refused to read {path}{shown} for an agent: it is outside the allowed roots "
                            f"({self.described})")
+        for p, base in dict.fromkeys(((given, self.root_of(given)), (real, root))):
+            reason = self.kind_or_dot_reason(p, base)
+            if reason is not None:
+                via = f" (a link to {real})" if p == real and real != given else ""
+                raise _refused(f"refused to read {path}{via} for an agent: {reason}", KIND_HINT)
         return real
 
+    def root_of(self, real: Path) -> Path | None:
+        """The deepest allowed root ``real`` lies under (the user's most specific choice), or None."""
+        under = [r for r in self.roots if real == r or real.is_relative_to(r)]
+        return max(under, key=lambda r: len(r.parts)) if under else None
+
+    def kind_or_dot_reason(self, p: Path, root: Path | None) -> str | None:
+        if self.named.covers(p, root):
+            return None
+        below = p.relative_to(root).parts if root is not None else p.parts[1:]
+        dotted = next((part for part in below if part.startswith(".")), None)
+        if dotted is not None:
+            where = "a dot-file" if dotted == p.name else "inside a dot-directory"
+            return f"{dotted} is {where} (tools keep their settings and tokens there)"
+        return kind_reason(p.name)
+
+    def check_content(self, real: Path, data: bytes) -> None:
+        """Refuse a document-named file whose content is not a document (see :func:`content_reason`)."""
+        reason = content_reason(real.name, data, named=self.named.covers(real, self.root_of(real)))
+        if reason is not None:
+            raise _refused(f"refused to read {real} for an agent: {reason}", KIND_HINT)
+
+    def _absolute(self, path: Path) -> Path:
+        """``path`` with ``~`` expanded, made absolute under the roots: the first root holding it wins; a relative
+        path held by none is not_found (it is never looked up under the daemon's own working directory)."""
+        p = path.expanduser()
+        if p.is_absolute():
+            return Path(os.path.normpath(p))
+        inside: list[Path] = []
+        for r in self.roots:
+            cand = Path(os.path.normpath(r / p))
+            if cand != r and not cand.is_relative_to(r):
+                continue
+            if os.path.lexists(cand):
+                return cand
+            inside.append(cand)
+        if not inside:
+            raise _refused(f"refused to read {path} for an agent: it is outside the allowed roots, under which a "
+                           f"relative path is looked up ({self.described})")
+        raise TrawlError(ErrorCode.NOT_FOUND, f"no such file: {path} (a relative path is looked up under the roots: "
+                         f"{', '.join(str(r) for r in self.roots)})",
+                         "Check the spelling, or pass an absolute path or a file:// URL.")
+
     def check_open(self, fd: int, shown: Path) -> None:
-        """Refuse an opened regular file that is a hard link to a protected file (trawl's token, pairing secret or
-        cache key; an SSH key...): a second name inside a root passes every path check, but not the inode check."""
+        """Refuse an opened regular file with more than one name: a hard link inside a root passes every path
+        check, whatever file it shares its inode with (a token, an SSH key, another tool's auth.json)."""
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode) or st.st_nlink < 2:
             return
         twin = linked_secret(st, self.protected)
-        if twin is not None:
-            raise _refused(f"refused to read {shown} for an agent: it is a hard link to {twin}, which trawl never "
-                           "reads for agents",
-                           "Read it yourself if you must; trawl will not hand secrets to an agent.")
+        also = f", one of them {twin}, which trawl never reads for agents" if twin is not None else ""
+        raise _refused(f"refused to read {shown} for an agent: it is a hard link ({st.st_nlink} names{also}); "
+                       "trawl reads only files with one name for agents, since the others may lie anywhere",
+                       SECRET_HINT if twin is not None else KIND_HINT)
 
 
 # Directories whose files a hard link may not reach (besides trawl's own): walked only for a file with 2+ links.
@@ -326,6 +557,54 @@ def _inode_in(base: Path, dev: int, ino: int) -> Path | None:
     return None
 
 
+def trawl_dir_reason(path: Path) -> str | None:
+    """Why ``path`` lies in the state or cache directory of some trawl instance (any user's, any location), or None.
+
+    Found by what only trawl keeps there: ``daemon.json`` beside the token, the lock or the socket; the cache-key;
+    the extension's pairing files; or the caches' layout (``pages``/``embeddings``/``profiles`` holding two-hex-digit
+    directories of ``.page``/``.vec``/``.profile`` entries)."""
+    from .browser.pairing import CODE_FILE, SECRET_FILE  # kept local: the browser package is heavy to import
+    from .cache.salt import KEY_FILE
+    from .channel.discovery import INFO_FILE, LOCK_FILE, SOCKET_FILE
+    from .channel.token import TOKEN_FILE
+
+    for d in (path, *path.parents):
+        try:
+            if not d.is_dir():
+                continue
+            if any(os.path.lexists(d / m) for m in (KEY_FILE, SECRET_FILE, CODE_FILE)) or (
+                    os.path.lexists(d / INFO_FILE)
+                    and any(os.path.lexists(d / m) for m in (TOKEN_FILE, LOCK_FILE, SOCKET_FILE))):
+                return f"it is inside {d}, the state directory of a trawl instance (its token and secrets)"
+            if any(_holds_cache_entries(d / sub, depth) for sub, depth in _CACHE_LAYOUT):
+                return f"it is inside {d}, the cache directory of a trawl instance (pages it read)"
+        except OSError:
+            continue
+    return None
+
+
+# A cache's subdirectory, and how many levels of directories lie above its two-hex-digit shards.
+_CACHE_LAYOUT = (("pages", 0), ("profiles", 0), ("embeddings", 1))
+_CACHE_SUFFIXES = (".page", ".profile", ".vec")
+_SHARD = re.compile(r"^[0-9a-f]{2}$")
+_SCAN = 64  # entries looked at per directory: a cache shard is never empty for long
+
+
+def _holds_cache_entries(d: Path, depth: int) -> bool:
+    if not d.is_dir():
+        return False
+    dirs = [d]
+    for _ in range(depth):
+        dirs = [Path(e.path) for x in dirs for e in _entries(x) if e.is_dir()]
+    return any(e.is_dir() and _SHARD.match(e.name) and any(f.name.endswith(_CACHE_SUFFIXES) for f in _entries(e.path))
+               for x in dirs for e in _entries(x))
+
+
+def _entries(d: str | Path) -> list[os.DirEntry[str]]:
+    with os.scandir(d) as it:
+        return list(itertools.islice(it, _SCAN))
+
+
 def protected_dirs(settings: Settings) -> tuple[tuple[Path, str], ...]:
     """trawl's own directories (configured and default locations), resolved."""
     home = _home()
@@ -347,7 +626,8 @@ def file_access(settings: Settings, client_roots: Sequence[str] = (),
     parts = []
     parts.append("client roots: " + (", ".join(str(r) for r in client) if client else "none"))
     parts.append("TRAWL_FILE_ROOTS: " + (", ".join(str(r) for r in configured) if configured else "none"))
-    return FileAccess(roots=roots, protected=protected_dirs(settings), described="; ".join(parts), on_read=on_read)
+    return FileAccess(roots=roots, protected=protected_dirs(settings), described="; ".join(parts), on_read=on_read,
+                      named=Named.of(settings.file_allow))
 
 
 def fd_path(fd: int) -> Path | None:

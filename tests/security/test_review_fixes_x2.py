@@ -22,7 +22,8 @@ from tests.security.test_review_findings import INJECTION, _padded_page, fetch
 
 ORDINARY = {
     "docs/tokens.md": "# Tokens\n\nHow the tokenizer splits words into tokens for the search index.\n",
-    "web/design-tokens.json": '{"colour": {"primary": "#3366ff"}, "spacing": {"small": "4px"}}\n',
+    # JSON is data, not a document: readable only when the user names it (test_files_by_kind.py)
+    "web/design-tokens.css": ":root {\n  --colour-primary: #3366ff;\n  --spacing-small: 4px;\n}\n",
     "src/auth/credentials.py": '"""Load credentials from the environment."""\n\ndef load() -> None:\n    pass\n',
     "src/password_validation.py": '"""Rules a new password must follow."""\n\nMIN_LENGTH = 12\n',
     "docs/secrets.md": "# Managing secrets\n\nSecrets live in the vault, never in the repository.\n",

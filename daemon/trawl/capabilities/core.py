@@ -66,8 +66,12 @@ async def fetch(svc: Services, req: FetchIn) -> PageOut:
     files = file_access(svc.settings, [r[:4096] for r in req.roots or ()], on_read=guard.observe_file)
     target = normalise_url(req.url.strip())  # HTTP://Host/ is http://host/ for every check and the fetch
     kind = classify(target).kind
+    read = target if kind == "http" else req.url
     if kind in ("path", "file") or req.source == "file":
-        files.check(local_path(target))
+        named = local_path(target)
+        real = files.check(named)
+        if kind == "path" and not named.expanduser().is_absolute():
+            read = str(real)  # found under a root: read (and remember) that file, not the bare relative name
     elif kind == "http":
         try:
             passed = await guard.check(target, _open_tab_urls(svc))
@@ -76,7 +80,7 @@ async def fetch(svc: Services, req: FetchIn) -> PageOut:
             raise
         if passed is not None:  # data from earlier reads went out to a vouched-for host: the user sees that too
             await _tell_browser(svc, "exit_let_through", passed.url, f"{passed.action}; {passed.reason}")
-    result = await svc.engine.fetch(target if kind == "http" else req.url, req.query, k=req.k,
+    result = await svc.engine.fetch(read, req.query, k=req.k,
                                     max_age_s=req.max_age_s, source=req.source, files=files)
     return PageOut.of(result)
 

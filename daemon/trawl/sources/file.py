@@ -3,9 +3,10 @@
 Kind by extension, then by the first bytes; binary files, directories, missing files and
 files over the size caps get typed errors before anything is read in full.
 
-Agent requests carry a :class:`~trawl.roots.FileAccess`: the path is resolved and checked before
-anything is touched, opened without following a final symlink, and the path the kernel reports for the
-open descriptor is checked again, so a symlink swapped in between cannot point the read elsewhere.
+Agent requests carry a :class:`~trawl.roots.FileAccess`: the path is resolved (a relative one under the
+roots) and checked before anything is touched, opened without following a final symlink, and the path the
+kernel reports for the open descriptor is checked again (with its link count), so a symlink swapped in between
+cannot point the read elsewhere; what was read is checked to be a document before anything uses it.
 """
 
 from __future__ import annotations
@@ -87,8 +88,10 @@ class FileSource:
             raise TrawlError(ErrorCode.INVALID_REQUEST, f"cannot read {path}: {exc.strerror or exc}") from None
         if len(data) > cap:  # the file grew while we read it
             raise _too_large(path, len(data), cap)
-        if access is not None and access.on_read is not None and kind != "pdf":
-            access.on_read(data)
+        if access is not None:
+            access.check_content(path, data)  # a document's name on a JSON body, a key block, a page of settings
+            if access.on_read is not None and kind != "pdf":
+                access.on_read(data)
         return build_page(target, path.resolve().as_uri(), kind, data, "", source=self.name)
 
     @staticmethod
