@@ -2,9 +2,12 @@
 
 It serves trawl's tools over stdio and forwards every call to the user's trawl
 daemon (starting the daemon in the background when none runs). If no daemon can
-be started it answers in-process and says so in each result. Environment:
-``TRAWL_STATE_DIR`` / ``TRAWL_PORT`` (and the other ``TRAWL_*`` settings) pick
-which daemon; ``--no-start`` never starts one.
+be started it answers in-process and says so in each result. Which daemon: the
+user's config file (``~/.config/trawl/config.toml``: ``port``, ``state_dir``),
+which MCP clients cannot keep from it, then any ``TRAWL_*`` variables the client
+passes; when the user runs a daemon with other settings, the bridge says so (on
+stderr, in its MCP instructions and in its first result). ``--no-start`` never
+starts one.
 """
 
 from __future__ import annotations
@@ -22,13 +25,16 @@ async def _serve(settings: Settings, autostart: bool) -> None:
     from trawl.capabilities import catalog
     from trawl.capabilities.mcp import build_server
 
-    from .client import DaemonBackend, port_warning
+    from .client import DaemonBackend, daemon_notice, port_warning
 
     if held := port_warning(settings):  # another user holds the daemon's port: say so now (nothing is sent)
         logging.getLogger("trawl.mcp").warning("%s", held)
+    notice = daemon_notice(settings, autostart=autostart)
+    if notice:  # the user runs a daemon these settings do not point at
+        logging.getLogger("trawl.mcp").warning("%s", notice)
     registry = catalog()
-    backend = DaemonBackend(settings, autostart=autostart, registry=registry)
-    server = build_server(registry, backend)
+    backend = DaemonBackend(settings, autostart=autostart, registry=registry, notice=notice)
+    server = build_server(registry, backend, notice=notice)
     try:
         await server.run_stdio_async()
     finally:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import subprocess
 import sys
 import time
@@ -30,9 +31,10 @@ import httpx
 from pydantic import ValidationError
 from trawl.capabilities import LocalBackend, Registry, Services, catalog, error_body
 from trawl.capabilities.base import failure
+from trawl.channel import running
 from trawl.channel.discovery import DaemonInfo, Located, foreign_port_warning, locate, open_async_client, start_lock
 from trawl.channel.token import ensure_state_dir
-from trawl.settings import Settings, child_environment
+from trawl.settings import Settings, child_environment, config_path
 from trawl.types import ErrorCode, TrawlError
 
 log = logging.getLogger("trawl.mcp.client")
@@ -55,6 +57,28 @@ def spawn_daemon(settings: Settings) -> subprocess.Popen[bytes]:
 def port_warning(settings: Settings) -> str:
     """A sentence when another user holds the daemon's port (read from the kernel's tables: nothing is sent)."""
     return foreign_port_warning(settings.port)
+
+
+def daemon_notice(settings: Settings, *, autostart: bool = True) -> str:
+    """A sentence when this user runs a trawl daemon that ``settings`` do not point at (another state directory):
+    which one runs, which one this bridge will use (or start), and where to say which; "" when there is none."""
+    others, ours_runs = running.others(settings.state_dir)
+    if not others:
+        return ""
+    theirs = "; ".join(d.describe() for d in others[:3])
+    first, cfg = others[0], config_path()
+    fix = (f'To use it, put state_dir = "{first.state_dir}" and port = {first.port} in {cfg} (the daemon, trawl-mcp '
+           "and the CLI all read it; MCP clients pass their servers few environment variables), or set "
+           "TRAWL_STATE_DIR and TRAWL_PORT in this MCP client's \"env\" for trawl.")
+    here = f"state dir {settings.state_dir}, port {settings.port}"
+    if ours_runs:
+        return f"you run more than one trawl daemon: this bridge uses the one with {here}, not {theirs}. {fix}"
+    then = ("so it will start a second daemon there, with its own token and no browser paired"
+            if autostart else "so it will answer in its own process")
+    given = [str(cfg)] if cfg.exists() else []
+    given += sorted(v for v in ("TRAWL_STATE_DIR", "TRAWL_PORT", "XDG_STATE_HOME") if v in os.environ)
+    whence = f"from {', '.join(given)}" if given else f"the defaults: no {cfg}, no TRAWL_* variables"
+    return f"your trawl daemon runs with other settings ({theirs}) than this bridge's ({here}; {whence}), {then}. {fix}"
 
 
 def ensure_located(settings: Settings, *, autostart: bool = True) -> tuple[Located | None, str]:
@@ -129,8 +153,10 @@ def failure_of(registry: Registry, op: str, payload: dict[str, Any], err: TrawlE
 
 
 class DaemonBackend:
-    def __init__(self, settings: Settings, *, autostart: bool = True, registry: Registry | None = None) -> None:
+    def __init__(self, settings: Settings, *, autostart: bool = True, registry: Registry | None = None,
+                 notice: str = "") -> None:
         self.settings = settings
+        self.notice = notice  # said once, in the first result that carries warnings
         self.registry = registry or catalog()
         self.autostart = autostart
         self._info: DaemonInfo | None = None
@@ -170,6 +196,14 @@ class DaemonBackend:
         return self._local
 
     async def call(self, op: str, payload: dict[str, Any]) -> dict[str, Any]:
+        body = await self._call(op, payload)
+        warnings = body.get("warnings")
+        if self.notice and isinstance(warnings, list):
+            body = {**body, "warnings": [*warnings, f"trawl-mcp: {self.notice}"]}
+            self.notice = ""
+        return body
+
+    async def _call(self, op: str, payload: dict[str, Any]) -> dict[str, Any]:
         payload = _absolute_target(payload)
         for attempt in range(2):
             info = await self._connect()

@@ -1,6 +1,6 @@
 """The ``trawl`` command: fetch a page and answer a question from a terminal.
 
-    trawl fetch <url|path> "<query>" [--k N] [--json] [--max-age-s S] [--source NAME]
+    trawl fetch <url|path> "<query>" [--k N] [--json] [--max-age-s S] [--source NAME] [--in-process]
     trawl daemon | status [--open] | stop | doctor | pair | extension [--zip]
 
 ``fetch``'s arguments are generated from the fetch capability's input model (``trawl.capabilities``): the same
@@ -19,6 +19,7 @@ import textwrap
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
@@ -26,9 +27,11 @@ from . import __version__
 from .capabilities import FETCH, Capability, FetchIn, PageOut
 from .capabilities.base import validation_message
 from .framing import BOUNDARY_FLAG, Frame, neutralise, one_line
-from .pipeline import Engine
 from .settings import Settings, SettingsError
 from .types import ErrorCode, TrawlError
+
+if TYPE_CHECKING:
+    from aiohttp import web
 
 
 def _status(msg: str) -> None:
@@ -113,13 +116,11 @@ def _cmd_fetch(args: argparse.Namespace) -> int:
     except ValidationError as exc:
         print(f"trawl: invalid arguments: {validation_message(exc)}", file=sys.stderr)
         return 2
-    if held := foreign_port_warning(settings.port):  # fetch runs in-process; still say who holds the port
+    if held := foreign_port_warning(settings.port):  # nothing is sent there; still say who holds the port
         print(f"trawl: warning: {held}", file=sys.stderr)
-    if req.source == "extension":
-        out = asyncio.run(_fetch_via_daemon(settings, req))
-    else:
-        out = asyncio.run(_fetch_here(settings, req))
+    out, where = asyncio.run(_fetch(settings, req, in_process=bool(args.in_process)))
     _clear_status()
+    print(f"trawl: {where}", file=sys.stderr)
     if args.json:
         print(json.dumps(out.model_dump(mode="json"), ensure_ascii=False, indent=2))
     else:
@@ -127,11 +128,44 @@ def _cmd_fetch(args: argparse.Namespace) -> int:
     return 0 if out.ok and out.error is None else 1
 
 
+def _is_local(req: FetchIn) -> bool:
+    from .sources.urls import classify
+
+    return req.source == "file" or classify(req.url.strip()).kind in ("path", "file")
+
+
+async def _fetch(settings: Settings, req: FetchIn, *, in_process: bool) -> tuple[PageOut, str]:
+    """The running daemon answers when there is one (its warm model, cache and browser link); local files, and
+    every request when none runs (or with --in-process), are answered here. Returns the result and which did."""
+    from trawl_mcp.client import ensure_located
+
+    if req.source != "extension" and (in_process or _is_local(req)):
+        # a person at a terminal reads their own files here: the daemon's agent roots are not theirs
+        why = "--in-process" if in_process else "local files are read by the CLI itself"
+        return await _fetch_here(settings, req), f"answered in this process ({why})"
+    found, reason = await asyncio.to_thread(ensure_located, settings, autostart=False)
+    if found is not None and found.daemon is not None:
+        d = found.daemon
+        who = f"pid {d.pid}, " if d.pid > 0 else ""
+        via = "its Unix socket" if d.socket_path else "TCP"
+        return await _fetch_via_daemon(settings, req, found.daemon.url), \
+            f"answered by the running daemon ({who}port {d.port}, through {via}; state dir {settings.state_dir})"
+    if req.source == "extension":
+        err = TrawlError(ErrorCode.EXTENSION_UNAVAILABLE,
+                         f"--source extension reads through the running daemon's browser link, and {reason}",
+                         "Start it with `trawl daemon` (or let trawl-mcp start it), pair the extension with "
+                         "`trawl pair`, then ask again.")
+        return PageOut.failure(req.url, err), "no daemon answered"
+    return await _fetch_here(settings, req), (f"answered in this process ({reason}; `trawl daemon` keeps the model "
+                                              "warm and the browser linked for the next call)")
+
+
 async def _fetch_here(settings: Settings, req: FetchIn) -> PageOut:
     """In this process. A person at a terminal: no agent roots apply (the capability's handler is the agents' way
     in). The engine is closed before the loop ends, so no browser pipe outlives it ("Event loop is closed").
     The call leaves its usage record like a daemon call (in the opt-in usage file when TRAWL_USAGE_LOG=1)."""
     from . import usage
+    from .pipeline import Engine
 
     engine = Engine(settings, on_status=_status)
     t0 = time.perf_counter()
@@ -149,19 +183,11 @@ async def _fetch_here(settings: Settings, req: FetchIn) -> PageOut:
     return out
 
 
-async def _fetch_via_daemon(settings: Settings, req: FetchIn) -> PageOut:
-    """``--source extension``: the browser link lives in the daemon, so the request goes there (never started
-    here: a daemon started now has no browser attached)."""
-    from trawl_mcp.client import DaemonBackend, ensure_located
+async def _fetch_via_daemon(settings: Settings, req: FetchIn, url: str) -> PageOut:
+    """The daemon's /v1/fetch (never started here: a daemon started now has no warm model or browser attached)."""
+    from trawl_mcp.client import DaemonBackend
 
-    found, reason = await asyncio.to_thread(ensure_located, settings, autostart=False)
-    if found is None or found.daemon is None:
-        err = TrawlError(ErrorCode.EXTENSION_UNAVAILABLE,
-                         f"--source extension reads through the running daemon's browser link, and {reason}",
-                         "Start it with `trawl daemon` (or let trawl-mcp start it), pair the extension with "
-                         "`trawl pair`, then ask again.")
-        return PageOut.failure(req.url, err)
-    _status(f"asking the daemon at {found.daemon.url} to read {req.url} through the browser")
+    _status(f"asking the daemon at {url} to read {req.url}")
     backend = DaemonBackend(settings, autostart=False)
     try:
         body = await backend.call("fetch", req.model_dump(exclude_none=True))
@@ -178,6 +204,9 @@ def build_parser() -> argparse.ArgumentParser:
     f = sub.add_parser("fetch", help="answer a question from a URL or a local file")
     add_capability_arguments(f, FETCH)
     f.add_argument("--json", action="store_true", help="print the result as JSON (the /v1/fetch body)")
+    f.add_argument("--in-process", action="store_true",
+                   help="answer in this process even when a daemon runs (by default the running daemon answers "
+                        "web pages: its model is warm and its browser linked)")
     f.set_defaults(func=_cmd_fetch)
 
     from .capabilities.stats import STATS, run_stats_command
@@ -193,10 +222,9 @@ def build_parser() -> argparse.ArgumentParser:
     pp.add_argument("--json", action="store_true", help="print it as JSON (the /v1/profile_page body)")
     pp.set_defaults(func=run_profile_command)
 
-    from .browser import browser_link
     from .server.commands import add_commands  # daemon, status, stop, doctor
 
-    add_commands(sub, app_hooks=[browser_link])
+    add_commands(sub, app_hooks=[_browser_link])
     pr = sub.add_parser("pair", help="print a one-time code that pairs the browser extension with this daemon "
                                      "(starts the daemon if none runs)")
     pr.set_defaults(func=_pair)
@@ -206,6 +234,13 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--dest", default=None, help="with --zip: the archive's path (default ./trawl-extension-<v>.zip)")
     ex.set_defaults(func=_extension)
     return p
+
+
+def _browser_link(app: web.Application) -> None:
+    """The browser link, plugged into ``trawl daemon``'s app (imported then, not when the parser is built)."""
+    from .browser import browser_link
+
+    browser_link(app)
 
 
 def _pair(args: argparse.Namespace) -> int:

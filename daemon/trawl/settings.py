@@ -1,9 +1,12 @@
 """All of trawl's configuration, in one object.
 
-This module is the only reader of the environment. Every knob has a default
-that works offline on a fresh machine; ``TRAWL_<FIELD>`` variables override them
-(``Settings.from_env()``). ``Settings(k_max=8)`` in code and tests reads no
-environment: only the defaults and the keywords given.
+This module is the only reader of the environment and of the user's config file. Every knob has a default
+that works offline on a fresh machine; the per-user config file (:func:`config_path`: ``~/.config/trawl/config.toml``,
+one ``field = value`` line per setting, e.g. ``port = 9876``) overrides the defaults, and ``TRAWL_<FIELD>``
+variables override the file (``Settings.from_env()``). The file is what a client started with a minimal
+environment (an MCP client passes ``trawl-mcp`` little more than HOME and PATH) still finds, so the daemon, the
+CLI and ``trawl-mcp`` agree on the port and the state directory. ``Settings(k_max=8)`` in code and tests reads
+neither: only the defaults and the keywords given.
 
 Every value is validated when a ``Settings`` is made (ranges, choices, host
 rules); a bad one raises :class:`SettingsError`, naming the variable. Secrets
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tomllib
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -25,9 +29,12 @@ from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 
 ENV_PREFIX = "TRAWL_"
+CONFIG_VARIABLE = "TRAWL_CONFIG"  # the config file's path, when not the usual one (not a setting itself)
 
 # The environment ``from_env`` reads, for the duration of one construction; unset: none at all.
 _ENVIRONMENT: ContextVar[Mapping[str, str] | None] = ContextVar("trawl_settings_environment", default=None)
+# The config file ``from_env`` read (its path and its settings), for the same construction.
+_FILE: ContextVar[tuple[Path, dict[str, Any]] | None] = ContextVar("trawl_settings_file", default=None)
 
 Seconds = Annotated[float, Field(gt=0, allow_inf_nan=False)]  # a timeout or budget: positive and finite
 Millis = Annotated[int, Field(ge=0)]
@@ -57,6 +64,34 @@ def _cache_dir() -> Path:
     return Path(base) / "trawl"
 
 
+def config_path(env: Mapping[str, str] | None = None) -> Path:
+    """The per-user config file: ``$TRAWL_CONFIG``, else ``$XDG_CONFIG_HOME/trawl/config.toml`` (when absolute),
+    else ``~/.config/trawl/config.toml`` (macOS too). Found from HOME alone, so clients started with a minimal
+    environment read the same file as the user's shell."""
+    env = os.environ if env is None else env
+    if given := env.get(CONFIG_VARIABLE, "").strip():
+        return Path(given).expanduser()
+    xdg = env.get("XDG_CONFIG_HOME", "")
+    base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".config"
+    return base / "trawl" / "config.toml"
+
+
+def read_config(path: Path) -> dict[str, Any]:
+    """The settings in the config file at ``path`` ({} when there is none); SettingsError when it cannot be read
+    or is not TOML. Keys are the settings' names (``port``, ``state_dir``; see ``TRAWL_*`` in the README)."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise SettingsError(f"invalid trawl settings: cannot read the config file {path}: {exc.strerror}") from None
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise SettingsError(f"invalid trawl settings: the config file {path} is not valid TOML: {exc}") from None
+    return {str(k).lower(): v for k, v in data.items()}
+
+
 def user_data_dir() -> Path:
     """The user's data directory (``$XDG_DATA_HOME`` when absolute, ``~/.local/share``; macOS: Application
     Support): where files that must keep their path across upgrades live (the extension's loaded copy)."""
@@ -75,6 +110,18 @@ class _GivenEnvironment(EnvSettingsSource):
 
     def prepare_field_value(self, field_name: str, field: FieldInfo, value: Any, value_is_complex: bool) -> Any:
         return value  # no JSON decoding: lists are comma-separated, parsed by the validators below
+
+
+class _ConfigFile(PydanticBaseSettingsSource):
+    """The settings in the user's config file (the one ``from_env`` read); nothing outside ``from_env``."""
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        found = _FILE.get()
+        return (None if found is None else found[1].get(field_name)), field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        found = _FILE.get()
+        return {} if found is None else dict(found[1])
 
 
 class Settings(BaseSettings):
@@ -298,13 +345,16 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        # Keywords win over TRAWL_* variables; no .env files, no secrets directory.
-        return init_settings, _GivenEnvironment(settings_cls)
+        # Keywords win over TRAWL_* variables, which win over the config file; no .env files, no secrets directory.
+        return init_settings, _GivenEnvironment(settings_cls), _ConfigFile(settings_cls)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
-        """Defaults, then ``TRAWL_<FIELD>`` variables (from ``env``, or this process's), then keyword overrides."""
-        with _environment(os.environ if env is None else env):
+        """Defaults, then the user's config file (:func:`config_path` of ``env``), then ``TRAWL_<FIELD>`` variables
+        (from ``env``, or this process's), then keyword overrides."""
+        env = os.environ if env is None else env
+        path = config_path(env)
+        with _environment(env), _config_file(path, read_config(path)):
             return cls(**overrides)
 
     def with_(self, **changes: Any) -> Settings:
@@ -315,11 +365,20 @@ class Settings(BaseSettings):
 
 @contextmanager
 def _environment(env: Mapping[str, str]) -> Iterator[None]:
-    token = _ENVIRONMENT.set({k: v for k, v in env.items() if k.startswith(ENV_PREFIX)})
+    token = _ENVIRONMENT.set({k: v for k, v in env.items() if k.startswith(ENV_PREFIX) and k != CONFIG_VARIABLE})
     try:
         yield
     finally:
         _ENVIRONMENT.reset(token)
+
+
+@contextmanager
+def _config_file(path: Path, values: dict[str, Any]) -> Iterator[None]:
+    token = _FILE.set((path, values))
+    try:
+        yield
+    finally:
+        _FILE.reset(token)
 
 
 def _variable(loc: tuple[int | str, ...]) -> str:
@@ -330,6 +389,7 @@ def _describe(exc: ValidationError) -> str:
     """One line per bad value: the variable, what was given (never for secrets) and what is wrong."""
     lines = []
     given = _ENVIRONMENT.get() or {}
+    path, in_file = _FILE.get() or (None, {})
     for err in exc.errors():
         loc = tuple(err.get("loc", ()))
         name = _variable(loc)
@@ -337,10 +397,15 @@ def _describe(exc: ValidationError) -> str:
         if not loc:  # a check across fields (k_min > k_max)
             lines.append(msg)
             continue
+        field = str(loc[0])
         if err.get("type") == "extra_forbidden":
-            lines.append(f"unknown setting {loc[0]!r}")
+            lines.append(f"unknown setting {field!r}" + (f" in {path}" if field in in_file else ""))
             continue
         raw = given.get(name)
+        if raw is None and field in in_file:  # the config file's value (the environment's would have won)
+            shown = "" if _is_secret(field) else f" = {in_file[field]!r}"
+            lines.append(f"{field}{shown} in {path}: {msg}")
+            continue
         if raw is None or _is_secret(str(loc[0])):
             lines.append(f"{name}: {msg}")
         else:

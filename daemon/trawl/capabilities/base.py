@@ -19,15 +19,17 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Protocol, Self
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, Self
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from .. import usage
 from ..exits import guard_of
-from ..pipeline import Engine
 from ..settings import Settings
 from ..types import ErrorCode, TrawlError
+
+if TYPE_CHECKING:  # the pipeline loads the extractors: imported by whoever makes an Engine, not by the faces
+    from ..pipeline import Engine
 
 log = logging.getLogger("trawl.capabilities")
 

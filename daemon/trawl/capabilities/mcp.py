@@ -118,9 +118,11 @@ def tool_function(cap: Capability, backend: Backend) -> Any:
     return call
 
 
-def build_server(registry: Registry, backend: Backend) -> MCPServer:
-    """An MCP server with one tool per capability in ``registry``, each call sent to ``backend``."""
-    server: MCPServer = MCPServer("trawl", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
+def build_server(registry: Registry, backend: Backend, *, notice: str = "") -> MCPServer:
+    """An MCP server with one tool per capability in ``registry``, each call sent to ``backend``; ``notice`` (the
+    bridge's word on which daemon it uses, when the user runs another) ends the instructions."""
+    instructions = INSTRUCTIONS + (f"\n\nNote for the user (from trawl-mcp): {notice}" if notice else "")
+    server: MCPServer = MCPServer("trawl", instructions=instructions, version=__version__, log_level="WARNING")
     for cap in registry:
         if not cap.agent_tool:
             continue

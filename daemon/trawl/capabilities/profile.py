@@ -10,16 +10,18 @@ import argparse
 import json
 import sys
 from datetime import UTC, datetime
-from typing import ClassVar, Self
+from typing import TYPE_CHECKING, ClassVar, Self
 
 from pydantic import BaseModel, Field, ValidationError
 
 from ..framing import one_line
-from ..profiles import Profile, Profiles, origin_key
 from ..settings import Settings
 from ..types import ErrorCode, TrawlError
 from .base import Capability, Input, Output, Services, validation_message
 from .models import ErrorOut
+
+if TYPE_CHECKING:  # profiles loads the extractors: imported when a profile is read, not with the registry
+    from ..profiles import Profile, Profiles
 
 
 class ProfileIn(Input):
@@ -58,6 +60,8 @@ class ProfileOut(Output):
 def host_name(text: str) -> str:
     """The site a profile is kept for, ``https://docs.python.org:443``, from a URL or a host (``host[:port]``:
     https assumed); TrawlError(invalid_request) when it names none."""
+    from ..profiles import origin_key
+
     site = origin_key(text)
     if not site:
         raise TrawlError(ErrorCode.INVALID_REQUEST, "host: not a host name or an http(s) URL")
@@ -109,6 +113,8 @@ def run_profile_command(args: argparse.Namespace) -> int:
     try:
         req = ProfileIn.model_validate(fields)
         settings = Settings.from_env()
+        from ..profiles import Profiles
+
         out = _out(Profiles(settings), settings, req)
     except ValidationError as exc:
         print(f"trawl: invalid arguments: {validation_message(exc)}", file=sys.stderr)

@@ -6,7 +6,25 @@ Public pieces: :func:`create_app` (the aiohttp app around an Engine),
 for tests and benchmarks).
 """
 
-from .app import create_app
-from .state import STATE, AppState, BrowserState
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .app import create_app
+    from .state import STATE, AppState, BrowserState
+
+
+def __getattr__(name: str) -> Any:
+    """Imported on first use: ``trawl status`` (``trawl.server.commands``) does not load the app and the MCP SDK."""
+    if name == "create_app":
+        from .app import create_app
+
+        return create_app
+    if name in ("STATE", "AppState", "BrowserState"):
+        from . import state
+
+        return getattr(state, name)
+    raise AttributeError(f"module 'trawl.server' has no attribute {name!r}")
 
 __all__ = ["STATE", "AppState", "BrowserState", "create_app"]

@@ -20,6 +20,7 @@ from typing import Any, Self
 from aiohttp import web
 
 from .. import __version__
+from ..channel import running
 from ..channel.discovery import (
     DaemonInfo,
     LockHeld,
@@ -296,6 +297,11 @@ async def _serve(settings: Settings, log_file: str, say: Any, extra_routes: Iter
     def announce(port: int) -> None:
         write_info(settings.state_dir, DaemonInfo(pid=os.getpid(), port=port, version=__version__,
                                                   started_at=time.time()))
+        running.register(os.getpid(), port, settings.state_dir)  # clients with other settings can tell the user
+
+    def forget() -> None:
+        remove_info(settings.state_dir, os.getpid())
+        running.unregister(os.getpid())
 
     daemon = RunningDaemon(settings, log_file=log_file, extra_routes=extra_routes, on_bound=announce)
     try:
@@ -328,10 +334,10 @@ async def _serve(settings: Settings, log_file: str, say: Any, extra_routes: Iter
     AcceptErrorLimiter().install(loop)  # accept() failures under fd pressure: one line per 10 s, not a flood
     # SIGTERM/SIGINT arrive in the watchdog's thread even when the loop is stuck; it hard-exits after the grace
     ShutdownWatchdog(settings.shutdown_grace_s, lambda _sig: loop.call_soon_threadsafe(stop.set),
-                     before_exit=lambda: remove_info(settings.state_dir, os.getpid())).install()
+                     before_exit=forget).install()
     await stop.wait()
     log.info("shutting down: finishing %d in-flight request(s), up to %.0f s", daemon.state.services.in_flight,
              settings.shutdown_grace_s)
-    remove_info(settings.state_dir, os.getpid())
+    forget()
     await daemon.stop()
     return 0

