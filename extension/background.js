@@ -4,7 +4,7 @@
 
 import { isHex64, Link } from "./link.js";
 import { loadProtocol, validate } from "./protocol.js";
-import { acceptPolicy, decide, loadPolicy, policyMessage } from "./policy.js";
+import { acceptPolicy, decide, loadPolicy, policyMessage, sameRules } from "./policy.js";
 import {
   CaptureError,
   fetchPdf,
@@ -459,7 +459,13 @@ function pageReply(msg, tabId, url, finalUrl, title, got, via, warnings, timings
 
 async function handle(msg) {
   if (msg.type === "ping") return { type: "pong", id: msg.id };
-  if (msg.type === "policy") return acceptPolicy(msg).then(() => null); // the daemon's newer copy
+  if (msg.type === "policy") {
+    // The daemon's copy (policy.js acceptPolicy): taken, or ours goes back when it holds edits the daemon lacks.
+    return acceptPolicy(msg).then(async (got) => {
+      if (got === "resend" && link.isOpen()) link.send(await policyMessage());
+      return null;
+    });
+  }
   if (msg.type === "indexed") {
     // The open tabs the daemon holds read ahead (title, host, chunks, embedded), for the popup.
     indexed = msg.tabs;
@@ -468,7 +474,10 @@ async function handle(msg) {
   if (msg.type === "notice") {
     // e.g. the daemon refused an agent's URL that carried data from earlier reads (exit guard): show it in the log
     const entry = { t: Date.now(), what: `${msg.what}: ${msg.detail}`.slice(0, 300), ms: 0, code: msg.code };
-    logCapture({ ...entry, ok: msg.code !== "exit_refused", notice: true }).catch(() => {});
+    logCapture({ ...entry, ok: msg.code !== "exit_refused" && msg.code !== "policy_merged", notice: true })
+      .catch(() => {});
+    if (msg.code === "policy_merged") chrome.storage.local.set({ policy_notice: entry }).catch(() => {}); // options
+
     return Promise.resolve(null);
   }
   const cfg = await readConfig();
@@ -578,7 +587,10 @@ chrome.storage.onChanged.addListener(async (changes, area) => {
     if (link && link.isOpen()) link.send(await stateMessage());
     if (link && link.isOpen() && !(await readConfig()).paused) announceOpenTabs().catch(() => {});
   }
-  if (changes.policy && link && link.isOpen()) link.send(await policyMessage());
+  // Only a change of the rules goes to the daemon (a copy marked as synced changes its base alone).
+  const rulesChanged = changes.policy && !(changes.policy.oldValue && changes.policy.newValue &&
+    sameRules(changes.policy.oldValue, changes.policy.newValue));
+  if (rulesChanged && link && link.isOpen()) link.send(await policyMessage());
   if (changes.port) connect(true);
 });
 

@@ -9,9 +9,12 @@
 //
 // The daemon enforces the same policy for every source (daemon/trawl/policy.py; the contract test runs both
 // on the same cases) and keeps it in a file (<state dir>/site-policy.json). The two copies stay in step over
-// the link: each carries `revision`, the time of its last edit in ms (0: the default, never edited); the
-// extension sends its copy after it connects and whenever it is saved, the daemon sends its copy when the
-// file is newer or changes; the newer revision wins on both sides (on a tie, the daemon's file).
+// the link by descent, never by clocks (daemon/trawl/browser/policy_merge.py has the table): a copy is named by
+// the hash of its rules (rulesHash), and the stored copy carries `base`, the hash of the version it was edited
+// from (the last one both sides held). The daemon takes an edit that descends from its file, keeps its file
+// against a copy that is merely behind, and merges two copies edited apart (deny wins); this side adopts the
+// daemon's copy only when it has no edits of its own or the daemon has seen them (acceptPolicy). `revision` is
+// the time of the last edit, shown to the user, not used to decide.
 
 export const DEFAULT_POLICY = Object.freeze({
   mode: "allow_all_except_denied",
@@ -95,37 +98,74 @@ export function cleanPolicy(policy, revision) {
   };
 }
 
-export async function loadPolicy() {
-  const { policy } = /** @type {{policy?: any}} */ (await chrome.storage.local.get("policy"));
-  if (!policy || typeof policy !== "object") return { ...DEFAULT_POLICY, deny: [...DEFAULT_POLICY.deny] };
-  // A policy saved before revisions existed was edited by the user: it beats the daemon's untouched default.
-  return cleanPolicy(policy, revisionOf(policy.revision, 1));
+/**
+ * The name of a version: sha256 of [mode, allow, deny] as compact JSON, 16 hex digits (policy_merge.rules_hash).
+ * @param {{mode: string, allow: string[], deny: string[]}} policy
+ */
+export async function rulesHash(policy) {
+  const blob = new TextEncoder().encode(JSON.stringify([policy.mode, policy.allow, policy.deny]));
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", blob));
+  return [...digest.slice(0, 8)].map((b) => b.toString(16).padStart(2, "0")).join("");
 }
 
-// A user's edit: it gets the current time as its revision, so it wins over older copies.
-export async function savePolicy(policy) {
-  const clean = cleanPolicy(policy, Date.now());
-  await chrome.storage.local.set({ policy: clean });
-  return clean;
+export function sameRules(a, b) {
+  return a.mode === b.mode && JSON.stringify(a.allow) === JSON.stringify(b.allow) &&
+    JSON.stringify(a.deny) === JSON.stringify(b.deny);
+}
+
+// The stored copy with its `base`. Never edited: the default, synced with itself. A copy saved before bases
+// existed has no known base (""): the daemon merges it with its file rather than replacing the file with it.
+export async function loadPolicy() {
+  const { policy } = /** @type {{policy?: any}} */ (await chrome.storage.local.get("policy"));
+  if (!policy || typeof policy !== "object") {
+    const fresh = { ...DEFAULT_POLICY, deny: [...DEFAULT_POLICY.deny] };
+    return { ...fresh, base: await rulesHash(fresh) };
+  }
+  const clean = cleanPolicy(policy, revisionOf(policy.revision, 1));
+  return { ...clean, base: typeof policy.base === "string" ? policy.base : "" };
+}
+
+/**
+ * A user's edit of `loaded` (the copy the options page showed). Nothing is stored when the rules did not change
+ * (saving the port alone must not touch the policy); returns the copy in force. The edit descends from what the
+ * page showed: when the stored copy changed under the page (the daemon sent its file), the edit keeps the
+ * page's base, so the daemon merges the two instead of taking one over the other.
+ * @param {{mode: string, allow: string[], deny: string[]}} edit
+ * @param {{mode: string, allow: string[], deny: string[], base: string}} loaded
+ */
+export async function savePolicy(edit, loaded) {
+  const stored = await loadPolicy();
+  const clean = cleanPolicy(edit, Date.now());
+  if (sameRules(clean, loaded) || sameRules(clean, stored)) return stored;
+  const base = sameRules(stored, loaded) ? stored.base : loaded.base;
+  const saved = { ...clean, base };
+  await chrome.storage.local.set({ policy: saved });
+  return saved;
 }
 
 // The message that offers this browser's copy to the daemon.
 export async function policyMessage() {
   const p = await loadPolicy();
-  return { type: "policy", mode: p.mode, allow: p.allow, deny: p.deny, revision: p.revision };
+  return { type: "policy", mode: p.mode, allow: p.allow, deny: p.deny, revision: p.revision, base: p.base };
 }
 
-function sameRules(a, b) {
-  return a.mode === b.mode && JSON.stringify(a.allow) === JSON.stringify(b.allow) &&
-    JSON.stringify(a.deny) === JSON.stringify(b.deny);
-}
-
-// The daemon's copy arrived: keep it when it is at least as new as ours (the file wins a tie). True if taken.
+/**
+ * The daemon's copy arrived (its `base`: the hash of our copy it has seen). Returns "taken" (stored),
+ * "synced" (same rules: our copy is now known to both), or "resend": we hold edits the daemon has not seen,
+ * so our copy goes to it again and the daemon merges (nothing the user typed here is dropped).
+ */
 export async function acceptPolicy(msg) {
   const ours = await loadPolicy();
   const theirs = cleanPolicy(msg, revisionOf(msg.revision, 0));
-  if (theirs.revision < ours.revision) return false;
-  if (theirs.revision === ours.revision && sameRules(theirs, ours)) return false;
-  await chrome.storage.local.set({ policy: theirs });
-  return true;
+  const theirHash = await rulesHash(theirs);
+  const ourHash = await rulesHash(ours);
+  if (theirHash === ourHash) {
+    if (ours.base !== ourHash) await chrome.storage.local.set({ policy: { ...ours, base: ourHash } });
+    return "synced";
+  }
+  if (ours.base === ourHash || msg.base === ourHash) {
+    await chrome.storage.local.set({ policy: { ...theirs, base: theirHash } });
+    return "taken";
+  }
+  return "resend";
 }

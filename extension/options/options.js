@@ -1,7 +1,7 @@
 // @ts-check
 // The options page: the site policy (allow and deny lists, default mode) and the daemon port.
 
-import { loadPolicy, savePolicy } from "../policy.js";
+import { loadPolicy, sameRules, savePolicy } from "../policy.js";
 
 /**
  * An element of options.html by id (every id used here is in the page).
@@ -11,8 +11,13 @@ import { loadPolicy, savePolicy } from "../policy.js";
 const $ = (id) => /** @type {HTMLInputElement} */ (document.getElementById(id));
 const lines = (text) => text.split(/\r?\n/).map((l) => l.trim()).filter(Boolean);
 
+// The copy this page shows (with its base): an edit descends from it (policy.js savePolicy).
+/** @type {any} */
+let loaded = null;
+
 async function load() {
   const policy = await loadPolicy();
+  loaded = policy;
   for (const radio of /** @type {NodeListOf<HTMLInputElement>} */ (document.querySelectorAll('input[name="mode"]'))) radio.checked = radio.value === policy.mode;
   $("deny").value = policy.deny.join("\n");
   $("allow").value = policy.allow.join("\n");
@@ -24,13 +29,21 @@ async function load() {
   const origin = port ? "set here" : inUse === 8765 ? "the default" : "from this copy's config.json";
   $("port-note").textContent = `in use: ${inUse} (${origin})` +
     "; set it to the daemon's TRAWL_PORT if you changed that";
+  const { policy_notice: notice } = /** @type {{policy_notice?: {t: number, what: string}}} */ (
+    await chrome.storage.local.get("policy_notice"));
+  if (notice && Date.now() - notice.t < 7 * 24 * 3600 * 1000) {
+    $("merged").textContent = `${new Date(notice.t).toLocaleString()}: ${notice.what}`;
+  }
 }
 
 $("save").addEventListener("click", async () => {
   const mode = /** @type {HTMLInputElement | null} */ (document.querySelector('input[name="mode"]:checked'))?.value || "allow_all_except_denied";
-  const saved = await savePolicy({ mode, deny: lines($("deny").value), allow: lines($("allow").value) });
-  // The port field shows the port in use; only a port the user typed is stored (saving the policy alone must not
-  // pin the port, nor reconnect the link).
+  // Each part is saved only when the user changed it: a port change leaves the policy alone (it must not offer
+  // this page's copy over a daemon file edited meanwhile), and saving the policy alone must not pin the port,
+  // nor reconnect the link. The port field shows the port in use; only a port the user typed is stored.
+  const shown = loaded || (await loadPolicy()); // saved before the page finished loading: it showed the stored copy
+  const saved = await savePolicy({ mode, deny: lines($("deny").value), allow: lines($("allow").value) }, shown);
+  loaded = saved;
   const port = Number($("port").value);
   if (portTouched && port >= 1 && port <= 65535) await chrome.storage.local.set({ port });
   else if (portTouched) await chrome.storage.local.remove("port");
@@ -49,9 +62,10 @@ let dirty = false;
 for (const id of ["deny", "allow"]) $(id).addEventListener("input", () => (dirty = true));
 $("save").addEventListener("click", () => (dirty = false));
 chrome.storage.onChanged.addListener((changes, area) => {
-  if (area === "local" && changes.policy && !dirty) {
+  if (area === "local" && (changes.policy || changes.policy_notice) && !dirty) {
     load();
-    $("synced").textContent = "Updated from the daemon's copy.";
+    const { oldValue, newValue } = changes.policy || {};
+    if (newValue && !(oldValue && sameRules(oldValue, newValue))) $("synced").textContent = "Updated from the daemon's copy.";
   }
 });
 

@@ -1,6 +1,7 @@
 """The site policy is one policy: the extension's options page and the daemon's file stay in step, both ways.
 
-Real Chromium with the real extension, a real daemon; the newer revision wins (see ``trawl.policy``). Each test
+Real Chromium with the real extension, a real daemon; descent decides, copies edited apart are merged with deny
+winning (see ``trawl.browser.policy_merge``). Each test
 ends with the attack the policy exists for: the denied site read through plain HTTP, which must be refused
 with no fallback and without the site ever being contacted.
 """
@@ -148,7 +149,7 @@ async def test_daemon_file_wins_when_newer_and_edits_are_pushed_to_the_browser(
         await close_linked(linked)
 
 
-async def test_an_older_copy_from_the_extension_does_not_overwrite_the_file(
+async def test_a_copy_edited_apart_in_the_browser_is_merged_not_taken_over_the_file(
     tmp_path: Path, chromium: str
 ) -> None:
     settings = e2e_settings(tmp_path)
@@ -160,16 +161,18 @@ async def test_an_older_copy_from_the_extension_does_not_overwrite_the_file(
     try:
         assert await linked.hub.wait_attached(15)
         worker = await linked.worker()
-        # A stale copy (older revision) arrives from the browser, e.g. a second profile that was offline.
+        # A copy that does not descend from the file arrives from the browser (a second profile that was offline,
+        # stored before copies carried a base), with a newer clock: neither side's list is dropped.
         await worker.evaluate("""(rev) => chrome.storage.local.set({policy: {mode: 'allow_all_except_denied',
-            allow: [], deny: ['stale.example'], revision: rev}})""", rev - 60_000)
+            allow: [], deny: ['stale.example'], revision: rev}})""", rev + 60_000)
 
-        async def back_to_newer() -> dict[str, Any] | None:
+        async def merged() -> dict[str, Any] | None:
             policy = await extension_policy(linked)
-            return policy if policy.get("deny") == ["kept.example"] else None
+            return policy if policy.get("deny") == ["kept.example", "stale.example"] else None
 
-        await until("the daemon to answer the stale copy with its newer one", back_to_newer)
-        assert json.loads(path.read_text())["deny"] == ["kept.example"]
+        await until("the daemon to merge the two copies and send the result", merged)
+        assert json.loads(path.read_text())["deny"] == ["kept.example", "stale.example"]
+        assert json.loads(Path(str(path) + ".bak").read_text())["deny"] == ["kept.example"]
     finally:
         await close_linked(linked)
 
@@ -210,6 +213,97 @@ async def test_every_loopback_spelling_is_refused_through_the_extension_too(
                 assert res.error is not None and res.error.code == ErrorCode.BLOCKED_BY_POLICY, (spelling, res)
                 assert "private-network rule" in res.error.message and not res.chunks
         assert not linked.hub.captures, "the browser was asked to open a private address"
+        assert bank.hits.get("/statement", 0) == 0
+    finally:
+        await close_linked(linked)
+
+
+# --------------------------------------------------------------------------- the user's lists are never lost
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def _launch_on_wrong_port(tmp_path: Path, chromium: str, settings: Any) -> Linked:
+    """The README's first hour: the daemon runs on a port the extension does not know yet (TRAWL_PORT)."""
+    from playwright.async_api import async_playwright
+    from trawl.browser.pairing import new_pair_code
+
+    from tests.e2e.conftest import BROWSER_FLAGS, copy_extension, start_daemon
+
+    daemon, hub = await start_daemon(settings)
+    ext = copy_extension(tmp_path / "ext", _closed_port(), new_pair_code(settings.state_dir))
+    pw = await async_playwright().start()
+    context = await pw.chromium.launch_persistent_context(
+        str(tmp_path / "profile"), executable_path=chromium, headless=True, timeout=30_000,
+        args=[*BROWSER_FLAGS, f"--disable-extensions-except={ext}", f"--load-extension={ext}"])
+    linked = Linked(daemon=daemon, hub=hub, context=context, ext_dir=ext, settings=settings)
+    linked.extras["pw"] = pw
+    return linked
+
+
+async def _save_port_in_options(linked: Linked, port: int, deny: str | None = None) -> None:
+    options = await linked.context.new_page()
+    await options.goto(f"chrome-extension://{PINNED_EXTENSION_ID}/options/options.html")
+    await options.wait_for_function("document.getElementById('deny').value.length > 0")
+    if deny is not None:
+        await options.fill("#deny", deny)
+    await options.fill("#port", str(port))
+    await options.click("#save")
+    await options.wait_for_selector("#saved:has-text('Saved')")
+    await options.close()
+
+
+@pytest.mark.parametrize("also_edit_the_page", [False, True], ids=["port-only", "page-edited-too"])
+async def test_a_hand_edited_deny_list_survives_the_options_page_save(
+    tmp_path: Path, chromium: str, bank: LocalSite, also_edit_the_page: bool
+) -> None:
+    # Issue 23 item 8: the user hand-edits the daemon's file (no revision, as a person writes it) while the
+    # browser cannot reach the daemon, then sets the port on the options page and presses its one Save.
+    settings = e2e_settings(tmp_path)
+    path = policy_path(settings)
+    path.parent.mkdir(parents=True, mode=0o700, exist_ok=True)
+    pattern = f"127.0.0.1:{bank.port}"
+    hand = {"mode": "allow_all_except_denied", "allow": ["docs.example"], "deny": ["accounts.google.com", pattern]}
+    path.write_text(json.dumps(hand, indent=2))
+    linked = await _launch_on_wrong_port(tmp_path, chromium, settings)
+    try:
+        await linked.worker()
+        page_deny = "accounts.google.com\nmail.example.com" if also_edit_the_page else None
+        await _save_port_in_options(linked, linked.daemon.port, page_deny)
+        assert await linked.hub.wait_attached(15), linked.hub.describe()
+
+        async def both_deny() -> dict[str, Any] | None:
+            policy = await extension_policy(linked)
+            return policy if pattern in policy.get("deny", []) else None
+
+        got = await until("the extension to hold the hand-edited deny list", both_deny)
+        on_file = json.loads(path.read_text())
+        assert pattern in on_file["deny"] and "accounts.google.com" in on_file["deny"]
+        if also_edit_the_page:
+            # Both were edited apart: merged, deny wins, the user told; the hand edit kept as the backup.
+            assert "mail.example.com" in on_file["deny"] and "mail.example.com" in got["deny"]
+            assert on_file["allow"] == ["docs.example"]
+            assert json.loads(Path(str(path) + ".bak").read_text())["deny"] == hand["deny"]
+            worker = await linked.worker()
+
+            async def told() -> list[Any] | None:
+                recent = (await worker.evaluate("chrome.storage.session.get('recent')")).get("recent") or []
+                return [e for e in recent if e.get("code") == "policy_merged"] or None
+
+            notes = await until("the popup log to say the policy was merged", told)
+            assert pattern in notes[0]["what"] or "mail.example.com" in notes[0]["what"]
+        else:
+            # Nothing was edited in the browser: the file is untouched and the browser adopted it.
+            assert on_file == hand and got["deny"] == hand["deny"]
+        url = bank.url("/statement")
+        for source in ("http", "extension", None):
+            res = await linked.engine.fetch(url, "account", source=source, max_age_s=0)
+            assert res.error is not None and res.error.code == ErrorCode.BLOCKED_BY_POLICY, (source, res)
+            assert not res.chunks
         assert bank.hits.get("/statement", 0) == 0
     finally:
         await close_linked(linked)

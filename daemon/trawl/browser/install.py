@@ -37,7 +37,8 @@ def install_browser_link(app: web.Application, hub: ExtensionHub | None = None) 
 
     def browser_state() -> BrowserState:
         return BrowserState(attached=hub.attached, summary=hub.summary(),
-                            details={**hub.describe(), "preread": preread.describe()})
+                            details={**hub.describe(), "preread": preread.describe(),
+                                     "policy_sync": sync.describe()})
 
     host.browser = browser_state
     app.on_shutdown.append(hub.close)

@@ -268,7 +268,7 @@ def render_html(st: dict[str, Any]) -> str:
 (limit {req['queue_limit']})</dd>
 <dt>Browser</dt><dd>{e(st['browser']['summary'])}</dd>
 <dt>Tabs read ahead</dt><dd>{_preread_html(st['browser'].get('preread'))}</dd>
-<dt>Site policy</dt><dd>{e(site_policy.summary(st['site_policy']))}</dd>
+<dt>Site policy</dt><dd>{e(site_policy.summary(st['site_policy']))}{_merged_html(st['browser'])}</dd>
 <dt>Log file</dt><dd><code>{e(st['log_file'] or '(stderr only)')}</code></dd>
 </dl>
 <h2>Exits: URLs carrying data from earlier reads</h2>
@@ -278,6 +278,15 @@ def render_html(st: dict[str, Any]) -> str:
 <p><small>This page refreshes every 10 seconds. It needs no JavaScript.</small></p>
 </body></html>
 """
+
+
+def _merged_html(browser: dict[str, Any]) -> str:
+    """The browser's copy and the file were edited apart and merged (browser/policy_sync.py): say what changed."""
+    note = (browser.get("policy_sync") or {}).get("last_merge", "")
+    if not note:
+        return ""
+    return (f"<br><strong>Merged:</strong> the browser's copy and the file were both edited; trawl kept both, deny "
+            f"wins ({html.escape(note)}). The file's previous version is in site-policy.json.bak.")
 
 
 def _glance_html(st: dict[str, Any]) -> str:
