@@ -40,6 +40,90 @@ export function normalizePattern(raw) {
   return p;
 }
 
+// The one address form every decision uses (the daemon's netguard.canonical_ip; the shared table of cases is
+// tests/fixtures/address_forms.json): an IPv6 address that carries an IPv4 one is that IPv4 address:
+// IPv4-mapped ::ffff:a.b.c.d (however spelled: [::ffff:7f00:3], [0:0:0:0:0:ffff:127.0.0.3]), IPv4-compatible
+// ::a.b.c.d, NAT64 64:ff9b::/96, 6to4 2002::/16 and Teredo 2001::/32 (the client's address); :: and ::1 stay.
+// Names lose a trailing dot; IPv4 is already dotted decimal when it comes from the URL parser.
+export function canonicalHost(hostname) {
+  const h = String(hostname || "").trim().toLowerCase().replace(/\.$/, "");
+  if (!h.includes(":") && !h.startsWith("[")) return h;
+  const groups = parseIPv6(h.replace(/^\[/, "").replace(/\]$/, ""));
+  if (!groups) return h.startsWith("[") ? h : `[${h}]`;
+  const v4 = embeddedIPv4(groups);
+  if (v4) return v4;
+  try {
+    return new URL(`http://[${groups.map((g) => g.toString(16)).join(":")}]/`).hostname; // compressed, RFC 5952
+  } catch {
+    return `[${h}]`;
+  }
+}
+
+/** @param {string} text @returns {number[] | null} the eight 16-bit groups of an IPv6 address */
+function parseIPv6(text) {
+  let s = text.split("%")[0];
+  const dotted = s.match(/^(.*:)(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/);
+  if (dotted) {
+    const o = dotted.slice(2).map(Number);
+    if (o.some((x) => x > 255)) return null;
+    s = `${dotted[1]}${((o[0] << 8) | o[1]).toString(16)}:${((o[2] << 8) | o[3]).toString(16)}`;
+  }
+  const halves = s.split("::");
+  if (halves.length > 2) return null;
+  const split = (/** @type {string} */ x) => (x === "" ? [] : x.split(":"));
+  const head = split(halves[0]);
+  const tail = halves.length === 2 ? split(halves[1]) : [];
+  const fill = 8 - head.length - tail.length;
+  if (halves.length === 1 ? head.length !== 8 : fill < 1) return null;
+  const all = [...head, ...Array(halves.length === 2 ? fill : 0).fill("0"), ...tail];
+  if (!all.every((g) => /^[0-9a-f]{1,4}$/.test(g))) return null;
+  return all.map((g) => parseInt(g, 16));
+}
+
+/** @param {number[]} g @returns {string | null} */
+function embeddedIPv4(g) {
+  const v4 = (/** @type {number} */ hi, /** @type {number} */ lo) => [hi >> 8, hi & 255, lo >> 8, lo & 255].join(".");
+  const zero = (/** @type {number} */ a, /** @type {number} */ b) => g.slice(a, b).every((x) => x === 0);
+  if (zero(0, 5) && g[5] === 0xffff) return v4(g[6], g[7]); // IPv4-mapped
+  if (g[0] === 0x64 && g[1] === 0xff9b && zero(2, 6)) return v4(g[6], g[7]); // NAT64
+  if (zero(0, 6) && (g[6] !== 0 || g[7] > 1)) return v4(g[6], g[7]); // IPv4-compatible (not :: or ::1)
+  if (g[0] === 0x2002) return v4(g[1], g[2]); // 6to4
+  if (g[0] === 0x2001 && g[1] === 0) return v4(g[6] ^ 0xffff, g[7] ^ 0xffff); // Teredo: the client, obfuscated
+  return null;
+}
+
+// A pattern's host in the same form as a URL's: an IP literal through the URL parser (2130706435 and
+// [::ffff:7f00:3] are 127.0.0.3), a name as written.
+function patternHost(/** @type {string} */ name) {
+  const last = name.replace(/\.$/, "").split(".").pop() || "";
+  const literal = name.startsWith("[") || name.includes(":") || /^(\d+|0x[0-9a-f]*)$/.test(last);
+  if (literal || /[^ -~]/.test(name)) { // an address, or an international name (punycode, as URLs have it)
+    try {
+      return canonicalHost(new URL(`http://${name.includes(":") && !name.startsWith("[") ? `[${name}]` : name}/`)
+        .hostname);
+    } catch {
+      return canonicalHost(name);
+    }
+  }
+  return canonicalHost(name);
+}
+
+// "[::1]:3000" -> ["[::1]", "3000"]; "host:8080" -> ["host", "8080"]; "::1" -> ["::1", null]
+/** @param {string} p @returns {[string, string | null]} */
+function splitPattern(p) {
+  if (p.startsWith("[")) {
+    const end = p.indexOf("]");
+    const inside = end === -1 ? p.slice(1) : p.slice(1, end);
+    const rest = end === -1 ? "" : p.slice(end + 1);
+    return [`[${inside}]`, rest.startsWith(":") && rest.length > 1 ? rest.slice(1) : null];
+  }
+  if (p.split(":").length === 2) {
+    const [name, port] = p.split(":");
+    return [name, port];
+  }
+  return [p, null];
+}
+
 export function patternMatches(pattern, url) {
   const p = normalizePattern(pattern);
   if (!p) return false;
@@ -50,15 +134,14 @@ export function patternMatches(pattern, url) {
     return false;
   }
   // A trailing dot names the same site ("mail.google.com." is mail.google.com).
-  const host = u.hostname.toLowerCase().replace(/\.$/, "");
-  if (p.includes(":") && !p.startsWith("[")) {
-    return p === u.host.toLowerCase().replace(/\.(?=:\d+$|$)/, "");
-  }
-  if (p.startsWith("*.")) {
-    const base = p.slice(2);
-    return host.endsWith("." + base);
-  }
-  return host === p || host.endsWith("." + p);
+  const host = canonicalHost(u.hostname);
+  const hostport = u.port ? `${host}:${u.port}` : host;
+  const wildcard = p.startsWith("*.");
+  const [raw, port] = splitPattern(wildcard ? p.slice(2) : p);
+  const name = patternHost(raw);
+  if (port !== null) return !wildcard && `${name}:${port}` === hostport;
+  if (wildcard) return host.endsWith("." + name);
+  return host === name || host.endsWith("." + name);
 }
 
 // Returns {allowed: bool, reason: str}.

@@ -94,6 +94,20 @@ _NAT64 = ipaddress.ip_network("64:ff9b::/96")
 _COMPAT = ipaddress.ip_network("::/96")
 
 
+def canonical_ip(ip: IPAddress) -> IPAddress:
+    """The one form of an address every decision uses (this module's categories and allow_hosts, the site policy's
+    deny and allow lists, the extension's ``canonicalHost`` in policy.js): an IPv6 address that carries an IPv4
+    one is that IPv4 address. IPv4-mapped ``::ffff:a.b.c.d`` (however spelled: ``::ffff:7f00:3``,
+    ``0:0:0:0:0:ffff:127.0.0.3``), IPv4-compatible ``::a.b.c.d``, NAT64 ``64:ff9b::/96``, 6to4 ``2002::/16`` and
+    Teredo (the client's address); ``::`` and ``::1`` stay themselves. The shared table of cases is
+    ``tests/fixtures/address_forms.json``."""
+    if isinstance(ip, ipaddress.IPv6Address):
+        inner = _embedded_v4(ip)
+        if inner is not None:
+            return inner
+    return ip
+
+
 def _embedded_v4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
     if ip.ipv4_mapped is not None:
         return ip.ipv4_mapped
@@ -122,15 +136,12 @@ def classify(value: str | IPAddress) -> str | None:
 
     Raises ValueError for something that is not an IP address.
     """
-    ip = parse_ip(value)
-    if ip is None:
+    parsed = parse_ip(value)
+    if parsed is None:
         raise ValueError(f"{value!r} is not an IP address")
+    ip = canonical_ip(parsed)
     if ip in CLOUD_METADATA:
         return "cloud-metadata"
-    if isinstance(ip, ipaddress.IPv6Address):
-        inner = _embedded_v4(ip)
-        if inner is not None:
-            return classify(inner)
     for name, net in _NETWORKS:
         if ip.version == net.version and ip in net:
             return name
@@ -173,7 +184,7 @@ class HostRule:
         else:
             host = raw
         ip = parse_ip(host)
-        return cls(str(ip) if ip is not None else host.rstrip("."), port)
+        return cls(str(canonical_ip(ip)) if ip is not None else host.rstrip("."), port)
 
     def matches(self, names: Iterable[str], port: int) -> bool:
         return (self.port is None or self.port == port) and self.host in names
@@ -182,7 +193,7 @@ class HostRule:
 def _names(host: str) -> set[str]:
     h = host.strip().strip("[]").lower().rstrip(".")
     ip = parse_ip(h)
-    return {h, str(ip)} if ip is not None else {h}
+    return {h, str(canonical_ip(ip))} if ip is not None else {h}
 
 
 def default_port(url: str) -> tuple[str, int]:
@@ -218,7 +229,8 @@ class NetGuard:
             return None
         if category == "cloud-metadata":
             return category
-        names = _names(host) | {str(parse_ip(addr))}
+        ip = parse_ip(addr)
+        names = _names(host) | ({str(canonical_ip(ip))} if ip is not None else set())
         if any(rule.matches(names, port) for rule in self.rules):
             return None
         return category

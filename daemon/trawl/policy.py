@@ -39,6 +39,7 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from .atomicfile import write_atomic
+from .netguard import canonical_ip, parse_ip
 from .settings import Settings
 from .types import ErrorCode, TrawlError
 
@@ -74,22 +75,44 @@ def normalize_pattern(raw: Any) -> str:
 
 
 def pattern_matches(pattern: str, host: str, hostport: str) -> bool:
+    """``host`` and ``hostport`` are canonical (:func:`canonical_host`); so is the pattern's host, here, so that
+    ``[::ffff:127.0.0.3]``, ``127.0.0.3`` and ``2130706435`` name one site in a list (policy.js: the same steps)."""
     p = normalize_pattern(pattern)
     if not p:
         return False
-    if ":" in p and not p.startswith("["):
-        return p == hostport
-    if p.startswith("*."):
-        return host.endswith("." + p[2:])
-    return host == p or host.endswith("." + p)
+    wildcard = p.startswith("*.")
+    name, port = _split_pattern(p[2:] if wildcard else p)
+    name = canonical_host(name)
+    if port is not None:
+        return not wildcard and f"{name}:{port}" == hostport
+    if wildcard:
+        return host.endswith("." + name)
+    return host == name or host.endswith("." + name)
 
 
-def _canonical_host(hostname: str) -> str:
-    """The host as a browser's URL parser gives it: lower case, no trailing dot, IPv4 in dotted decimal
-    (``2130706433`` and ``0x7f.1`` are 127.0.0.1), IPv6 in brackets, international names in punycode."""
-    host = hostname.lower().rstrip(".")
-    if ":" in host:
-        return f"[{host}]"
+def _split_pattern(p: str) -> tuple[str, str | None]:
+    """``[::1]:3000`` -> (``[::1]``, ``3000``); ``host:8080`` -> (``host``, ``8080``); ``::1`` -> (``[::1]``, None)."""
+    if p.startswith("["):
+        inside, _, rest = p[1:].partition("]")
+        return f"[{inside}]", (rest[1:] if rest.startswith(":") and rest[1:] else None)
+    if p.count(":") == 1:
+        name, _, port = p.partition(":")
+        return name, port
+    return (f"[{p}]" if ":" in p else p), None
+
+
+def canonical_host(hostname: str) -> str:
+    """The host as a browser's URL parser gives it, in the one address form: lower case, no trailing dot, IPv4 in
+    dotted decimal (``2130706433`` and ``0x7f.1`` are 127.0.0.1), an IPv6 address that carries an IPv4 one as that
+    IPv4 address (:func:`trawl.netguard.canonical_ip`: ``[::ffff:7f00:3]`` is 127.0.0.3), other IPv6 compressed in
+    brackets, international names in punycode."""
+    host = hostname.lower().strip().rstrip(".")
+    if ":" in host or host.startswith("["):
+        ip = parse_ip(host)
+        if ip is None:
+            return host if host.startswith("[") else f"[{host}]"
+        ip = canonical_ip(ip)
+        return str(ip) if ip.version == 4 else f"[{ip.compressed}]"
     last = host.rsplit(".", 1)[-1]
     if last and (last.isdigit() or (last.startswith("0x") and all(c in "0123456789abcdef" for c in last[2:]))):
         try:
@@ -148,7 +171,7 @@ class SitePolicy:
     def decide(self, url: str) -> Decision:
         try:
             parts = urlsplit(url)
-            host = _canonical_host(parts.hostname or "")
+            host = canonical_host(parts.hostname or "")
             port = parts.port
         except ValueError:
             return Decision(False, "not a valid URL")
