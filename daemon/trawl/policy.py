@@ -290,7 +290,11 @@ def policy_store(settings: Settings) -> PolicyStore:
 
 
 def check_url(url: str, settings: Settings) -> None:
-    """The site policy check every source runs on every URL it reads (http(s) URLs only)."""
+    """The site policy check every source runs on every URL it reads (http(s) URLs only); trawl's own pages
+    (its status page, browser-extension pages: ``trawl.ownpages``) are refused whatever the policy says."""
+    from .ownpages import refuse_own_page  # netguard's address rules; kept local to keep this module light
+
+    refuse_own_page(url, settings)
     if urlsplit(url).scheme.lower() in ("http", "https", "ws", "wss"):
         policy_store(settings).check(url)
 

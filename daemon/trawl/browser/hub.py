@@ -35,6 +35,7 @@ from typing import Any
 from aiohttp import WSMsgType, web
 
 from .. import __version__
+from ..ownpages import own_page
 from ..settings import Settings
 from ..types import ErrorCode, Page, TrawlError
 from . import pairing as pairing_mod
@@ -423,8 +424,10 @@ class ExtensionHub:
 
     async def list_tabs(self) -> dict[str, Any]:
         reply = await self.request("list_tabs", 10.0)
-        if isinstance(reply.get("tabs"), list):  # a private (incognito) window's tab is never offered to agents
-            reply = {**reply, "tabs": [t for t in reply["tabs"] if not (isinstance(t, dict) and t.get("incognito"))]}
+        if isinstance(reply.get("tabs"), list):
+            # A private (incognito) window's tab is never offered to agents, nor trawl's own pages (ownpages.py).
+            reply = {**reply, "tabs": [t for t in reply["tabs"] if isinstance(t, dict) and not t.get("incognito")
+                                       and not own_page(str(t.get("url", "")), self.settings)]}
         return reply
 
     async def capture(self, *, url: str | None = None, tab: str | None = None, quiet: bool = False) -> Page:

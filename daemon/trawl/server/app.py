@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable
 from aiohttp import web
 from aiohttp.typedefs import Handler
 
+from .. import ownpages
 from ..capabilities import Registry, Services, catalog, error_body, execute
 from ..capabilities.base import LocalBackend, unknown_op
 from ..capabilities.mcp import build_server
@@ -123,6 +124,16 @@ def _over_unix_socket(request: web.Request) -> bool:
     return family is not None and family == socket.AF_UNIX
 
 
+def _serve_own_port(app: web.Application, port: int) -> None:
+    """While this app serves ``port``, no source reads a page there: its pages are trawl's own (ownpages.py)."""
+    ownpages.serving(port)
+
+    async def stop(_app: web.Application) -> None:
+        ownpages.stopped(port)
+
+    app.on_cleanup.append(stop)
+
+
 def _bad(status_code: int, message: str) -> web.Response:
     return _json(error_body(TrawlError(ErrorCode.INVALID_REQUEST, message)), status_code)
 
@@ -163,6 +174,7 @@ def create_app(
     guard_of(services.extras, settings).add_secret(token)  # an agent's URL never carries the daemon's token
     app = web.Application(middlewares=[access_logging, access_control], client_max_size=MAX_BODY_BYTES)
     app[STATE] = state
+    _serve_own_port(app, port)
 
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/", status.status_page)

@@ -1,0 +1,84 @@
+"""trawl's own pages are never content: the one rule that keeps them from agents, for every source and tab tool.
+
+The daemon's status page (``/s/<key>/``) shows every URL, file path and error of every session, and a browser
+extension's pages (its options and popup) are the user's controls. An agent must not read either, whichever way
+it asks: ``fetch_page`` through plain HTTP, headless Chromium or the extension; ``list_tabs``, ``read_tab``,
+``search_tabs``; the open tabs read ahead. So:
+
+* :func:`own_page` says why a URL is one of them (``""`` when it is not): any ``chrome-extension:`` (or other
+  browser-extension) page, and anything served on a loopback address (every spelling ``netguard`` knows,
+  ``localhost`` names) at a port a trawl daemon of this process serves (registered by the server when it binds,
+  :func:`serving`) or the configured daemon port.
+* ``policy.check_url``, which every source runs on every URL it reads (the URL asked for, each redirect hop,
+  each headless subrequest, the captured document, each frame), refuses them as ``blocked_by_policy``;
+  ``browser.hub`` leaves them out of tab listings, so the tab tools and the reader of open tabs never see them.
+"""
+
+from __future__ import annotations
+
+import threading
+from urllib.parse import urlsplit
+
+from .netguard import classify
+from .settings import Settings
+from .types import ErrorCode, TrawlError
+
+EXTENSION_SCHEMES = frozenset({"chrome-extension", "moz-extension", "safari-web-extension", "extension"})
+_WEB_SCHEMES = frozenset({"http", "https", "ws", "wss"})
+_DEFAULT_PORTS = {"http": 80, "ws": 80, "https": 443, "wss": 443}
+
+_ports: dict[int, int] = {}  # port -> how many servers of this process serve it
+_lock = threading.Lock()
+
+
+def serving(port: int) -> None:
+    """A trawl daemon of this process now serves ``port`` on loopback."""
+    with _lock:
+        _ports[port] = _ports.get(port, 0) + 1
+
+
+def stopped(port: int) -> None:
+    with _lock:
+        left = _ports.get(port, 0) - 1
+        if left > 0:
+            _ports[port] = left
+        else:
+            _ports.pop(port, None)
+
+
+def _loopback(host: str) -> bool:
+    h = host.lower().rstrip(".")
+    if h == "localhost" or h.endswith(".localhost"):
+        return True
+    try:
+        return classify(h) in ("loopback", "unspecified")
+    except ValueError:
+        return False
+
+
+def own_page(url: str, settings: Settings | None = None) -> str:
+    """Why ``url`` is one of trawl's own pages (or a browser extension's), or ``""``."""
+    try:
+        parts = urlsplit(url.strip())
+        scheme = parts.scheme.lower()
+        host = parts.hostname or ""
+        port = parts.port or _DEFAULT_PORTS.get(scheme)
+    except ValueError:
+        return ""
+    if scheme in EXTENSION_SCHEMES:
+        return "a browser extension's own page"
+    if scheme not in _WEB_SCHEMES or port is None or not _loopback(host):
+        return ""
+    with _lock:
+        ours = port in _ports
+    if ours or (settings is not None and settings.port and port == settings.port):
+        return "the trawl daemon's own page (its status page and API)"
+    return ""
+
+
+def refuse_own_page(url: str, settings: Settings | None = None) -> None:
+    """Raise ``blocked_by_policy`` for one of trawl's own pages."""
+    why = own_page(url, settings)
+    if why:
+        raise TrawlError(ErrorCode.BLOCKED_BY_POLICY, f"{why} is never read as content",
+                         "trawl does not give agents its own status page or the browser's extension pages.")
