@@ -34,7 +34,7 @@ from typing import Any
 
 from aiohttp import WSMsgType, web
 
-from .. import __version__
+from .. import __version__, jsonbody
 from ..ownpages import own_page
 from ..settings import Settings
 from ..types import ErrorCode, Page, TrawlError
@@ -211,7 +211,7 @@ class ExtensionHub:
             await self._refuse_ws(ws, origin, "invalid_request", f"expected a JSON {kind}")
             return None
         try:
-            raw = json.loads(frame.data)
+            raw = jsonbody.loads(frame.data)
         except ValueError as exc:
             await self._refuse_ws(ws, origin, "invalid_request", f"bad {kind}: {exc}")
             return None
@@ -362,7 +362,7 @@ class ExtensionHub:
 
     async def _on_frame(self, conn: _Conn, data: str) -> None:
         try:
-            raw = json.loads(data) if len(data) < 1_000_000 else await asyncio.to_thread(json.loads, data)
+            raw = jsonbody.loads(data) if len(data) < 1_000_000 else await asyncio.to_thread(jsonbody.loads, data)
             msg = protocol.validate(raw, "extension")
         except (ValueError, protocol.ProtocolError) as exc:
             log.error("invalid frame from the extension: %s", exc)

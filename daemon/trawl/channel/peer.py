@@ -29,7 +29,6 @@ import asyncio
 import contextlib
 import errno
 import ipaddress
-import json
 import logging
 import os
 import socket
@@ -42,6 +41,7 @@ from typing import Any
 
 from aiohttp import web
 
+from .. import jsonbody
 from .token import ProofError, ProofLedger
 
 log = logging.getLogger("trawl.server.peer")
@@ -449,7 +449,7 @@ async def _json_body(request: web.Request) -> dict[str, Any] | web.Response:
     if len(raw) > _PROOF_BODY_LIMIT:
         return _proof_error(413, "invalid_request", f"body is over the {_PROOF_BODY_LIMIT}-byte limit")
     try:
-        body = json.loads(raw or b"null")
+        body = jsonbody.loads(raw or b"null")
     except (ValueError, UnicodeDecodeError):
         return _proof_error(400, "invalid_request", "malformed JSON")
     if not isinstance(body, dict):

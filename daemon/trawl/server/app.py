@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable
 from aiohttp import web
 from aiohttp.typedefs import Handler
 
-from .. import ownpages
+from .. import jsonbody, ownpages
 from ..capabilities import Registry, Services, catalog, error_body, execute
 from ..capabilities.base import LocalBackend, unknown_op
 from ..capabilities.mcp import build_server
@@ -88,7 +88,7 @@ async def run_op(request: web.Request) -> web.Response:
     if len(raw) > MAX_BODY_BYTES:
         return _bad(413, f"body is over the {MAX_BODY_BYTES}-byte limit")
     try:
-        payload = json.loads(raw or b"null")
+        payload = jsonbody.loads(raw or b"null")
     except (ValueError, UnicodeDecodeError) as exc:
         return _bad(400, f"malformed JSON: {exc}")
     payload, dropped = _transport_fields(request, state.ops, name, payload)
