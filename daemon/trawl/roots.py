@@ -434,7 +434,7 @@ class FileAccess:
         given = self._absolute(path)
         real = _resolve(given)
         for p in dict.fromkeys((real, given)):
-            reason = secret_reason(p, self.protected) or trawl_dir_reason(p)
+            reason = trawl_dir_reason(p) or secret_reason(p, self.protected)
             if reason is not None:
                 raise _refused(f"refused to read {path} for an agent: {reason}; trawl never reads it for agents, "
                                "whatever the roots say", SECRET_HINT)
@@ -575,9 +575,9 @@ def trawl_dir_reason(path: Path) -> str | None:
             if any(os.path.lexists(d / m) for m in (KEY_FILE, SECRET_FILE, CODE_FILE)) or (
                     os.path.lexists(d / INFO_FILE)
                     and any(os.path.lexists(d / m) for m in (TOKEN_FILE, LOCK_FILE, SOCKET_FILE))):
-                return f"it is inside {d}, the state directory of a trawl instance (its token and secrets)"
+                return f"it is inside {d}, trawl's state directory (a trawl instance's token and secrets)"
             if any(_holds_cache_entries(d / sub, depth) for sub, depth in _CACHE_LAYOUT):
-                return f"it is inside {d}, the cache directory of a trawl instance (pages it read)"
+                return f"it is inside {d}, trawl's cache directory (pages a trawl instance read)"
         except OSError:
             continue
     return None
