@@ -150,7 +150,7 @@ def cache_file(cache_dir: Path, name: str) -> Path:
     """Where a single extractor's per-page figures are kept, named by the extractor's own version."""
     from importlib.metadata import PackageNotFoundError, version
 
-    dist = {"rs-trafilatura": "rs-trafilatura", "trafilatura": "trafilatura"}.get(name, "trawl")
+    dist = {"rs-trafilatura": "rs-trafilatura", "trafilatura": "trafilatura"}.get(name, "trawl-reader")
     try:
         ver = version(dist)
     except PackageNotFoundError:

@@ -43,7 +43,8 @@ def packaged_extension() -> Path:
     """The extension folder inside the installed package."""
     if not (PACKAGED / "manifest.json").is_file():
         raise ExtensionMissing(f"this trawl installation has no browser extension at {PACKAGED}; reinstall trawl "
-                               "(pip install --force-reinstall trawl) or load the repository's extension/ folder")
+                               "(pip install --force-reinstall trawl-reader) or load the repository's extension/ "
+                               "folder")
     return PACKAGED
 
 
