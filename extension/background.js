@@ -239,6 +239,7 @@ async function closeBackgroundTab(id) {
   await chrome.tabs.remove(id).catch(() => {});
   opened.delete(id);
   await saveOpened();
+  await releaseSite(id);
 }
 
 async function sweepOrphanTabs() {
@@ -247,6 +248,57 @@ async function sweepOrphanTabs() {
     if (!opened.has(id)) await chrome.tabs.remove(id).catch(() => {});
   }
   await saveOpened();
+  await releaseSite(null); // the rules of tabs a dead worker left
+}
+
+// ---------------------------------------------------------------- a loaded capture tab stays on its site
+// Once the page a background tab was opened for has loaded, the tab may not load a page of another site: two
+// session rules scoped to that tab (declarativeNetRequest) block every main-frame request but those to the
+// loaded page's own site (host, a leading "www." aside, and port: siteOf), before it is sent. So a page that
+// navigates to a denied site after load sends it nothing (not the page, not a favicon request), instead of one
+// request the capture then refused. Same-site navigations still load (they are read as the same page). The
+// rules go with the tab; the user's own tabs are never touched.
+let nextRuleId = 1;
+const siteRules = new Map(); // tab id -> its rule ids
+
+const escapeRe = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+
+async function keepOnSite(tabId, url) {
+  let u;
+  try {
+    u = new URL(url);
+  } catch (e) {
+    return;
+  }
+  if (u.protocol !== "http:" && u.protocol !== "https:") return;
+  const host = u.hostname.toLowerCase().replace(/^www\./, "");
+  const port = u.port ? `:${u.port}` : "";
+  const ids = [nextRuleId++, nextRuleId++];
+  const condition = { tabIds: [tabId], resourceTypes: [/** @type {any} */ ("main_frame")] };
+  await releaseSite(tabId);
+  siteRules.set(tabId, ids);
+  await chrome.declarativeNetRequest.updateSessionRules({
+    addRules: [
+      { id: ids[0], priority: 1, action: { type: /** @type {any} */ ("block") }, condition },
+      {
+        id: ids[1], priority: 2, action: { type: /** @type {any} */ ("allow") },
+        condition: { ...condition, regexFilter: `^https?://(www\\.)?${escapeRe(host)}${port}([/?#]|$)` },
+      },
+    ],
+  }).catch(() => siteRules.delete(tabId)); // no rule: the capture's own checks still refuse the move
+}
+
+// Drops a tab's rules (null: every rule whose tab this worker no longer has open).
+async function releaseSite(tabId) {
+  let ids = [];
+  if (tabId === null) {
+    const rules = await chrome.declarativeNetRequest.getSessionRules().catch(() => []);
+    ids = rules.filter((r) => !(r.condition.tabIds || []).some((t) => opened.has(t))).map((r) => r.id);
+  } else {
+    ids = siteRules.get(tabId) || [];
+    siteRules.delete(tabId);
+  }
+  if (ids.length) await chrome.declarativeNetRequest.updateSessionRules({ removeRuleIds: ids }).catch(() => {});
 }
 
 async function takeSlot(limit, deadline) {
@@ -386,6 +438,7 @@ async function readTab(tab, hops, msg, policy, deadline, timings, warnings, t0) 
     const loading = created || tab.status !== "complete";
     if (loading) {
       const load = await waitForLoad(tab.id, deadline, watch, created);
+      if (created && load.loaded) await keepOnSite(load.tab.id, load.tab.url || "");
       timings.load = Date.now() - t0;
       if (!load.loaded) warnings.push(`the page did not finish loading within ${msg.timeout_ms} ms; captured it as it was`);
       tab = load.tab;

@@ -3,7 +3,7 @@
     store = policy_store(settings)          # one store per policy file, shared by every source
     store.check(url)                        # raise BLOCKED_BY_POLICY naming the rule, or return
     store.current()                         # the SitePolicy in force (re-read when the file changes)
-    store.offer(other) -> "taken" | "kept"  # last-writer-wins merge with the extension's copy
+    store.save(policy)                      # write the file (the browser link's sync: browser/policy_sync.py)
 
 The policy (``SitePolicy``): a mode, ``allow_all_except_denied`` (the default) or ``deny_all_except_allowed``,
 an allow list and a deny list; the deny list always wins. A pattern is a host name (``example.com`` matches
@@ -13,12 +13,11 @@ The same rules are implemented in ``extension/policy.js``; the contract test run
 Where it lives: ``<state_dir>/site-policy.json`` (``TRAWL_SITE_POLICY_FILE``), mode 0600, written atomically.
 The user can edit it by hand or in the extension's options page; the two are kept in step:
 
-* each copy carries ``revision``: the time of its last edit in milliseconds since the epoch (0 = the
-  built-in default never edited);
-* the extension sends its copy after it attaches and whenever the user saves; the daemon sends its copy
-  when it has the newer one, and whenever the file changes (it watches the file's mtime);
-* the newer revision wins everywhere (last writer wins); on a tie the file's copy wins. A hand-edited
-  file without a revision gets its mtime as its revision.
+* by descent, never by clocks (``browser/policy_merge.py``): a copy that descends from the file replaces it,
+  a copy that is merely behind gets the file's, two copies edited apart are merged (deny wins) and the user
+  is told; each write keeps the previous file as ``site-policy.json.bak`` (``browser/policy_sync.py``);
+* ``revision`` is the time of the last edit in milliseconds since the epoch (0 = the built-in default never
+  edited; a hand-edited file without one gets its mtime), shown on the status page; it decides nothing.
 
 What is checked, for every source (extension, plain HTTP, headless, any other): the requested URL before
 any source runs, every redirect hop, the final URL, the URL of the document actually captured, and every
@@ -247,15 +246,6 @@ class PolicyStore:
         with self._lock:
             self._policy, self._stamp, self._error = policy, (st.st_mtime_ns, st.st_size), ""
         return policy
-
-    def offer(self, other: SitePolicy) -> Literal["taken", "kept"]:
-        """Last writer wins: take ``other`` when its revision is newer than ours, else keep ours."""
-        ours = self.current()
-        if other.revision > ours.revision:
-            self.save(other)
-            log.info("site policy updated from the extension (revision %d)", other.revision)
-            return "taken"
-        return "kept"
 
     def check(self, url: str) -> None:
         """Raise BLOCKED_BY_POLICY when the policy refuses ``url`` (an http(s) URL)."""

@@ -74,6 +74,7 @@ class RequestGuard:
         self.refused: list[tuple[str, TrawlError, bool]] = []  # (url, why, was it the main frame's navigation)
         self.responses: list[Response] = []
         self.hops: list[str] = []  # redirect hops Chromium followed itself: they never reach the route handler
+        self.nav_failures: list[tuple[str, str]] = []  # (url, Chromium's error) of main-frame navigations that failed
         self._verdicts: dict[tuple[str, int], TrawlError | None] = {}
 
     async def check(self, url: str) -> TrawlError | None:
@@ -130,6 +131,24 @@ class RequestGuard:
 
     def navigation_refusal(self) -> TrawlError | None:
         return next((err for _url, err, main in self.refused if main), None)
+
+    def failed(self, request: Request) -> None:
+        from playwright.async_api import Error as PlaywrightError
+
+        with contextlib.suppress(PlaywrightError):
+            if request.is_navigation_request() and request.frame.parent_frame is None and len(self.nav_failures) < 50:
+                self.nav_failures.append((request.url, request.failure or ""))
+
+    def refuse_error_page(self, shown_url: str) -> None:
+        """After load: a main-frame navigation the rules refused, or Chromium's own error page in the tab
+        ("blocked by client", net::ERR_*), is a typed error; that page is never returned as the page's content."""
+        refused = next(((url, err) for url, err, main in self.refused if main), None)
+        if refused is not None:
+            url, err = refused
+            raise TrawlError(err.code, f"the page navigated to {url} after it loaded: {err.message}", err.hint)
+        if shown_url.startswith("chrome-error:"):
+            url, why = self.nav_failures[-1] if self.nav_failures else (shown_url, "")
+            raise nav_error(Exception(why or "the browser showed its error page"), url)
 
     async def verify(self) -> None:
         """Refuse the page when a redirect hop went where the rules refuse, or any response came from an address
@@ -362,6 +381,7 @@ class PlaywrightSource:
         tab.page.on("requestfailed", tab.untrack)
         tab.page.on("response", guard.saw)
         tab.page.on("request", guard.saw_request)
+        tab.page.on("requestfailed", guard.failed)
         return tab
 
     async def _take_tab(self, browser: Browser, settings: Settings) -> GuardedTab:
@@ -443,6 +463,7 @@ class PlaywrightSource:
             left = max(0.5, deadline - time.monotonic() + CAPTURE_RESERVE_S)
             html, title = await capture(page, time.monotonic() + left)
             final_url = page.url
+            tab.guard.refuse_error_page(final_url)
             await asyncio.wait_for(tab.guard.verify(), timeout=max(1.0, deadline - time.monotonic() + 5.0))
             warnings.extend(tab.guard.warnings())
         except TimeoutError:
