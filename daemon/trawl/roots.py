@@ -408,14 +408,12 @@ class Named:
                 below.append(re.compile(_glob_regex(entry if "/" in entry.strip("/") else "**/" + entry)))
         return cls(tuple(absolute), tuple(below))
 
-    def covers(self, path: Path, root: Path | None) -> bool:
+    def covers(self, path: Path, roots: Iterable[Path]) -> bool:
         text = path.as_posix()
         if any(rx.fullmatch(text) for rx in self.absolute):
             return True
-        if root is None or not self.below_root:
-            return False
-        rel = path.relative_to(root).as_posix()
-        return any(rx.fullmatch(rel) for rx in self.below_root)
+        rels = [path.relative_to(r).as_posix() for r in roots if path != r and path.is_relative_to(r)]
+        return any(rx.fullmatch(rel) for rx in self.below_root for rel in rels)
 
 
 @dataclass(frozen=True, slots=True)
@@ -456,7 +454,7 @@ class FileAccess:
         return max(under, key=lambda r: len(r.parts)) if under else None
 
     def kind_or_dot_reason(self, p: Path, root: Path | None) -> str | None:
-        if self.named.covers(p, root):
+        if self.named.covers(p, self.roots):
             return None
         below = p.relative_to(root).parts if root is not None else p.parts[1:]
         dotted = next((part for part in below if part.startswith(".")), None)
@@ -467,7 +465,7 @@ class FileAccess:
 
     def check_content(self, real: Path, data: bytes) -> None:
         """Refuse a document-named file whose content is not a document (see :func:`content_reason`)."""
-        reason = content_reason(real.name, data, named=self.named.covers(real, self.root_of(real)))
+        reason = content_reason(real.name, data, named=self.named.covers(real, self.roots))
         if reason is not None:
             raise _refused(f"refused to read {real} for an agent: {reason}", KIND_HINT)
 

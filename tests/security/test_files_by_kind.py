@@ -229,3 +229,28 @@ async def test_a_relative_name_climbing_out_of_the_roots_is_refused(tmp_path: Pa
         refused(body, "outside the allowed roots")
         missing = await fetch_as_bridge(d, "../nothing-here.md", roots=[(home / "project").as_uri()])
         refused(missing, "outside the allowed roots")  # existence outside the roots is not revealed
+
+
+async def test_a_missing_absolute_path_under_a_root_is_not_found_with_a_hint(daemon: RunningDaemon,
+                                                                             home: Path) -> None:
+    body = await fetch(daemon, str(home / "project" / "docs" / "notse.md"))
+    assert body["ok"] is False and body["error"]["code"] == "not_found", body.get("error")
+    assert body["error"]["hint"]
+
+
+@pytest.mark.parametrize(("entry", "rel", "covered"), [
+    ("package.json", "package.json", True), ("package.json", "web/package.json", True),
+    ("package.json", ".config/package.json", False), ("*.toml", "a/pyproject.toml", True),
+    ("*.toml", ".cargo/config.toml", False), ("docs/*.json", "docs/a.json", True),
+    ("docs/*.json", "docs/sub/a.json", False), ("docs/*.json", "docs/.a.json", False),
+    (".github/**", ".github/workflows/ci.yml", True), (".github/**", ".github/.secret/x", False),
+    ("**/*.json", ".codex/auth.json", False), ("~/project/.git/config", "project/.git/config", True),
+    ("~/project/.git", "project/.git/config", True), ("~/project/.git", "project/.git/.token", False),
+    ("[!.]*.yaml", "ci.yaml", True),
+])
+def test_file_allow_globs_never_match_a_leading_dot_unless_spelled_out(home: Path, entry: str, rel: str,
+                                                                        covered: bool) -> None:
+    from trawl.roots import Named
+
+    root = home if entry.startswith("~") else home / "project"
+    assert Named.of([entry]).covers(home / rel if entry.startswith("~") else root / rel, [root]) is covered

@@ -55,7 +55,7 @@ class FileSource:
             st = path.stat()
         except FileNotFoundError:
             raise TrawlError(ErrorCode.NOT_FOUND, f"no such file: {path}",
-                             _url_hint(target)) from None
+                             _url_hint(target) or "Check the spelling of the path.") from None
         except PermissionError:
             raise TrawlError(ErrorCode.INVALID_REQUEST, f"permission denied: {path}") from None
         except OSError as exc:
