@@ -16,6 +16,7 @@ it asks: ``fetch_page`` through plain HTTP, headless Chromium or the extension; 
 
 from __future__ import annotations
 
+import socket
 import threading
 from urllib.parse import urlsplit
 
@@ -26,6 +27,7 @@ from .types import ErrorCode, TrawlError
 EXTENSION_SCHEMES = frozenset({"chrome-extension", "moz-extension", "safari-web-extension", "extension"})
 _WEB_SCHEMES = frozenset({"http", "https", "ws", "wss"})
 _DEFAULT_PORTS = {"http": 80, "ws": 80, "https": 443, "wss": 443}
+_LOCAL = ("loopback", "unspecified")  # netguard's categories of addresses that reach this machine
 
 _ports: dict[int, int] = {}  # port -> how many servers of this process serve it
 _lock = threading.Lock()
@@ -51,8 +53,12 @@ def _loopback(host: str) -> bool:
     if h == "localhost" or h.endswith(".localhost"):
         return True
     try:
-        return classify(h) in ("loopback", "unspecified")
+        return classify(h) in _LOCAL
     except ValueError:
+        pass
+    try:  # the IPv4 shorthands a browser's URL parser accepts: 2130706433, 0x7f.1, 127.1
+        return classify(socket.inet_ntoa(socket.inet_aton(h))) in _LOCAL
+    except (OSError, ValueError):
         return False
 
 

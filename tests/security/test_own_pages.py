@@ -30,7 +30,9 @@ MARKER = "zebrafish-ledger-7731"  # in a URL an agent asked for: the status page
 @pytest.mark.parametrize(("url", "own"), [
     ("http://127.0.0.1:8765/s/abc/", True), ("http://localhost:8765/", True), ("http://[::1]:8765/v1/status", True),
     ("http://[::ffff:127.0.0.1]:8765/s/x/", True), ("http://127.0.0.2:8765/", True), ("ws://127.0.0.1:8765/ext", True),
-    ("http://0.0.0.0:8765/", True), (f"chrome-extension://{PINNED_EXTENSION_ID}/options/options.html", True),
+    ("http://0.0.0.0:8765/", True), ("http://2130706433:8765/", True), ("http://0x7f.1:8765/s/k/", True),
+    ("http://[::ffff:7f00:1]:8765/", True), ("http://sub.localhost:8765/", True),
+    (f"chrome-extension://{PINNED_EXTENSION_ID}/options/options.html", True),
     ("http://127.0.0.1:8766/", False), ("http://example.com:8765/", False), ("https://127.0.0.1/", False),
     ("file:///tmp/x", False), ("not a url", False),
 ])
