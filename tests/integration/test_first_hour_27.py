@@ -170,3 +170,43 @@ async def test_cli_fetch_asks_the_running_daemon_and_says_so(tmp_path: Path) -> 
         assert "answered in this process (no daemon is running" in err, err
     finally:
         await site.cleanup()
+
+
+# -- item 7: arguments the tool's schema refuses come back as trawl's typed errors, with a hint ---------------
+@pytest.mark.parametrize(("tool", "args", "field", "takes"), [
+    ("fetch_page", {"url": "https://example.org/", "query": "pricing", "k": 0}, "k", "a whole number from 1 to 50"),
+    ("search_tabs", {"query": ""}, "query", "text of 1 to 4000 characters"),
+    ("read_more", {"page": "p", "chunk_id": "c", "after": 99}, "after", "a whole number from 0 to 20"),
+])
+async def test_mcp_refusals_are_typed_errors_with_hints(tmp_path: Path, tool: str, args: dict[str, object],
+                                                        field: str, takes: str) -> None:
+    from trawl.capabilities import LocalBackend, Services, catalog
+    from trawl.capabilities.mcp import build_server
+    from trawl.pipeline import Engine
+
+    settings = daemon_settings(tmp_path)
+    registry = catalog()
+    engine = Engine(settings)
+    try:
+        async with Client(build_server(registry, LocalBackend(Services(engine=engine, settings=settings),
+                                                              registry))) as c:
+            res = await c.call_tool(tool, args)
+    finally:
+        await engine.aclose()
+    text = res.content[0].text  # type: ignore[union-attr]
+    assert res.is_error and text.startswith("error [invalid_request]"), text
+    assert "validation error for" not in text and "errors.pydantic.dev" not in text, text
+    err = (res.structured_content or {})["error"]
+    assert err["code"] == "invalid_request" and err["message"].startswith(f"{field}:"), err
+    assert f"{field}: {takes}" in err["hint"], err
+
+
+async def test_http_api_refusal_carries_the_same_hint(tmp_path: Path) -> None:
+    import httpx
+
+    async with RunningDaemon(daemon_settings(tmp_path)) as d, \
+            httpx.AsyncClient(base_url=d.url, headers={"Authorization": f"Bearer {d.token}"}) as c:
+        r = await c.post("/v1/fetch", json={"url": "https://example.org/", "query": "pricing", "k": 0})
+    err = r.json()["error"]
+    assert r.status_code == 400 and err["code"] == "invalid_request"
+    assert "k: a whole number from 1 to 50" in err["hint"], err

@@ -177,6 +177,52 @@ def validation_message(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
+def _bounds(info: Any) -> str:
+    """What a field takes, from its type and constraints: "a whole number from 1 to 50", "text of 1-4000 chars"."""
+    lo = hi = length_lo = length_hi = None
+    for m in info.metadata:
+        lo = getattr(m, "ge", None) if getattr(m, "ge", None) is not None else lo
+        lo = f"more than {m.gt}" if getattr(m, "gt", None) is not None else lo
+        hi = getattr(m, "le", None) if getattr(m, "le", None) is not None else hi
+        length_lo = getattr(m, "min_length", None) if getattr(m, "min_length", None) is not None else length_lo
+        length_hi = getattr(m, "max_length", None) if getattr(m, "max_length", None) is not None else length_hi
+    ann = str(info.annotation)
+    if "str" in ann:
+        if length_lo or length_hi:
+            return (f"text of {length_lo or 0} to {length_hi} characters" if length_hi else
+                    f"text of at least {length_lo} character{'s' if (length_lo or 0) > 1 else ''}")
+        return "text"
+    kind = "a whole number" if "int" in ann and "float" not in ann else "a number"
+    if lo is not None and hi is not None:
+        return f"{kind} from {lo} to {hi}" if not str(lo).startswith("more") else f"{kind} {lo}, at most {hi}"
+    if lo is not None:
+        return f"{kind} of at least {lo}" if not str(lo).startswith("more") else f"{kind} {lo}"
+    return kind
+
+
+def validation_hint(model: type[Input], exc: ValidationError) -> str | None:
+    """What each refused field takes and means, from the input model's own declaration; None when no field is
+    named (the body as a whole was wrong)."""
+    parts: list[str] = []
+    for e in exc.errors():
+        name = str(e["loc"][0]) if e["loc"] else ""
+        info = model.model_fields.get(name)
+        if info is None:
+            if e["type"] == "extra_forbidden":
+                fields = [n for n in model.model_fields if n not in model.transport_only]
+                parts.append(f"{name} is not a field here (fields: {', '.join(fields)})")
+            continue
+        optional = "" if info.is_required() else "; leave it out for the default"
+        what = f" ({info.description})" if info.description else ""
+        parts.append(f"{name}: {_bounds(info)}{what}{optional}")
+    return "Call again with " + "; ".join(dict.fromkeys(parts)) + "." if parts else None
+
+
+def refusal(model: type[Input], exc: ValidationError) -> TrawlError:
+    """A request whose fields do not validate, as trawl's typed error: invalid_request, what was wrong, what fits."""
+    return TrawlError(ErrorCode.INVALID_REQUEST, validation_message(exc), validation_hint(model, exc))
+
+
 def unknown_op(registry: Registry, name: str) -> dict[str, Any]:
     return error_body(TrawlError(ErrorCode.NOT_FOUND, f"no operation {name!r}",
                                  f"operations: {', '.join(registry.names())}"))
@@ -192,7 +238,7 @@ async def execute(svc: Services, registry: Registry, name: str, payload: Any) ->
     try:
         req = cap.input.model_validate(payload)
     except ValidationError as exc:
-        refused = error_body(TrawlError(ErrorCode.INVALID_REQUEST, validation_message(exc)))
+        refused = error_body(refusal(cap.input, exc))
         usage.record(svc.settings, name, None, refused, 0.0)  # refused calls count too (error invalid_request)
         return refused
     target = req.target()

@@ -11,15 +11,16 @@ import inspect
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.resolve import ListRoots, Resolve
-from mcp_types import CallToolResult, ListRootsResult, TextContent, ToolAnnotations
+from mcp_types import CallToolResult, InputRequiredResult, ListRootsResult, TextContent, ToolAnnotations
 from mcp_types.version import is_version_at_least
 from pydantic import Field, ValidationError
 
 from .. import __version__
 from ..sources.urls import classify
 from ..types import ErrorCode, TrawlError
-from .base import Backend, Capability, Output, Registry
+from .base import Backend, Capability, Output, Registry, refusal
 
 INSTRUCTIONS = (
     "trawl reads web pages (and local files) for you and returns only the few passages that answer your "
@@ -118,11 +119,36 @@ def tool_function(cap: Capability, backend: Backend) -> Any:
     return call
 
 
+class _Server(MCPServer):
+    """The SDK's server, with arguments that fail the tool's schema (``k: 0``, an empty query) answered as trawl's
+    own typed error (``invalid_request``, what was wrong and what the field takes) in the capability's output, like
+    the HTTP API's, instead of the SDK's pydantic text."""
+
+    def __init__(self, registry: Registry, **kw: Any) -> None:
+        super().__init__("trawl", **kw)
+        self._by_tool = {cap.tool: cap for cap in registry if cap.agent_tool}
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+                        ) -> CallToolResult | InputRequiredResult:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            cap = self._by_tool.get(name)
+            if cap is None or not isinstance(exc.__cause__, ValidationError):  # not the arguments' validation
+                raise
+            try:
+                cap.input.model_validate({k: v for k, v in arguments.items() if k in cap.agent_fields()})
+            except ValidationError as ours:  # the capability's own model says the same, in trawl's words
+                target = arguments.get("url") or arguments.get("page") or arguments.get("query") or ""
+                return tool_result(cap, cap.output.failure(str(target)[:2000], refusal(cap.input, ours)))
+            raise
+
+
 def build_server(registry: Registry, backend: Backend, *, notice: str = "") -> MCPServer:
     """An MCP server with one tool per capability in ``registry``, each call sent to ``backend``; ``notice`` (the
     bridge's word on which daemon it uses, when the user runs another) ends the instructions."""
     instructions = INSTRUCTIONS + (f"\n\nNote for the user (from trawl-mcp): {notice}" if notice else "")
-    server: MCPServer = MCPServer("trawl", instructions=instructions, version=__version__, log_level="WARNING")
+    server: MCPServer = _Server(registry, instructions=instructions, version=__version__, log_level="WARNING")
     for cap in registry:
         if not cap.agent_tool:
             continue
