@@ -29,15 +29,33 @@ function render(s) {
   $("todo").hidden = !$("todo").textContent;
   $("pair-box").hidden = link.state === "connected" && s.paired;
   $("paused").checked = Boolean(s.paused);
-  const list = $("recent");
+  // What agents asked for, apart from the daemon's own background captures of open tabs (read ahead).
+  const entries = s.recent || [];
+  showReads($("recent"), entries.filter((r) => !r.preread), "None yet.");
+  showReads($("recent-ahead"), entries.filter((r) => r.preread), "None.");
+  // Open tabs the daemon holds read ahead (in its memory only): title, host, chunks, embedded or not.
+  const held = $("indexed");
+  held.textContent = "";
+  for (const t of s.indexed && s.indexed.length ? s.indexed : [null]) {
+    const li = document.createElement("li");
+    if (t === null) li.className = "empty";
+    li.textContent = t === null ? "None." : `${t.title || t.host} (${t.host}) · ${t.chunks} chunks · ` +
+      (t.embedded >= t.chunks ? "embedded" : `${t.embedded}/${t.chunks} embedded`);
+    held.append(li);
+  }
+  document.body.dataset.state = link.state;
+  document.body.dataset.paired = String(Boolean(s.paired));
+}
+
+function showReads(list, entries, none) {
   list.textContent = "";
-  if (!s.recent || !s.recent.length) {
+  if (!entries.length) {
     const li = document.createElement("li");
     li.className = "empty";
-    li.textContent = "None yet.";
+    li.textContent = none;
     list.append(li);
   }
-  for (const r of s.recent || []) {
+  for (const r of entries) {
     // Two lines per entry: what happened (wraps between words), then the URL on one line, cut with an ellipsis
     // (the whole URL in the tooltip) instead of broken mid-word.
     const li = document.createElement("li");
@@ -55,18 +73,6 @@ function render(s) {
     if (!r.ok) li.className = "fail";
     list.append(li);
   }
-  // Open tabs the daemon holds read ahead (in its memory only): title, host, chunks, embedded or not.
-  const held = $("indexed");
-  held.textContent = "";
-  for (const t of s.indexed && s.indexed.length ? s.indexed : [null]) {
-    const li = document.createElement("li");
-    if (t === null) li.className = "empty";
-    li.textContent = t === null ? "None." : `${t.title || t.host} (${t.host}) · ${t.chunks} chunks · ` +
-      (t.embedded >= t.chunks ? "embedded" : `${t.embedded}/${t.chunks} embedded`);
-    held.append(li);
-  }
-  document.body.dataset.state = link.state;
-  document.body.dataset.paired = String(Boolean(s.paired));
 }
 
 /**
