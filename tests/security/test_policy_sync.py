@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+import httpx
 import pytest
 from trawl.browser import PINNED_EXTENSION_ID
 from trawl.policy import now_revision, policy_path
@@ -296,6 +297,12 @@ async def test_a_hand_edited_deny_list_survives_the_options_page_save(
 
             notes = await until("the popup log to say the policy was merged", told)
             assert pattern in notes[0]["what"] or "mail.example.com" in notes[0]["what"]
+            # ... and the status page says so too.
+            async with httpx.AsyncClient(base_url=linked.daemon.url,
+                                         headers={"Authorization": f"Bearer {linked.daemon.token}"}) as c:
+                sync = (await c.get("/v1/status")).json()["browser"]["policy_sync"]
+            assert sync["merges"] == 1 and "mail.example.com" in sync["last_merge"], sync
+            assert sync["backup"] == str(path) + ".bak"
         else:
             # Nothing was edited in the browser: the file is untouched and the browser adopted it.
             assert on_file == hand and got["deny"] == hand["deny"]

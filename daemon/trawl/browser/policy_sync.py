@@ -109,7 +109,8 @@ class PolicySync:
             self.pushes += 1
 
     def describe(self) -> dict[str, Any]:
-        return {"pushes": self.pushes, "taken": self.taken, "merges": self.merges, "last_merge": self.last_merge}
+        return {"pushes": self.pushes, "taken": self.taken, "merges": self.merges, "last_merge": self.last_merge,
+                "backup": str(self.backup_path)}
 
     async def _tell(self, policy: SitePolicy) -> None:
         for hook in list(self.changed):

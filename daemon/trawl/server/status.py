@@ -282,11 +282,13 @@ def render_html(st: dict[str, Any]) -> str:
 
 def _merged_html(browser: dict[str, Any]) -> str:
     """The browser's copy and the file were edited apart and merged (browser/policy_sync.py): say what changed."""
-    note = (browser.get("policy_sync") or {}).get("last_merge", "")
+    sync = browser.get("policy_sync") or {}
+    note = sync.get("last_merge", "")
     if not note:
         return ""
     return (f"<br><strong>Merged:</strong> the browser's copy and the file were both edited; trawl kept both, deny "
-            f"wins ({html.escape(note)}). The file's previous version is in site-policy.json.bak.")
+            f"wins ({html.escape(note)}). The file's previous version is in "
+            f"<code>{html.escape(str(sync.get('backup', '')))}</code>.")
 
 
 def _glance_html(st: dict[str, Any]) -> str:
