@@ -461,7 +461,7 @@ class FileAccess:
         if dotted is not None:
             where = "a dot-file" if dotted == p.name else "inside a dot-directory"
             return f"{dotted} is {where} (tools keep their settings and tokens there)"
-        return kind_reason(p.name)
+        return None if p.is_dir() else kind_reason(p.name)  # a directory is refused as one by the file source
 
     def check_content(self, real: Path, data: bytes) -> None:
         """Refuse a document-named file whose content is not a document (see :func:`content_reason`)."""
