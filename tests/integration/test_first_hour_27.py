@@ -210,3 +210,16 @@ async def test_http_api_refusal_carries_the_same_hint(tmp_path: Path) -> None:
     err = r.json()["error"]
     assert r.status_code == 400 and err["code"] == "invalid_request"
     assert "k: a whole number from 1 to 50" in err["hint"], err
+
+
+# -- item 8: `trawl stats` does not count the calls that ask for the statistics --------------------------------
+async def test_stats_do_not_count_their_own_calls(tmp_path: Path) -> None:
+    import httpx
+
+    page = write_pages(tmp_path / "site", 1)[0]
+    async with RunningDaemon(daemon_settings(tmp_path, usage_log=True)) as d, \
+            httpx.AsyncClient(base_url=d.url, headers={"Authorization": f"Bearer {d.token}"}) as c:
+        assert (await c.post("/v1/fetch", json={"url": str(page), "query": "how do I install it?"})).json()["ok"]
+        first = (await c.post("/v1/stats", json={})).json()
+        second = (await c.post("/v1/stats", json={})).json()
+    assert first["calls"] == second["calls"] == 1 and second["by_op"] == {"fetch": 1}, second

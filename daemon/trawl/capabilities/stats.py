@@ -84,7 +84,8 @@ def stats_of(settings: Settings, days: float | None = None, now: float | None = 
         skipped, origin = 0, "memory"
         warnings.append("the usage file is off (TRAWL_USAGE_LOG=1 turns it on): these are only the calls this "
                         "process served since it started")
-    s = usage.summarise(records)
+    # Reading the figures is not using trawl: answered stats calls are left out (a refused one is an error to see).
+    s = usage.summarise([r for r in records if r.op != "stats" or r.error is not None])
     return StatsOut(origin=origin, calls=s.calls, errors=s.errors, first=_iso(s.first_ts), last=_iso(s.last_ts),
                     by_op=s.by_op, by_source=[SourceOut(**vars(x)) for x in s.by_source],
                     tokens_returned=s.tokens_returned, tokens_page=s.tokens_page, saving=round(s.saving, 4),

@@ -219,8 +219,8 @@ def _fmt_extractor(x: dict[str, Any]) -> str:
 def _fmt_hour(h: dict[str, Any]) -> str:
     if not h.get("calls"):
         return "no calls in the last hour"
-    saved = (f", {h['tokens_returned']:,} of {h['tokens_page']:,} page tokens returned (saved {h['saving']:.0%})"
-             if h.get("tokens_page") else "")
+    saved = (f", {h['tokens_returned']:,} of {h['tokens_page']:,} page tokens returned "
+             f"(saved {saved_text(h['saving'])})" if h.get("tokens_page") else "")
     return (f"{_plural(h['calls'], 'call')}, {_plural(h['errors'], 'error')}, latency p50 {h['p50_ms']:.0f} ms "
             f"p95 {h['p95_ms']:.0f} ms{saved}")
 
@@ -230,7 +230,8 @@ table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #ddd;pad
 vertical-align:top}th{background:#f4f4f4}dt{font-weight:600;float:left;clear:left;width:10em}dd{margin:0 0 .4em 11em}
 .bad{color:#a00}.num{white-space:nowrap}.ok{color:#070}code{background:#f4f4f4;padding:0 .2em}
 .glance{display:grid;grid-template-columns:repeat(auto-fit,minmax(20em,1fr));gap:1em;margin:1em 0}
-.card{border:1px solid #ddd;border-radius:6px;padding:.6em .9em}.card h3{margin:0 0 .4em;font-size:1em}
+.card{border:1px solid #ddd;border-radius:6px;padding:.6em .9em;min-width:0;overflow-wrap:anywhere}
+.card h3{margin:0 0 .4em;font-size:1em}.card table{table-layout:fixed}.card code{word-break:break-all}
 .big{font-size:1.4em;font-weight:600}.meter{background:#eee;height:.8em;border-radius:.4em;overflow:hidden}
 .meter span{display:block;height:100%;background:#2a7}.chart{width:100%;height:auto;max-width:36em}"""
 
@@ -309,11 +310,11 @@ def _glance_html(st: dict[str, Any]) -> str:
             + f"</p>{chart_svg(h.get('buckets') or [], float(h.get('bucket_s', BUCKET_S)))}"
             "<p><small>bars: calls per 5 minutes (red: errors) · line: their median latency</small></p></div>")
     if h.get("tokens_page"):
-        share = max(0.0, min(1.0, h["tokens_returned"] / h["tokens_page"]))
-        tokens = (f"<div class='card'><h3>Tokens</h3><p><span class='big'>{h['saving']:.0%}</span> saved: "
+        saved = max(0.0, min(1.0, 1.0 - h["tokens_returned"] / h["tokens_page"]))  # the bar shows what it says
+        tokens = (f"<div class='card'><h3>Tokens</h3><p><span class='big'>{saved_text(saved)}</span> saved: "
                   f"{h['tokens_returned']:,} tokens returned instead of {h['tokens_page']:,} for the whole pages"
-                  f"</p><div class='meter' title='returned / whole pages'><span style='width:{share * 100:.1f}%'>"
-                  "</span></div></div>")
+                  f"</p><div class='meter' title='saved: the share of the whole pages not returned'>"
+                  f"<span style='width:{saved * 100:.1f}%'></span></div></div>")
     else:
         tokens = "<div class='card'><h3>Tokens</h3><p>No page read in the last hour.</p></div>"
     site_rows = "".join(f"<tr><td>{e(x['host'])}</td><td class=num>{x['reads']}</td>"
@@ -330,6 +331,15 @@ def _glance_html(st: dict[str, Any]) -> str:
     x = st.get("extractor") or {}
     extract = f"<div class='card'><h3>Extraction</h3><p>{e(_fmt_extractor(x))}</p></div>"
     return f"<div class='glance'>{link}{hour}{tokens}{sites}{errors}{extract}</div>"
+
+
+def saved_text(saved: float) -> str:
+    """The share saved, never rounded up to a "100%" that did not happen (nor down to "0%")."""
+    if 0.995 <= saved < 1.0:
+        return f"{min(saved, 0.999):.1%}"
+    if 0.0 < saved < 0.005:
+        return "<1%"
+    return f"{saved:.0%}"
 
 
 def chart_svg(buckets: list[dict[str, Any]], bucket_s: float = BUCKET_S) -> str:
