@@ -223,3 +223,18 @@ async def test_stats_do_not_count_their_own_calls(tmp_path: Path) -> None:
         first = (await c.post("/v1/stats", json={})).json()
         second = (await c.post("/v1/stats", json={})).json()
     assert first["calls"] == second["calls"] == 1 and second["by_op"] == {"fetch": 1}, second
+
+
+# -- item 8: a page that answers 404 comes back with what to do next ------------------------------------------
+async def test_not_found_carries_a_hint(tmp_path: Path) -> None:
+    from trawl.pipeline import Engine
+
+    site, url = await _serve_page()
+    engine = Engine(daemon_settings(tmp_path))
+    try:
+        result = await engine.fetch(url.replace("/tides", "/tides-2019"), "when is high water?")
+    finally:
+        await engine.aclose()
+        await site.cleanup()
+    assert result.error is not None and result.error.code == "not_found"
+    assert result.error.hint and "typo" in result.error.hint and "moved" in result.error.hint

@@ -14,6 +14,10 @@ from ..roots import FileAccess
 from ..settings import Settings
 from ..types import Page
 
+# What a page that answered HTTP 404/410 leaves the caller to do (plain HTTP and the headless browser alike).
+NOT_FOUND_HINT = ("Check the URL for a typo; the page may have moved or been removed: fetch the site's home page or a "
+                  "search and follow its links to where it went.")
+
 
 @dataclass(frozen=True, slots=True)
 class FetchRequest:

@@ -23,7 +23,7 @@ from ..netguard import NetGuard, PinnedTransport, Resolver, default_port, parse_
 from ..policy import check_url
 from ..settings import Settings
 from ..types import ErrorCode, Page, PageKind, TrawlError
-from .base import FetchRequest
+from .base import NOT_FOUND_HINT, FetchRequest
 from .body import build_page, cap_for
 from .sniff import EXTENSION_KINDS, binary_reason, is_generic_binary_type, kind_from_content_type, sniff_kind
 from .urls import classify, unsupported_scheme, validate_http_url
@@ -217,7 +217,7 @@ async def _raise_for_status(url: str, response: httpx.Response) -> None:
     phrase = response.reason_phrase or ""
     label = f"HTTP {status} {phrase}".strip()
     if status in (404, 410):
-        raise TrawlError(ErrorCode.NOT_FOUND, f"{label} for {url}")
+        raise TrawlError(ErrorCode.NOT_FOUND, f"{label} for {url}", NOT_FOUND_HINT)
     if status == 401:
         raise TrawlError(ErrorCode.LOGIN_REQUIRED, f"{label}: {_host(url)} wants a login",
                          "Open the page in your browser with the trawl extension connected, then ask again.")

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..settings import Settings
 from ..types import ErrorCode, TrawlError
+from .base import NOT_FOUND_HINT
 
 if TYPE_CHECKING:
     from playwright.async_api import Browser, BrowserContext, Request, Route
@@ -424,7 +425,7 @@ def ms_left(deadline: float) -> float:
 
 def check_response(url: str, status: int | None, ctype: str, warnings: list[str]) -> None:
     if status in (404, 410):
-        raise TrawlError(ErrorCode.NOT_FOUND, f"{url} answered HTTP {status}")
+        raise TrawlError(ErrorCode.NOT_FOUND, f"{url} answered HTTP {status}", NOT_FOUND_HINT)
     if status is not None and status >= 400:
         if status not in (401, 403, 429, 503):  # those may carry a login or challenge page: render and let walls say
             raise TrawlError(ErrorCode.HTTP_ERROR, f"{url} answered HTTP {status}")
