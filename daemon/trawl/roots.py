@@ -206,8 +206,13 @@ _KIND_NAMES: dict[str, str] = {
     "xml": "XML data", "plist": "a property list", "csv": "tabular data", "tsv": "tabular data",
     "log": "a log", "db": "a database", "sqlite": "a database", "lock": "a lock file",
 }
-_PRIVATE_KEY_BLOCK = re.compile(rb"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")
-_CONFIG_LINE = re.compile(r"^\s*(?:\[[^\]\n]{1,200}\]|[A-Za-z0-9_.\-]{1,100}\s*[=:]\s*\S.*|export\s+\w+=.*)$")
+_PRIVATE_KEY_BLOCK = re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")
+# A line of a settings file: [section], key = value, key: value, "key": value, key: (a YAML mapping), export K=V.
+_CONFIG_LINE = re.compile(r"""^\s*(?:\[[^\]\n]{1,200}\]|["']?[A-Za-z0-9_.\-]{1,100}["']?\s*[=:](?:\s*\S.*)?"""
+                          r"|export\s+\w+=.*)$")
+_PUNCTUATION_LINE = re.compile(r"^\s*[\[\]{}(),;]+\s*$")  # a JSON/HCL line of brackets: neither prose nor a setting
+_LEADING_COMMENTS = re.compile(r"^(?:\s*(?://[^\n]*|/\*.*?\*/))*\s*", re.S)
+_JSON_KEY = re.compile(r"""^[\[{]\s*[\[{]?\s*"[^"\n]{1,200}"\s*:""")  # {"key": ... / [{"key": ... (JSONC, cut short)
 
 
 def _refused(message: str, hint: str = ROOTS_HINT) -> TrawlError:
@@ -318,32 +323,40 @@ def kind_reason(name: str) -> str | None:
 def content_reason(name: str, data: bytes, *, named: bool) -> str | None:
     """Why the content of a document-named file is not one an agent may read, or None.
 
-    A private key block is refused whatever the name; unless the user named the file, so is a body that is a JSON
-    document, or, where prose was promised (.txt, .md, README...), a page of ``key = value`` / ``[section]`` lines
-    (INI, TOML, .netrc-like stores saved under a document's name)."""
-    if _PRIVATE_KEY_BLOCK.search(data):
+    A private key block is refused whatever the name; unless the user named the file, so is a body that is JSON (a
+    document that parses, or one that opens like an object with a quoted key: JSONC, JSON5, a file cut at the cap),
+    or, where prose was promised (.txt, .md, README...), a page of settings lines (INI, TOML, YAML, .env-like)."""
+    text = _text_of(data)
+    if _PRIVATE_KEY_BLOCK.search(text):
         return f"{name} holds a private key"
     if named:
         return None
-    body = data.lstrip(b"\xef\xbb\xbf \t\r\n")
-    if body[:1] in (b"{", b"["):
+    lead = _LEADING_COMMENTS.sub("", text[:4096], count=1)
+    if lead[:1] in ("{", "["):
         try:
-            parsed = json.loads(data.decode("utf-8-sig"))
-        except (ValueError, UnicodeDecodeError):
+            parsed = json.loads(text)
+        except ValueError:
             parsed = None
-        if isinstance(parsed, dict | list):
+        if isinstance(parsed, dict | list) or _JSON_KEY.match(lead):
             return f"{name} holds JSON data, not a document"
     low = name.lower()
     stem, dot, ext = low.rpartition(".")
     prose = ext in _PROSE_EXTENSIONS if dot and stem else low in _PROSE_NAMES
-    if prose and _config_shaped(data):
+    if prose and _config_shaped(text):
         return f"{name} reads as configuration (key = value lines), not a document"
     return None
 
 
-def _config_shaped(data: bytes) -> bool:
-    text = data[:65536].decode("utf-8", "replace")
-    lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith(("#", ";", "//"))]
+def _text_of(data: bytes) -> str:
+    """The body as text the way the file source decodes it: UTF-16 by its byte-order mark, else UTF-8."""
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        return data.decode("utf-16", "replace")
+    return data.decode("utf-8", "replace").removeprefix("\ufeff")
+
+
+def _config_shaped(text: str) -> bool:
+    lines = [ln for ln in text[:65536].splitlines()
+             if ln.strip() and not ln.lstrip().startswith(("#", ";", "//")) and not _PUNCTUATION_LINE.match(ln)]
     if len(lines) < 2:
         return bool(lines) and _CONFIG_LINE.match(lines[0]) is not None and "=" in lines[0]
     hits = sum(1 for ln in lines if _CONFIG_LINE.match(ln))

@@ -53,6 +53,16 @@ DISGUISED: dict[str, str] = {
     "project/README": f"[default]\naws_access_key_id = AKIA00000000\naws_secret_access_key = {TOKEN}\n",
     "project/docs/deploy.txt": (f"-----BEGIN OPENSSH PRIVATE KEY-----\n{TOKEN}\n"
                                 "-----END OPENSSH PRIVATE KEY-----\n"),
+    "project/notes/hosts.txt": f"github.com:\n    user: al\n    oauth_token: {TOKEN}\n",  # YAML
+    "project/notes/vscode.md": f'// settings\n{{\n  "github.token": "{TOKEN}", // mine\n}}\n',  # JSONC
+    "project/notes/cut.txt": '{"tokens": {"access_token": "' + TOKEN + '", "refresh": "' + "x" * 40,  # cut short
+    "project/notes/db.md": f"[client]\nuser = al\npassword = {TOKEN}\n\n[mysqldump]\nquick\n",
+}
+# The same in UTF-16, which the file source decodes by its byte-order mark.
+WIDE: dict[str, bytes] = {
+    "project/notes/login16.txt": f"user = al\npassword = {TOKEN}\nhost = db.example\n".encode("utf-16"),
+    "project/notes/key16.txt": f"-----BEGIN RSA PRIVATE KEY-----\n{TOKEN}\n-----END RSA PRIVATE KEY-----\n"
+                               .encode("utf-16"),
 }
 # What a project's documents look like: each must still be read.
 DOCUMENTS: dict[str, tuple[str, str]] = {
@@ -68,6 +78,11 @@ DOCUMENTS: dict[str, tuple[str, str]] = {
                                "greenhouse"),
     "project/docs/setup.md": ("# Setup\n\nRun the installer.\n\nKey: value pairs in the options file are "
                               "read once.\n\n- first = the seed list\n", "installer"),
+    "project/docs/release.md": ("---\ntitle: Release notes\ndate: 2026-03-01\n---\n\n# Release notes\n\n"
+                                "The planner now sorts seeds by season, and the greenhouse page shows the "
+                                "weekly watering rota.\n\nVersion: 2.1\n", "watering rota"),
+    "project/docs/list.md": ('[1]: https://example.org/seeds "Seeds"\n\nSee the seed catalogue [1] for the '
+                             "varieties we grow in the north beds.\n", "north beds"),
 }
 
 
@@ -81,6 +96,8 @@ def _write(home: Path, files: dict[str, str]) -> None:
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     h = tmp_path / "home"
     _write(h, {**ATTACKS, **BY_KIND, **DISGUISED, **{k: v for k, (v, _) in DOCUMENTS.items()}})
+    for rel, data in WIDE.items():
+        (h / rel).write_bytes(data)
     (h / "project" / "docs" / "paper.pdf").write_bytes(make_pdf("Drift", "The measured drift was 0.8 millimetres "
                                                                         "per year at the northern station."))
     monkeypatch.setenv("HOME", str(h))
@@ -118,9 +135,9 @@ async def test_configuration_and_data_files_are_refused_by_kind(daemon: RunningD
     assert "TRAWL_FILE_ALLOW" in body["error"]["hint"]
 
 
-@pytest.mark.parametrize("rel", list(DISGUISED))
+@pytest.mark.parametrize("rel", [*DISGUISED, *WIDE])
 async def test_a_documents_name_on_a_store_is_refused_by_content(daemon: RunningDaemon, home: Path, rel: str) -> None:
-    no_leak(await fetch(daemon, str(home / rel)))
+    no_leak(await fetch(daemon, str(home / rel)))  # read, the decoded text would carry TOKEN
 
 
 @pytest.mark.parametrize("rel", [*DOCUMENTS, "project/docs/paper.pdf"])
