@@ -126,11 +126,14 @@ def _over_unix_socket(request: web.Request) -> bool:
 
 def _serve_own_port(app: web.Application, port: int) -> None:
     """While this app serves ``port``, no source reads a page there: its pages are trawl's own (ownpages.py)."""
-    ownpages.serving(port)
+
+    async def start(_app: web.Application) -> None:
+        ownpages.serving(port)
 
     async def stop(_app: web.Application) -> None:
         ownpages.stopped(port)
 
+    app.on_startup.append(start)
     app.on_cleanup.append(stop)
 
 
