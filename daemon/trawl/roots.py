@@ -193,7 +193,7 @@ _DOCUMENT_NAMES = frozenset({
     "readme", "license", "licence", "copying", "notice", "authors", "contributors", "changelog", "changes",
     "history", "news", "install", "todo", "thanks", "credits", "maintainers", "contributing", "security",
     "makefile", "gnumakefile", "dockerfile", "containerfile", "vagrantfile", "jenkinsfile", "rakefile", "gemfile",
-    "justfile", "snakefile", "cmakelists",
+    "justfile", "snakefile",
 })
 _PROSE_NAMES = _DOCUMENT_NAMES - frozenset({"makefile", "gnumakefile", "dockerfile", "containerfile", "vagrantfile",
                                             "jenkinsfile", "rakefile", "gemfile", "justfile", "snakefile"})
