@@ -271,3 +271,48 @@ def test_file_allow_globs_never_match_a_leading_dot_unless_spelled_out(home: Pat
 
     root = home if entry.startswith("~") else home / "project"
     assert Named.of([entry]).covers(home / rel if entry.startswith("~") else root / rel, [root]) is covered
+
+
+# ------------------------------------------------------- issue 27 item 4 through the MCP faces (real SDK clients)
+async def test_relative_names_over_streamable_http_use_the_clients_roots(tmp_path: Path, home: Path) -> None:
+    from tests.security.test_mcp_roots import http_client, out_of, roots_callback
+
+    async with (RunningDaemon(daemon_settings(tmp_path, file_roots=()), warm=False) as d,
+                http_client(d, list_roots_callback=roots_callback(home / "project")) as c):
+        found = out_of(await c.call_tool("fetch_page", {"url": "docs/notes.txt", "query": "greenhouse"}))
+        assert found.ok and any("greenhouse" in ch.text for ch in found.chunks), found.error
+        missing = out_of(await c.call_tool("fetch_page", {"url": "notes.md"}))
+        assert missing.error is not None and missing.error.code == "not_found", missing.error
+        assert str(home / "project") in missing.error.message and missing.error.hint
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+async def test_a_mistyped_name_through_the_stdio_bridge_is_not_found(tmp_path: Path, home: Path) -> None:
+    # The scenario of the report: trawl-mcp starts the daemon in its state directory; the client's working
+    # directory and roots are the project. A relative name must be looked up there, never in the state dir.
+    import os
+
+    from mcp.client import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    from tests.integration.test_daemon_helpers import free_port
+    from tests.integration.test_mcp import TRAWL_MCP, stop_daemon
+    from tests.security.test_mcp_roots import out_of, roots_callback
+
+    env = {k: v for k, v in os.environ.items() if k != "TRAWL_FILE_ROOTS"}
+    env.update({"TRAWL_STATE_DIR": str(tmp_path / "state"), "TRAWL_CACHE_DIR": str(tmp_path / "cache"),
+                "TRAWL_PORT": str(free_port()), "TRAWL_DENSE": "none", "HOME": str(home)})
+    params = StdioServerParameters(command=TRAWL_MCP, args=[], env=env, cwd=str(home / "project" / "docs"))
+    try:
+        async with Client(params, list_roots_callback=roots_callback(home / "project")) as c:
+            here = out_of(await c.call_tool("fetch_page", {"url": "notes.txt", "query": "greenhouse"}))  # cwd
+            assert here.ok and any("greenhouse" in ch.text for ch in here.chunks), here.error
+            root = out_of(await c.call_tool("fetch_page", {"url": "README.md", "query": "seeds"}))  # a root
+            assert root.ok, root.error
+            for name in ("notse.txt", "token", "daemon.json"):  # the last two exist in the daemon's state dir
+                missing = out_of(await c.call_tool("fetch_page", {"url": name}))
+                assert missing.error is not None and missing.error.code == "not_found", (name, missing.error)
+                assert "state" not in missing.error.message, missing.error
+    finally:
+        stop_daemon(tmp_path / "state")
