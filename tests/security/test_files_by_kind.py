@@ -12,16 +12,22 @@ The tokens are unique strings: a refusal that still leaked one would fail on ``T
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp.client import Client
+from mcp.client.stdio import StdioServerParameters
+from trawl.roots import Named
 from trawl.server.runner import RunningDaemon
 
-from tests.integration.test_daemon_helpers import daemon_settings
+from tests.integration.test_daemon_helpers import daemon_settings, free_port
+from tests.integration.test_mcp import TRAWL_MCP, stop_daemon
 from tests.readers_fake import make_pdf
 from tests.security.test_files import fetch, fetch_as_bridge, refused
+from tests.security.test_mcp_roots import http_client, out_of, roots_callback
 
 TOKEN = "ghp_Zq81xKd93kdLq0wTrawlCanary"
 
@@ -267,16 +273,12 @@ async def test_a_missing_absolute_path_under_a_root_is_not_found_with_a_hint(dae
 ])
 def test_file_allow_globs_never_match_a_leading_dot_unless_spelled_out(home: Path, entry: str, rel: str,
                                                                         covered: bool) -> None:
-    from trawl.roots import Named
-
     root = home if entry.startswith("~") else home / "project"
     assert Named.of([entry]).covers(home / rel if entry.startswith("~") else root / rel, [root]) is covered
 
 
 # ------------------------------------------------------- issue 27 item 4 through the MCP faces (real SDK clients)
 async def test_relative_names_over_streamable_http_use_the_clients_roots(tmp_path: Path, home: Path) -> None:
-    from tests.security.test_mcp_roots import http_client, out_of, roots_callback
-
     async with (RunningDaemon(daemon_settings(tmp_path, file_roots=()), warm=False) as d,
                 http_client(d, list_roots_callback=roots_callback(home / "project")) as c):
         found = out_of(await c.call_tool("fetch_page", {"url": "docs/notes.txt", "query": "greenhouse"}))
@@ -291,15 +293,6 @@ async def test_relative_names_over_streamable_http_use_the_clients_roots(tmp_pat
 async def test_a_mistyped_name_through_the_stdio_bridge_is_not_found(tmp_path: Path, home: Path) -> None:
     # The scenario of the report: trawl-mcp starts the daemon in its state directory; the client's working
     # directory and roots are the project. A relative name must be looked up there, never in the state dir.
-    import os
-
-    from mcp.client import Client
-    from mcp.client.stdio import StdioServerParameters
-
-    from tests.integration.test_daemon_helpers import free_port
-    from tests.integration.test_mcp import TRAWL_MCP, stop_daemon
-    from tests.security.test_mcp_roots import out_of, roots_callback
-
     env = {k: v for k, v in os.environ.items() if k != "TRAWL_FILE_ROOTS"}
     env.update({"TRAWL_STATE_DIR": str(tmp_path / "state"), "TRAWL_CACHE_DIR": str(tmp_path / "cache"),
                 "TRAWL_PORT": str(free_port()), "TRAWL_DENSE": "none", "HOME": str(home)})
