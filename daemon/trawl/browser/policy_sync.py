@@ -119,7 +119,13 @@ class PolicySync:
             except Exception:  # one hook must not stop the others (or the sync)
                 log.exception("a site policy change hook failed")
 
-    async def _changed_file(self, policy: SitePolicy) -> None:
+    async def _changed_file(self, _policy: SitePolicy) -> None:
+        # Runs a moment after the file was read: send what is in force now, never the copy the listener saw (a
+        # sync may have written a newer one meanwhile, and a stale push would make the browser adopt it).
+        try:
+            policy = self.store.current()
+        except TrawlError:
+            return
         await self._tell(policy)
         await self.push(policy)
 
