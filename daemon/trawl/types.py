@@ -193,6 +193,10 @@ class FetchResult:
     warnings: tuple[str, ...] = ()
     error: ErrorInfo | None = None
     page_key: str = ""  # handle for read_more / neighbouring chunks
+    # Absolute signal beside the page-relative scores (trawl.scores.match_of): "good", "weak" (no passage matches
+    # the question well: the page may not answer it), "" when nothing was ranked (whole page, no question).
+    match: str = ""
+    evidence: dict[str, float] = field(default_factory=dict)  # what match_of judged: meaning, words
 
     @property
     def ok(self) -> bool:

@@ -238,3 +238,25 @@ async def test_not_found_carries_a_hint(tmp_path: Path) -> None:
         await site.cleanup()
     assert result.error is not None and result.error.code == "not_found"
     assert result.error.hint and "typo" in result.error.hint and "moved" in result.error.hint
+
+
+# -- item 5: an absolute word beside the relative scores; passages with no evidence left out --------------------
+async def test_fetch_says_when_no_passage_matches_and_drops_passages_without_evidence(tmp_path: Path) -> None:
+    from trawl.pipeline import Engine
+
+    page = write_pages(tmp_path / "site", 1)[0]
+    engine = Engine(daemon_settings(tmp_path))  # BM25 alone here: the words decide (meaning: bench_match.py)
+    try:
+        own = PageOut.of(await engine.fetch(str(page), "how do I install the Widget0 tool?"))
+        other = PageOut.of(await engine.fetch(str(page), "what is the boiling point of mercury?"))
+    finally:
+        await engine.aclose()
+    assert own.ok and own.match == "good" and own.evidence["words"] >= 0.4, own.evidence
+    assert own.chunks and all(c.score > 0 for c in own.chunks)  # nothing padded with 0.000
+    assert not any("no passage matches" in w for w in own.warnings)
+    assert other.ok and other.match == "weak" and other.evidence["words"] < 0.4, other.evidence
+    assert any(w.startswith("no passage matches the question well") for w in other.warnings), other.warnings
+    from trawl.capabilities.render import render_page
+
+    head = render_page(other).split("\n\n")[0]  # trawl's own word, above the page's untrusted block
+    assert "match: weak" in head

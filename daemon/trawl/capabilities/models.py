@@ -64,6 +64,12 @@ class PageOut(Output):
     timings_ms: dict[str, float] = Field(default_factory=dict)
     cached: list[str] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list, description="may quote the page (untrusted)")
+    match: str = Field(default="", description="absolute match of the question to the page, beside the relative "
+                                               "scores: good, or weak (no passage matches well: the page may not "
+                                               "answer it); empty when nothing was ranked")
+    evidence: dict[str, float] = Field(default_factory=dict, description="what `match` judged: meaning (best cosine "
+                                                                         "of a passage) and words (share of the "
+                                                                         "question's words on the page)")
     error: ErrorOut | None = None
     untrusted_content: str = ""
 

@@ -24,6 +24,9 @@ def render_page(p: PageOut, *, neighbours: bool = False) -> str:
             f"tokens) · source {p.source} · mode {p.mode}" + (f" · cached {'+'.join(p.cached)}" if p.cached else "")
             + (f" · {len(cov.unread)} frame(s) not read" if cov.unread else ""),
             f"page: {p.page}"]
+    if p.match == "weak":  # trawl's own judgement, outside the page's block
+        head.append("match: weak: no passage matches the question well; the page may not answer it (scores are "
+                    "relative to this page: its best passage scores 1 anyway)")
     frame = Frame([p.title, p.url, p.final_url, *p.warnings, *(c.text for c in p.chunks),
                    *(h for c in p.chunks for h in c.heading_path)])
     forged = 0

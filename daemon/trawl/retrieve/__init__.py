@@ -64,6 +64,11 @@ class Ranking:
     mode: Mode
     warnings: tuple[str, ...] = ()
     cached_embeddings: bool = False
+    # Absolute evidence (trawl.scores.match_of reads it): the best raw cosine between the question and a chunk
+    # compared by meaning (None: none was), and the idf-weighted share of the question's words on the page.
+    meaning: float | None = None
+    words: float = 0.0
+    typical: float | None = None  # the median cosine of the chunks compared by meaning
 
 
 class Retriever:
@@ -181,7 +186,8 @@ class Retriever:
         plang = page_lang or guess_lang(" ".join(c.text for c in chunks[:8])[:3000])
         qlang = guess_lang(query, plang)  # the page's language settles a short, ambiguous question
         same = same_language(qlang, plang)
-        w_bm25 = fuse.bm25_weight(same, index.coverage(qterms, stopwords(qlang)))
+        words = index.coverage(qterms, stopwords(qlang))
+        w_bm25 = fuse.bm25_weight(same, words)
         blind = w_bm25 < 0.5
 
         dense: np.ndarray | None = None
@@ -260,7 +266,9 @@ class Retriever:
             len(chunks), w_bm25, len(have_vec), fresh, mode, (time.perf_counter() - t0) * 1000,
         )
         cached = dense is not None and bool(have_vec) and fresh == 0
-        return Ranking(ranked, mode, tuple(warnings), cached)
+        meaning = float(dense[have_vec].max()) if dense is not None and have_vec else None
+        typical = float(np.median(dense[have_vec])) if dense is not None and have_vec else None
+        return Ranking(ranked, mode, tuple(warnings), cached, meaning, words, typical)
 
     # ------------------------------------------------------------- dense
     def _dense(
