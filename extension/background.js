@@ -270,12 +270,11 @@ async function keepOnSite(tabId, url) {
   } catch (e) {
     return;
   }
-  if (u.protocol !== "http:" && u.protocol !== "https:") return;
+  if ((u.protocol !== "http:" && u.protocol !== "https:") || siteRules.has(tabId)) return;
   const host = u.hostname.toLowerCase().replace(/^www\./, "");
   const port = u.port ? `:${u.port}` : "";
   const ids = [nextRuleId++, nextRuleId++];
   const condition = { tabIds: [tabId], resourceTypes: [/** @type {any} */ ("main_frame")] };
-  await releaseSite(tabId);
   siteRules.set(tabId, ids);
   await chrome.declarativeNetRequest.updateSessionRules({
     addRules: [
@@ -287,6 +286,12 @@ async function keepOnSite(tabId, url) {
     ],
   }).catch(() => siteRules.delete(tabId)); // no rule: the capture's own checks still refuse the move
 }
+
+// The moment a capture tab has loaded (not at the capture's next poll): a page that navigates away right after
+// its load event finds the rules already there.
+chrome.tabs.onUpdated.addListener((tabId, info, tab) => {
+  if (info.status === "complete" && opened.has(tabId) && tab.url) keepOnSite(tabId, tab.url).catch(() => {});
+});
 
 // Drops a tab's rules (null: every rule whose tab this worker no longer has open).
 async function releaseSite(tabId) {
