@@ -117,6 +117,9 @@ _SECRET_SUBDIRS: dict[tuple[str, ...], str] = {
     (".gem", "credentials"): "RubyGems tokens",
     (".local", "share", "fish", "fish_history"): "shell history",
 }
+_SUBDIRS_BY_HEAD: dict[str, list[tuple[tuple[str, ...], str]]] = {}
+for _seq, _why in _SECRET_SUBDIRS.items():
+    _SUBDIRS_BY_HEAD.setdefault(_seq[0], []).append((_seq, _why))
 # File names that are credentials by convention.
 _SECRET_FILES: dict[str, str] = {
     ".netrc": "login credentials",
@@ -246,7 +249,7 @@ def secret_reason(real: Path, protected: Iterable[tuple[Path, str]] = ()) -> str
     for i, part in enumerate(parts):
         if part in _SECRET_DIRS:
             return f"it is inside a {real.parts[i]} directory ({_SECRET_DIRS[part]})"
-        for seq, why in _SECRET_SUBDIRS.items():
+        for seq, why in _SUBDIRS_BY_HEAD.get(part, ()):
             if tuple(parts[i:i + len(seq)]) == seq:
                 return f"it is inside {'/'.join(real.parts[i:i + len(seq)])} ({why})"
     name = real.name
@@ -579,19 +582,21 @@ def trawl_dir_reason(path: Path) -> str | None:
     from .channel.discovery import INFO_FILE, LOCK_FILE, SOCKET_FILE
     from .channel.token import TOKEN_FILE
 
-    for d in (path, *path.parents):
-        try:
-            if not d.is_dir():
-                continue
-            if any(os.path.lexists(d / m) for m in (KEY_FILE, SECRET_FILE, CODE_FILE)) or (
-                    os.path.lexists(d / INFO_FILE)
-                    and any(os.path.lexists(d / m) for m in (TOKEN_FILE, LOCK_FILE, SOCKET_FILE))):
+    state_alone = (KEY_FILE, SECRET_FILE, CODE_FILE)
+    beside_info = (TOKEN_FILE, LOCK_FILE, SOCKET_FILE)
+    d = str(path)
+    while True:  # plain strings and stat calls: this runs on every path an agent names, up to the root
+        if os.path.isdir(d):
+            at = d.rstrip("/") + "/"
+            if any(os.path.lexists(at + m) for m in state_alone) or (
+                    os.path.lexists(at + INFO_FILE) and any(os.path.lexists(at + m) for m in beside_info)):
                 return f"it is inside {d}, trawl's state directory (a trawl instance's token and secrets)"
-            if any(_holds_cache_entries(d / sub, depth) for sub, depth in _CACHE_LAYOUT):
+            if any(_holds_cache_entries(at + sub, depth) for sub, depth in _CACHE_LAYOUT):
                 return f"it is inside {d}, trawl's cache directory (pages a trawl instance read)"
-        except OSError:
-            continue
-    return None
+        parent = os.path.dirname(d)
+        if parent == d:
+            return None
+        d = parent
 
 
 # A cache's subdirectory, and how many levels of directories lie above its two-hex-digit shards.
@@ -601,17 +606,21 @@ _SHARD = re.compile(r"^[0-9a-f]{2}$")
 _SCAN = 64  # entries looked at per directory: a cache shard is never empty for long
 
 
-def _holds_cache_entries(d: Path, depth: int) -> bool:
-    if not d.is_dir():
+def _holds_cache_entries(d: str, depth: int) -> bool:
+    if not os.path.isdir(d):
         return False
-    dirs = [d]
-    for _ in range(depth):
-        dirs = [Path(e.path) for x in dirs for e in _entries(x) if e.is_dir()]
-    return any(e.is_dir() and _SHARD.match(e.name) and any(f.name.endswith(_CACHE_SUFFIXES) for f in _entries(e.path))
-               for x in dirs for e in _entries(x))
+    try:
+        dirs = [d]
+        for _ in range(depth):
+            dirs = [e.path for x in dirs for e in _entries(x) if e.is_dir()]
+        return any(e.is_dir() and _SHARD.match(e.name) and any(f.name.endswith(_CACHE_SUFFIXES)
+                                                               for f in _entries(e.path))
+                   for x in dirs for e in _entries(x))
+    except OSError:  # unreadable (another user's 0700 cache): nothing an agent could read there either
+        return False
 
 
-def _entries(d: str | Path) -> list[os.DirEntry[str]]:
+def _entries(d: str) -> list[os.DirEntry[str]]:
     with os.scandir(d) as it:
         return list(itertools.islice(it, _SCAN))
 
