@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gate_qa import PAIRS, found  # one answer matcher for the benchmark and the CI gate
-from trawl.retrieve import Retriever
+from trawl.retrieve import Ranking, Retriever
 from trawl.settings import Settings
 from trawl.stages import prepare
 from trawl.text import approx_tokens
@@ -68,6 +68,7 @@ class Row:
     bm_tokens: list[int] = field(default_factory=list)
     page_tokens: list[int] = field(default_factory=list)
     ms: list[float] = field(default_factory=list)
+    cpu_ms: list[float] = field(default_factory=list)  # process CPU time (the machine may be shared and busy)
     modes: dict[str, int] = field(default_factory=lambda: defaultdict(int))
 
 
@@ -117,7 +118,9 @@ def prepare_file(path: Path, settings: Settings, url: str = "") -> tuple[str, li
     return ready.doc.markdown, list(ready.chunks), ready.doc.lang
 
 
-def run_set(name: str, root: Path, args: argparse.Namespace, questions: Path | None = None) -> dict[str, Row]:
+def run_set(
+    name: str, root: Path, args: argparse.Namespace, questions: Path | None = None
+) -> tuple[dict[str, Row], dict[str, Row]]:
     fresh = tempfile.TemporaryDirectory(prefix="trawl-bench-cold-") if (args.cold or args.first) else None
     cache_dir = Path(fresh.name) if fresh else Path(args.cache_dir)
     settings = Settings.from_env(cache_dir=cache_dir, embed_ahead=False)
@@ -128,6 +131,7 @@ def run_set(name: str, root: Path, args: argparse.Namespace, questions: Path | N
     print(f"[{name}] model load {load_s:.2f} s ({(time.perf_counter() - t):.2f} s with warm-up)", file=sys.stderr)
     pages = load_questions(questions or root, args.limit, args.pairs)
     rows: dict[str, Row] = defaultdict(Row)
+    base_rows: dict[str, Row] = defaultdict(Row)  # --ab: the same questions without the static table
     total = sum(len(v) for v in pages.values())
     done = 0
     t_start = time.perf_counter()
@@ -142,37 +146,25 @@ def run_set(name: str, root: Path, args: argparse.Namespace, questions: Path | N
         page_tokens = sum(approx_tokens(c.text) for c in chunks)
         for q in qs:
             pair = f"{q['question_lang']}>{q['lang']}"
-            row = rows[pair]
-            row.n += 1
-            row.ceiling += found(q["answers"], markdown)
-            ranker = hybrid
-            if args.first:  # a fresh retriever and empty cache: this question is the first on the page
-                ranker = Retriever(settings.with_(cache_dir=cache_dir / f"q{done}"))
-                ranker.warm()
-            t = time.perf_counter()
-            h = ranker.rank(q["question"], chunks, lang, None, page_key)
-            row.ms.append((time.perf_counter() - t) * 1000)
-            if ranker is not hybrid:
-                ranker.close()
             b = bm25.rank(q["question"], chunks, lang, None, page_key)
-            row.modes[h.mode] += 1
-            row.r1 += bool(h.chunks) and found(q["answers"], h.chunks[0].text)
-            row.r3 += found(q["answers"], "\n".join(c.text for c in h.chunks[:3]))
-            row.r5 += found(q["answers"], "\n".join(c.text for c in h.chunks[:5]))
-            hit = found(q["answers"], "\n".join(c.text for c in h.chunks))
-            row.rk += hit
-            if args.misses and not hit:
-                print(
-                    f"\n  miss {pair} {html_path} ({len(chunks)} chunks, {h.mode}, "
-                    f"{sum(approx_tokens(c.text) for c in h.chunks)} tokens): {q['question']!r}"
-                    + "".join(f"\n    warning: {w}" for w in h.warnings),
-                    file=sys.stderr,
-                )
-            row.b1 += bool(b.chunks) and found(q["answers"], b.chunks[0].text)
-            row.bk += found(q["answers"], "\n".join(c.text for c in b.chunks))
-            row.tokens.append(sum(approx_tokens(c.text) for c in h.chunks))
-            row.bm_tokens.append(sum(approx_tokens(c.text) for c in b.chunks))
-            row.page_tokens.append(page_tokens)
+            runs = [(rows, settings)]
+            if args.ab:  # the path without the table, in the same run; which goes first alternates
+                runs.append((base_rows, settings.with_(static_table="off")))
+                if done % 2:
+                    runs.reverse()
+            for which, st in runs:
+                row = which[pair]
+                ranker = hybrid
+                if args.first:  # a fresh retriever and empty cache: this question is the first on the page
+                    ranker = Retriever(st.with_(cache_dir=cache_dir / f"q{done}-{id(which)}"))
+                    ranker.warm()
+                t, c = time.perf_counter(), time.process_time()
+                h = ranker.rank(q["question"], chunks, lang, None, page_key)
+                row.ms.append((time.perf_counter() - t) * 1000)
+                row.cpu_ms.append((time.process_time() - c) * 1000)
+                if ranker is not hybrid:
+                    ranker.close()
+                score(row, q, h, b, markdown, page_tokens, html_path, len(chunks), args.misses)
             done += 1
         el = time.perf_counter() - t_start
         print(
@@ -184,7 +176,34 @@ def run_set(name: str, root: Path, args: argparse.Namespace, questions: Path | N
     hybrid.close()
     if fresh is not None:
         fresh.cleanup()
-    return rows
+    return rows, base_rows
+
+
+def score(
+    row: Row, q: dict, h: Ranking, b: Ranking, markdown: str, page_tokens: int, html_path: str, n_chunks: int,
+    misses: bool,
+) -> None:
+    pair = f"{q['question_lang']}>{q['lang']}"
+    row.n += 1
+    row.ceiling += found(q["answers"], markdown)
+    row.modes[h.mode] += 1
+    row.r1 += bool(h.chunks) and found(q["answers"], h.chunks[0].text)
+    row.r3 += found(q["answers"], "\n".join(c.text for c in h.chunks[:3]))
+    row.r5 += found(q["answers"], "\n".join(c.text for c in h.chunks[:5]))
+    hit = found(q["answers"], "\n".join(c.text for c in h.chunks))
+    row.rk += hit
+    if misses and not hit:
+        print(
+            f"\n  miss {pair} {html_path} ({n_chunks} chunks, {h.mode}, "
+            f"{sum(approx_tokens(c.text) for c in h.chunks)} tokens): {q['question']!r}"
+            + "".join(f"\n    warning: {w}" for w in h.warnings),
+            file=sys.stderr,
+        )
+    row.b1 += bool(b.chunks) and found(q["answers"], b.chunks[0].text)
+    row.bk += found(q["answers"], "\n".join(c.text for c in b.chunks))
+    row.tokens.append(sum(approx_tokens(c.text) for c in h.chunks))
+    row.bm_tokens.append(sum(approx_tokens(c.text) for c in b.chunks))
+    row.page_tokens.append(page_tokens)
 
 
 def pct(a: int, n: int) -> str:
@@ -196,7 +215,8 @@ def report(name: str, rows: dict[str, Row]) -> None:
     head = (
         f"{'pair':7} {'n':>5} {'ceil':>6} {'R@1':>6} {'R@3':>6} {'R@5':>6} {'R@ret':>6} {'gap':>6}"
         f" {'bm R@1':>7} {'bm R@ret':>8}"
-        f" {'tok':>6} {'bm tok':>6} {'page tok':>8} {'ratio':>6} {'tok%':>5} {'ms p50':>7} {'ms p95':>7}  modes"
+        f" {'tok':>6} {'bm tok':>6} {'page tok':>8} {'ratio':>6} {'tok%':>5} {'ms p50':>7} {'ms p95':>7}"
+        f" {'cpu p50':>7}  modes"
     )
     print(head)
     allrow = Row()
@@ -217,6 +237,7 @@ def report(name: str, rows: dict[str, Row]) -> None:
         allrow.bm_tokens += r.bm_tokens
         allrow.page_tokens += r.page_tokens
         allrow.ms += r.ms
+        allrow.cpu_ms += r.cpu_ms
         for m, c in r.modes.items():
             allrow.modes[m] += c
     if allrow.n:
@@ -236,7 +257,8 @@ def _line(pair: str, r: Row) -> None:
         f"{pair:7} {r.n:5d} {pct(r.ceiling, r.n):>6} {pct(r.r1, r.n):>6} {pct(r.r3, r.n):>6} {pct(r.r5, r.n):>6}"
         f" {pct(r.rk, r.n):>6} {gap:6.3f}"
         f" {pct(r.b1, r.n):>7} {pct(r.bk, r.n):>8} {tok:6.0f} {statistics.mean(r.bm_tokens):6.0f} {page:8.0f}"
-        f" {page / max(tok, 1):6.1f} {share:5.1f} {statistics.median(ms):7.1f} {p95:7.1f}  {modes}"
+        f" {page / max(tok, 1):6.1f} {share:5.1f} {statistics.median(ms):7.1f} {p95:7.1f}"
+        f" {statistics.median(r.cpu_ms):7.1f}  {modes}"
     )
 
 
@@ -253,6 +275,8 @@ def main() -> None:
                     help="every question is the first on its page (fresh retriever and cache per question)")
     ap.add_argument("--misses", action="store_true",
                     help="print each question whose answer is not in the returned chunks (stderr)")
+    ap.add_argument("--ab", action="store_true",
+                    help="also rank every question without the static table (static_table=off), same run")
     ap.add_argument("--pairs", default="", help="only these pairs, comma-separated (e.g. en>de,en>ru)")
     args = ap.parse_args()
     sets = {"both": ["qa-dev", "qa-dev-long"], "all": ["qa-dev", "qa-dev-long", "paraphrase"]}.get(args.set, [args.set])
@@ -261,12 +285,14 @@ def main() -> None:
     print(f"# bench_qa: {variant}, first_answer={Settings.from_env().first_answer}")
     for name in sets:
         if name == "paraphrase":
-            rows = run_set(name, Path(args.data) / "wcxb-dev", args, here / "data" / "paraphrase-dev")
+            rows, base = run_set(name, Path(args.data) / "wcxb-dev", args, here / "data" / "paraphrase-dev")
         elif name == "ko-dev":  # Korean pages and questions written for the check (see its README)
-            rows = run_set(name, here / "data" / "ko-dev", args)
+            rows, base = run_set(name, here / "data" / "ko-dev", args)
         else:
-            rows = run_set(name, Path(args.data) / name, args)
-        report(name, rows)
+            rows, base = run_set(name, Path(args.data) / name, args)
+        report(name + (f" (static table: {Settings.from_env().static_table})" if args.ab else ""), rows)
+        if args.ab:
+            report(name + " (static table: off)", base)
 
 
 if __name__ == "__main__":

@@ -10,6 +10,9 @@ from trawl import Settings
 from trawl.chromium import find_chromium
 
 ROOT = Path(__file__).resolve().parent.parent
+# The static table's distillation (retrieve/static.py, ~15 CPU-minutes) never starts under the tests, nor in the
+# daemons they start: tests of the table build a small one and name it.
+os.environ.setdefault("TRAWL_STATIC_TABLE", "off")
 DEMO_PAGE = ROOT / "daemon" / "trawl" / "data" / "demo.html"
 
 

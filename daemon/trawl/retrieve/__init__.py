@@ -41,12 +41,12 @@ from ..cache.salt import cache_key
 from ..settings import Settings
 from ..text import approx_tokens
 from ..types import Chunk, Mode
-from . import context, fuse, select
+from . import context, fuse, select, static
 from .ahead import EmbedAhead
 from .bm25 import BM25Index
 from .embed import CALIBRATION_TEXT, Embedder, EmbedError, embed_text, make_embedder
 from .expand import Expander, blend
-from .first import FIRST_DENSE_WEIGHT, FIRST_HEAD, First, bm25_sure, with_bm25_set
+from .first import FIRST_DENSE_WEIGHT, FIRST_HEAD, First, bm25_sure, candidates_first, with_bm25_set
 from .rerank import Reranker, RerankError, apply_scores
 from .tokenize import guess_lang, same_language, script_of, stopwords
 
@@ -134,6 +134,7 @@ class Retriever:
         d["embed_ahead_pending"] = self._ahead.pending() if self._ahead else 0
         d["embedding_rate_chunks_s"] = round(self._rate, 2)
         d["first_answer"] = self.settings.first_answer
+        d["static_table"] = static.status(self.settings)
         d["cache"] = self._cache.stats()
         if self._load_error:
             d["error"] = self._load_error
@@ -207,6 +208,13 @@ class Retriever:
                         f"{len(have_vec)} of them also by meaning"
                         + (" (the rest is being embedded ahead)" if self._ahead is not None else "")
                     )
+                if first.static is not None:
+                    late = False
+                    warnings.append(
+                        f"page not embedded yet: {len(have_vec)} of {len(chunks)} chunks compared by meaning, "
+                        "picked by word match and the static table"
+                        + (" (the rest is being embedded ahead)" if self._ahead is not None else "")
+                    )
                 if late:
                     warnings.append(
                         f"dense budget ({self.settings.dense_budget_s:g} s) reached: "
@@ -230,6 +238,8 @@ class Retriever:
             weight = fuse.fusion_weight(w_bm25, same) if bm.max() > 0 else 0.0
             cjk_page = script_of(plang) in ("cjk", "hangul")
             fused = fuse.combine(bm, dense, have_vec, weight, fuse.BM25_SHARE_CJK if cjk_page else fuse.BM25_SHARE)
+            if first.static is not None:
+                fused = candidates_first(fused, have_vec, first.static)
             mode = "hybrid" if weight > 0 else "dense-only"
         else:
             weight = 1.0
@@ -322,7 +332,15 @@ class Retriever:
             # not cached yet. Never none at all: a racing question would otherwise find zero vectors
             # and silently answer by BM25 alone.
             limit = min(limit, AHEAD_HEAD)
-        if prior is not None:
+        picks = None
+        if first is not None and long_page and s.first_answer == "words" and prior is None:
+            picks = self._static_picks(query, texts, bm, first)
+        if picks is not None:  # across languages: the static table picks what the dense model compares
+            todo = [i for i in picks if keys[i] not in vecs][:limit]
+            got, late = self._embed_within(todo, keys, texts, min(deadline, t0 + s.first_cross_s), at_least=1)
+            vecs.update(got)
+            fresh = len(got)
+        elif prior is not None:
             todo = [i for i in fuse.order_by(prior) if keys[i] not in vecs][:FIRST_HEAD]
             end = min(deadline, t0 + s.first_dense_s) if sure else deadline
             got, late = self._embed_within(todo, keys, texts, end, at_least=1)
@@ -347,6 +365,14 @@ class Retriever:
             else:
                 raise EmbedError(f"cached vectors have dimension {m.shape[1]}, the query {qvec.shape[0]}")
         return dense, have, fresh, late
+
+    def _static_picks(self, query: str, texts: list[str], bm: np.ndarray, first: First) -> list[int] | None:
+        """Every chunk ordered by BM25 fused with the static table (:mod:`.static`), when the table is ready."""
+        table = static.get(self.settings)
+        if table is None:
+            return None
+        first.static = fuse.combine(bm, static.scores(table, query, texts), range(len(texts)), first.weight)
+        return fuse.order_by(first.static)
 
     def _embed_within(
         self, todo: list[int], keys: list[str], texts: list[str], deadline: float, at_least: int = 0

