@@ -65,7 +65,9 @@ def render(result: PageOut) -> str:
     ]
     if result.match == "weak":  # trawl's own judgement, outside the page's block
         head.append("match: weak: no passage matches the question well; the page may not answer it")
-    frame = Frame([result.title, result.final_url, *result.warnings, *(c.text for c in result.chunks),
+    head.extend(f"note: {one_line(n, 1000)}" for n in result.notes)  # trawl's own diagnostics: no page text
+    quoted = [w for w in result.warnings if w not in result.notes]  # may quote the page: inside the block
+    frame = Frame([result.title, result.final_url, *quoted, *(c.text for c in result.chunks),
                    *(h for c in result.chunks for h in c.heading_path)])
     out = ["\n".join(head), frame.open(),
            f"{one_line(result.title) or '(no title)'}\n{one_line(result.final_url or result.url, 2000)}"]
@@ -76,7 +78,7 @@ def render(result: PageOut) -> str:
         shown = f"  ⚠ {', '.join(flags)}" if flags else ""
         score = f"{c.score:.3f}" if result.mode != "whole-page" else f"#{c.index}"
         out.append(f"── [{score}] {path}  (id {c.id}){shown}\n{textwrap.indent(text, '   ')}")
-    for w in result.warnings:
+    for w in quoted:
         out.append(f"warning: {one_line(w, 1000)}")
     out.append(frame.close())
     return "\n\n".join(out)

@@ -280,7 +280,8 @@ class Engine:
         if ranking.cached_embeddings:
             cached = (*cached, "embeddings")
         result = self._result(req, prep, chunks, ranking.mode, (*ranking.warnings, *verdict.warnings), timings, cached)
-        return replace(result, match=verdict.match, evidence=verdict.evidence)
+        return replace(result, match=verdict.match, evidence=verdict.evidence,
+                       notes=(*ranking.warnings, *verdict.warnings))
 
     # 7. respond
     def _result(

@@ -197,6 +197,9 @@ class FetchResult:
     # the question well: the page may not answer it), "" when nothing was ranked (whole page, no question).
     match: str = ""
     evidence: dict[str, float] = field(default_factory=dict)  # what match_of judged: meaning, words
+    # The warnings that are trawl's own diagnostics (ranking, match): never page text, so shown outside the page's
+    # untrusted block. They stay in ``warnings`` too, which is every warning.
+    notes: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -207,6 +210,7 @@ class FetchResult:
         d["chunks"] = [c.to_dict() for c in self.chunks]
         d["cached"] = list(self.cached)
         d["warnings"] = list(self.warnings)
+        d["notes"] = list(self.notes)
         d["timings_ms"] = {k: round(v, 2) for k, v in self.timings_ms.items()}
         if self.error is not None:
             d["error"] = self.error.to_dict()

@@ -258,5 +258,8 @@ async def test_fetch_says_when_no_passage_matches_and_drops_passages_without_evi
     assert any(w.startswith("no passage matches the question well") for w in other.warnings), other.warnings
     from trawl.capabilities.render import render_page
 
-    head = render_page(other).split("\n\n")[0]  # trawl's own word, above the page's untrusted block
-    assert "match: weak" in head
+    text = render_page(other)
+    head, block = text.split("\n\n")[0], text.split("\n\n", 1)[1]  # trawl's own words, then the page's block
+    assert "match: weak" in head and "note: no passage matches the question well" in head, head
+    assert "no passage matches" not in block  # trawl's diagnostics are not inside the untrusted block
+    assert other.notes and set(other.notes) <= set(other.warnings)  # warnings still holds every warning

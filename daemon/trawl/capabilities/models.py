@@ -70,6 +70,8 @@ class PageOut(Output):
     evidence: dict[str, float] = Field(default_factory=dict, description="what `match` judged: meaning (best cosine "
                                                                          "of a passage) and words (share of the "
                                                                          "question's words on the page)")
+    notes: list[str] = Field(default_factory=list, description="the warnings that are trawl's own diagnostics "
+                                                                "(ranking, match): never page text")
     error: ErrorOut | None = None
     untrusted_content: str = ""
 

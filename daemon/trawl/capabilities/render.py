@@ -27,7 +27,9 @@ def render_page(p: PageOut, *, neighbours: bool = False) -> str:
     if p.match == "weak":  # trawl's own judgement, outside the page's block
         head.append("match: weak: no passage matches the question well; the page may not answer it (scores are "
                     "relative to this page: its best passage scores 1 anyway)")
-    frame = Frame([p.title, p.url, p.final_url, *p.warnings, *(c.text for c in p.chunks),
+    head.extend(f"note: {one_line(n, 1000)}" for n in p.notes)  # trawl's own diagnostics: no page text
+    quoted = [w for w in p.warnings if w not in p.notes]  # warnings that may quote the page stay inside
+    frame = Frame([p.title, p.url, p.final_url, *quoted, *(c.text for c in p.chunks),
                    *(h for c in p.chunks for h in c.heading_path)])
     forged = 0
     block = [f"title: {one_line(p.title) or '(none)'}\nurl: {one_line(p.final_url or p.url, 2000)}"]
@@ -42,7 +44,7 @@ def render_page(p: PageOut, *, neighbours: bool = False) -> str:
         meta = f"id {c.id}" + ("" if neighbours else f", score {c.score:.3f}")
         shown = f"  [flagged: {', '.join(flags)}]" if flags else ""
         block.append(f"## {path}  ({meta}){shown}\n{textwrap.indent(text, '  ')}")
-    block.extend(f"warning: {one_line(w, 1000)}" for w in p.warnings)
+    block.extend(f"warning: {one_line(w, 1000)}" for w in quoted)
     parts = ["\n".join(head), frame.open(), *block, frame.close()]
     if forged:
         parts.append(f"flagged: {forged} line(s) of the page imitate an untrusted-text boundary (neutralised above); "
