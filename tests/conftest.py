@@ -10,6 +10,9 @@ from trawl import Settings
 from trawl.chromium import find_chromium
 
 ROOT = Path(__file__).resolve().parent.parent
+# The developer's own ~/.config/trawl/config.toml stays out of the tests and the processes they start (a test that
+# means to read a config file gives its own HOME or TRAWL_CONFIG).
+os.environ.setdefault("TRAWL_CONFIG", os.devnull)
 # The static table's distillation (retrieve/static.py, ~15 CPU-minutes) never starts under the tests, nor in the
 # daemons they start: tests of the table build a small one and name it.
 os.environ.setdefault("TRAWL_STATIC_TABLE", "off")
