@@ -1,11 +1,14 @@
-"""Issue 27, item 8, at the unit level: the status page's token card, and the absolute match signal's rules."""
+"""Issue 27 at the unit level: the config file, the status page's token card, the absolute match signal's rules."""
 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
+import pytest
 from trawl.scores import LIFT_WEAK, MEANING_CLOSE, MEANING_WEAK, WORDS_WEAK, judged, match_of
 from trawl.server.status import _glance_html, saved_text
+from trawl.settings import Settings, SettingsError, config_path
 from trawl.types import Chunk
 
 
@@ -52,3 +55,31 @@ def test_match_is_weak_only_when_both_meaning_and_words_are() -> None:
     between = (MEANING_WEAK + MEANING_CLOSE) / 2
     assert match_of(between, 0.0, typical=between - LIFT_WEAK / 2) == "weak"  # does not stand out
     assert match_of(between, 0.0, typical=between - 2 * LIFT_WEAK) == "good"  # stands out from the page
+
+
+def test_config_file_sits_between_the_defaults_and_the_environment(tmp_path: Path) -> None:
+    cfg = tmp_path / "config.toml"
+    cfg.write_text('port = 9911\nstate_dir = "~/trawl-state"\nfile_roots = ["/srv/a", "/srv/b"]\n', encoding="utf-8")
+    s = Settings.from_env({"TRAWL_CONFIG": str(cfg), "TRAWL_PORT": "9912"})
+    assert s.port == 9912  # the variable wins over the file's line
+    assert s.state_dir == Path("~/trawl-state").expanduser() and s.file_roots == ("/srv/a", "/srv/b")
+    assert Settings.from_env({"TRAWL_CONFIG": str(cfg)}).port == 9911
+    assert Settings().port == 8765  # made in code: neither file nor environment
+    home = tmp_path / "home"
+    (home / ".config" / "trawl").mkdir(parents=True)
+    (home / ".config" / "trawl" / "config.toml").write_text("port = 9913\n", encoding="utf-8")
+    assert config_path({"XDG_CONFIG_HOME": str(home / ".config")}) == home / ".config" / "trawl" / "config.toml"
+    assert Settings.from_env({"XDG_CONFIG_HOME": str(home / ".config")}).port == 9913
+
+
+@pytest.mark.parametrize(("text", "said"), [
+    ('port = "abc"\n', "port = 'abc' in"),
+    ("colour = 3\n", "unknown setting 'colour' in"),
+    ("port = \n", "is not valid TOML"),
+])
+def test_bad_config_file_lines_name_the_file(tmp_path: Path, text: str, said: str) -> None:
+    cfg = tmp_path / "config.toml"
+    cfg.write_text(text, encoding="utf-8")
+    with pytest.raises(SettingsError) as err:
+        Settings.from_env({"TRAWL_CONFIG": str(cfg)})
+    assert said in str(err.value) and str(cfg) in str(err.value)
