@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,9 @@ ROOT = Path(__file__).resolve().parent.parent
 # The developer's own ~/.config/trawl/config.toml stays out of the tests and the processes they start (a test that
 # means to read a config file gives its own HOME or TRAWL_CONFIG).
 os.environ.setdefault("TRAWL_CONFIG", os.devnull)
+# Daemons this session starts leave their notes (trawl.channel.running) in a folder of its own, so a bridge or
+# `trawl doctor` under test never hears of another session's daemons.
+os.environ.setdefault("TRAWL_RUNNING_DIR", tempfile.mkdtemp(prefix="trawl-running-"))
 # The static table's distillation (retrieve/static.py, ~15 CPU-minutes) never starts under the tests, nor in the
 # daemons they start: tests of the table build a small one and name it.
 os.environ.setdefault("TRAWL_STATIC_TABLE", "off")

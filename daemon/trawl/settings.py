@@ -30,6 +30,8 @@ from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSetti
 
 ENV_PREFIX = "TRAWL_"
 CONFIG_VARIABLE = "TRAWL_CONFIG"  # the config file's path, when not the usual one (not a setting itself)
+RUNNING_VARIABLE = "TRAWL_RUNNING_DIR"  # where daemons leave their notes (trawl.channel.running); tests isolate it
+_NOT_SETTINGS = frozenset({CONFIG_VARIABLE, RUNNING_VARIABLE})
 
 # The environment ``from_env`` reads, for the duration of one construction; unset: none at all.
 _ENVIRONMENT: ContextVar[Mapping[str, str] | None] = ContextVar("trawl_settings_environment", default=None)
@@ -74,6 +76,13 @@ def config_path(env: Mapping[str, str] | None = None) -> Path:
     xdg = env.get("XDG_CONFIG_HOME", "")
     base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".config"
     return base / "trawl" / "config.toml"
+
+
+def running_dir() -> Path:
+    """Where each running daemon leaves a note (pid, port, state directory): ``~/.local/state/trawl-running``,
+    found from HOME alone whatever the daemon's settings; ``$TRAWL_RUNNING_DIR`` overrides it."""
+    given = os.environ.get(RUNNING_VARIABLE, "").strip()
+    return Path(given).expanduser() if given else Path.home() / ".local" / "state" / "trawl-running"
 
 
 def read_config(path: Path) -> dict[str, Any]:
@@ -370,7 +379,7 @@ class Settings(BaseSettings):
 
 @contextmanager
 def _environment(env: Mapping[str, str]) -> Iterator[None]:
-    token = _ENVIRONMENT.set({k: v for k, v in env.items() if k.startswith(ENV_PREFIX) and k != CONFIG_VARIABLE})
+    token = _ENVIRONMENT.set({k: v for k, v in env.items() if k.startswith(ENV_PREFIX) and k not in _NOT_SETTINGS})
     try:
         yield
     finally:

@@ -83,3 +83,15 @@ def test_bad_config_file_lines_name_the_file(tmp_path: Path, text: str, said: st
     with pytest.raises(SettingsError) as err:
         Settings.from_env({"TRAWL_CONFIG": str(cfg)})
     assert said in str(err.value) and str(cfg) in str(err.value)
+
+
+def test_doctor_says_when_settings_come_from_this_shell_only(tmp_path: Path) -> None:
+    from trawl.server.doctor import check_config
+
+    cfg = tmp_path / "config.toml"
+    settings = Settings(state_dir=tmp_path / "state", cache_dir=tmp_path / "cache")
+    shell = check_config(settings, {"TRAWL_CONFIG": str(cfg), "TRAWL_PORT": "9001"})
+    assert shell.level == "warn" and "TRAWL_PORT" in shell.detail and str(cfg) in shell.fix, shell
+    cfg.write_text("port = 9001\n", encoding="utf-8")
+    kept = check_config(settings, {"TRAWL_CONFIG": str(cfg), "TRAWL_PORT": "9001"})
+    assert kept.level == "ok" and f"{cfg} sets port" in kept.detail, kept

@@ -16,10 +16,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ..atomicfile import write_atomic
-
-
-def running_dir() -> Path:
-    return Path.home() / ".local" / "state" / "trawl-running"
+from ..settings import running_dir
 
 
 @dataclass(frozen=True, slots=True)

@@ -168,6 +168,30 @@ def check_endpoint(name: str, url: str, timeout: float = 3.0) -> Check:
     return Check(name, "ok", f"{url} answers (HTTP {r.status_code})")
 
 
+def check_config(settings: Settings, env: dict[str, str] | None = None) -> Check:
+    """The per-user config file, and settings only this shell's environment gives (MCP clients will not see them)."""
+    from ..channel import running
+    from ..settings import config_path, read_config
+
+    env = dict(os.environ) if env is None else env
+    path = config_path(env)
+    keys = sorted(read_config(path))
+    setting = {"TRAWL_PORT": "port", "TRAWL_STATE_DIR": "state_dir", "XDG_STATE_HOME": "state_dir"}
+    shell_only = sorted(v for v, key in setting.items() if v in env and key not in keys)
+    others, _ = running.others(settings.state_dir)
+    said = f"{path} sets {', '.join(keys)}" if keys else f"no settings in {path} (the defaults apply)"
+    if others:
+        return Check("config", "warn", f"{said}; you also run a trawl daemon with other settings ("
+                     + "; ".join(d.describe() for d in others[:3]) + ")",
+                     f"Give every client the same state_dir and port in {path}, e.g. "
+                     f'state_dir = "{others[0].state_dir}" and port = {others[0].port}.')
+    if shell_only:
+        return Check("config", "warn", f"{said}; {', '.join(shell_only)} come from this shell only",
+                     f"MCP clients start trawl-mcp with few environment variables: put port / state_dir in {path} "
+                     "so the daemon, trawl-mcp and the CLI agree.")
+    return Check("config", "ok", said)
+
+
 def check_extractor() -> Check:
     from ..extractor_path import current
 
@@ -182,6 +206,7 @@ def check_extractor() -> Check:
 def run_checks(settings: Settings) -> list[Check]:
     checks: list[Callable[[], Check]] = [
         check_python,
+        lambda: check_config(settings),
         lambda: check_dir_writable("state_dir", settings.state_dir),
         lambda: check_token(settings),
         lambda: check_dir_writable("cache_dir", settings.cache_dir),
