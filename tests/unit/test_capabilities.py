@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -31,12 +32,15 @@ async def _tools() -> dict[str, Any]:
         return {t.name: t for t in (await c.list_tools()).tools}
 
 
-def _declared_field_sets() -> list[tuple[str, frozenset[str]]]:
-    """Every class body's annotated fields and every function's parameters, across trawl and trawl_mcp."""
+@functools.cache
+def _declared_field_sets() -> tuple[tuple[str, frozenset[str]], ...]:
+    """Every class body's annotated fields and every function's parameters, across trawl and trawl_mcp (read once
+    per process: the sources do not change during a run)."""
     found: list[tuple[str, frozenset[str]]] = []
     for path in SOURCES:
+        rel = path.relative_to(ROOT)
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            where = f"{path.relative_to(ROOT)}:{getattr(node, 'lineno', 0)}"
+            where = f"{rel}:{getattr(node, 'lineno', 0)}"
             if isinstance(node, ast.ClassDef):
                 names = {s.target.id for s in node.body if isinstance(s, ast.AnnAssign)
                          and isinstance(s.target, ast.Name) and "ClassVar" not in ast.unparse(s.annotation)}
@@ -44,7 +48,7 @@ def _declared_field_sets() -> list[tuple[str, frozenset[str]]]:
             elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 params = {a.arg for a in [*node.args.args, *node.args.kwonlyargs]} - {"self", "cls", "ctx", "roots"}
                 found.append((f"def {node.name} at {where}", frozenset(params)))
-    return found
+    return tuple(found)
 
 
 @pytest.mark.parametrize("cap", [c for c in CAPABILITIES if c.input.model_fields], ids=lambda c: c.name)
