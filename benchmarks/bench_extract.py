@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import importlib.util
 import json
 import os
 import statistics
@@ -102,6 +103,23 @@ def load_short(wcxb_dir: Path) -> list[WcxbPage]:
         if p.page_type == "article" and p.reference and len(tokens(p.reference)) < SHORT_WORDS
     ]
     return short + load_pages(SHORT_DIR)
+
+
+ARTICLES_DIR = ROOT / "benchmarks" / "data" / "articles"
+
+
+def load_articles() -> list[WcxbPage]:
+    """The article set (benchmarks/data/articles/README.md), built into a temp folder first (its prose part is made
+    from ../shared/bench/qa-dev at build time)."""
+    built = os.environ.get("TRAWL_ARTICLES_DIR")  # set for the child processes: built once, by the parent
+    if not built:
+        spec = importlib.util.spec_from_file_location("article_pages", ARTICLES_DIR / "make_pages.py")
+        assert spec and spec.loader
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        built = str(mod.build())
+        os.environ["TRAWL_ARTICLES_DIR"] = built
+    return load_pages(Path(built))
 
 
 Extractor = Callable[[str, str], str]
@@ -223,6 +241,8 @@ def _child(args: argparse.Namespace, name: str, out: Path, before: bool = False)
     cmd = [sys.executable, str(Path(__file__).resolve()), str(args.wcxb_dir), "--only", name, "--dump", str(out)]
     if args.short:
         cmd.append("--short")
+    if args.articles:
+        cmd.append("--articles")
     if args.limit is not None:
         cmd += ["--limit", str(args.limit)]
     if args.ids is not None:
@@ -263,6 +283,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="every K-th page only (a spread-out subset of every page type, for a loaded machine)")
     ap.add_argument("--only", default="", help="comma-separated extractor names (default: all)")
     ap.add_argument("--short", action="store_true", help="the short-article check (see the module docstring)")
+    ap.add_argument("--articles", action="store_true",
+                    help="the article set of benchmarks/data/articles (a row per template, and its short articles)")
     ap.add_argument("--before", type=Path, default=None,
                     help="another checkout (e.g. a `git worktree` of the base commit): its trawl is run on the same "
                     "pages in a child process, reported as trawl@before beside this tree's")
@@ -278,7 +300,12 @@ def main(argv: list[str] | None = None) -> int:
                     help="a file of page ids (one a line): only these pages (e.g. the pages a change can touch)")
     ap.add_argument("--dump", type=Path, default=None, help=argparse.SUPPRESS)  # the child's per-page figures
     args = ap.parse_args(argv)
-    pages = load_short(args.wcxb_dir)[: args.limit] if args.short else load_pages(args.wcxb_dir, args.limit)
+    if args.articles:
+        pages = load_articles()[: args.limit]
+    elif args.short:
+        pages = load_short(args.wcxb_dir)[: args.limit]
+    else:
+        pages = load_pages(args.wcxb_dir, args.limit)
     pages = pages[:: max(1, args.every)]
     if args.ids is not None:
         wanted_ids = set(args.ids.read_text().split())
@@ -338,8 +365,13 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'page type':<14} {'n':>5} " + " ".join(f"{n[:14]:>14}" for n in names) + "  best single")
     rows = [(t, [i for i, p in enumerate(pages) if t in ("ALL", p.page_type)]) for t in types]
     rows += [(g, [i for i, p in enumerate(pages) if p.group == g]) for g in groups]
-    if groups:
+    if args.short:
         rows.append(("written", [i for i, p in enumerate(pages) if p.group and p.group != "wcxb-short"]))
+    if args.articles:
+        from trawl.extract.score import tokens
+
+        short = [i for i, p in enumerate(pages) if len(tokens(p.reference)) < SHORT_WORDS]
+        rows.append((f"short<{SHORT_WORDS}", short))
     rows.append(("ALL", list(range(len(pages)))))
     for t, idx in rows:
         f1s = {n: statistics.fmean(results[n][i].f1 for i in idx) for n in names}

@@ -16,8 +16,11 @@
     -  plain      a very large page of plain paragraphs skips 1-3 (:mod:`.plain`): nothing to choose there
     4. shell      when both found (next to) nothing, the page is an empty JavaScript shell: return an
                   empty document and let the pipeline report it, rather than a title as "content"
+    5. vote       on an article (declared, or so judged by rs-trafilatura) where the primary stayed, trafilatura
+                  votes too: the primary's blocks outside the span both agree on go (:mod:`.ensemble`: rails
+                  before or after the story); repeated blocks are dropped on every page
 
-Only pages that look weak pay for a second extractor, so the cascade stays close to rs-trafilatura's speed.
+Only pages that look weak pay for the DOM fallback, and only articles for trafilatura's vote.
 """
 
 from __future__ import annotations
@@ -25,12 +28,14 @@ from __future__ import annotations
 import logging
 import re
 from collections import Counter
+from dataclasses import replace
 from html import unescape
 
 from ..settings import Settings
 from ..types import Document, Page
 from . import candidates as cands
 from .candidates import Candidate
+from .ensemble import agreed_span, dedupe_blocks
 from .evidence import comment_shares, declares_article, declares_discussion, record_shares, records_spanned
 from .guard import flatten_nesting, looks_binary, strip_heavy, too_deep, trim_html
 from .lang import detect_language
@@ -99,6 +104,22 @@ def choose(primary: Candidate | None, html: str) -> tuple[Candidate | None, bool
     ):
         return fallback, True
     return primary, True
+
+
+def second_opinion(primary: Candidate | None, chosen: Candidate | None, html: str, url: str) -> Candidate | None:
+    """Step 5: on an article where rs-trafilatura's result stayed, trafilatura's vote trims it to the span both
+    agree on (:func:`.ensemble.agreed_span`). Without rs-trafilatura the primary is trafilatura itself: no vote."""
+    if chosen is None or chosen is not primary or chosen.name != "rs-trafilatura":
+        return chosen
+    if chosen.page_type != "article" and not declares_article(html):
+        return chosen
+    second = cands.run_trafilatura(html, url)
+    if second is None:
+        return chosen
+    markdown = agreed_span(chosen.markdown, second.markdown)
+    if markdown == chosen.markdown:
+        return chosen
+    return replace(chosen, name="rs-trafilatura+trafilatura", markdown=markdown)
 
 
 THREAD_MIN_POSTS = 3  # the primary read a thread when its text comes from this many of the fallback's records
@@ -179,11 +200,12 @@ def extract_html(page: Page, settings: Settings) -> Document:
     else:
         primary = _primary(html, url, warnings)
         chosen, _ = choose(primary, html)
+        chosen = second_opinion(primary, chosen, html, url)
     title = _title(page, html, primary, chosen)
     if chosen is None or not chosen.markdown.strip():
         return Document(markdown="", title=title, extractor="none", hidden_text=hidden_scan.texts,
                         warnings=tuple(warnings), unread=unread)
-    markdown, hidden = apply_hidden(chosen.markdown, hidden_scan, settings, warnings)
+    markdown, hidden = apply_hidden(dedupe_blocks(chosen.markdown), hidden_scan, settings, warnings)
     lang = detect_language(chosen.text or chosen.markdown, declared_language(html))
     if chosen.name == "dom" and primary is not None:
         log.debug("dom fallback replaced %s on %s", primary.name, url)

@@ -1,0 +1,87 @@
+"""A second extractor's vote on an article: the span of the primary's blocks both extractors agree on.
+
+rs-trafilatura (the primary) reads articles well but sometimes keeps what sits before or after the story: a
+latest-news rail, a keywords box, a "most viewed" list. trafilatura, run on the same page, rarely keeps those, but
+it drops more of the body's own furniture-like parts (captions, subheads, lists) inside the story. So the two are
+combined block by block: the primary's blocks are kept from the first to the last one trafilatura also has (its
+word 3-grams cover at least :data:`SUPPORT` of the block); the blocks outside that span, that only the primary
+holds, are dropped (but the headings right over the span's first block stay: trafilatura drops headings, and
+they head the story). Blocks inside the span stay even when trafilatura lacks them (the body is between the two
+ends both agree on). When trafilatura found much less text (under :data:`MIN_SECOND_SHARE` of the primary's), it
+probably missed the body: its vote does not count and the primary stays whole.
+
+And :func:`dedupe_blocks` drops a block of :data:`DEDUPE_MIN_WORDS` or more words that repeats an earlier one
+word for word (the same paragraph emitted twice by a page that carries it twice, e.g. for two layouts).
+
+Only article pages get the vote (the page declares itself one, or rs-trafilatura judges it one, and the cascade
+kept the primary: a page where the DOM fallback won is a listing, where trafilatura's narrow view is no judge).
+Measured on every 3rd wcxb-dev page (499) and on the article set of benchmarks/data/articles: see README.md.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .align import blocks
+from .score import strip_markdown
+
+SUPPORT = 0.5  # share of a block's word 3-grams the second extractor must hold for it to vote for the block
+MIN_SECOND_SHARE = 0.3  # the second extractor's vote counts when it found at least this share of the primary's words
+DEDUPE_MIN_WORDS = 8  # a repeated block this long is a copy, not a refrain ("Read more", table cells stay)
+_WORD = re.compile(r"\w+")
+_HEADING = re.compile(r"^#{1,6} \S")
+
+
+def _tokens(md: str) -> list[str]:
+    return _WORD.findall(strip_markdown(md).lower())
+
+
+def _grams(words: list[str]) -> set[tuple[str, ...]]:
+    if len(words) < 3:
+        return {tuple(words)} if words else set()
+    return {tuple(words[i : i + 3]) for i in range(len(words) - 2)}
+
+
+def _supported(words: list[str], grams: set[tuple[str, ...]], vocab: set[str]) -> bool:
+    if not words:
+        return False
+    if len(words) < 3:  # too short for 3-grams: every word in the other's vocabulary
+        return all(w in vocab for w in words)
+    own = _grams(words)
+    return len(own & grams) >= SUPPORT * len(own)
+
+
+def agreed_span(primary: str, second: str) -> str:
+    """``primary``'s blocks from the first to the last one ``second`` supports (the whole of ``primary`` when
+    ``second`` is empty, much shorter, or supports none of it)."""
+    parts = blocks(primary)
+    words = [_tokens(b) for b in parts]
+    other = _tokens(second)
+    if not other or len(other) < MIN_SECOND_SHARE * sum(len(w) for w in words):
+        return primary
+    grams, vocab = _grams(other), set(other)
+    hit = [i for i, w in enumerate(words) if _supported(w, grams, vocab)]
+    if not hit:
+        return primary
+    start, end = hit[0], hit[-1] + 1
+    while start > 0 and _HEADING.match(parts[start - 1]):  # the headings over the span's first block head it
+        start -= 1
+    if start == 0 and end == len(parts):
+        return primary
+    return "\n\n".join(parts[start:end])
+
+
+def dedupe_blocks(markdown: str) -> str:
+    """``markdown`` without the blocks that repeat an earlier block word for word (long blocks only)."""
+    seen: set[str] = set()
+    out: list[str] = []
+    dropped = False
+    for block in blocks(markdown):
+        words = _tokens(block)
+        key = " ".join(words)
+        if len(words) >= DEDUPE_MIN_WORDS and key in seen:
+            dropped = True
+            continue
+        seen.add(key)
+        out.append(block)
+    return "\n\n".join(out) if dropped else markdown
