@@ -1,0 +1,64 @@
+"""The article vote (trawl.extract.ensemble, step 5 of trawl.extract.html): trafilatura's blocks decide the span of
+rs-trafilatura's kept on an article; repeated blocks go. Pure functions on markdown, and the real extractor on a real
+news page (benchmarks/data/articles/real, newspaper4k's fixtures, MIT)."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import pytest
+from trawl.extract import candidates as cands
+from trawl.extract.ensemble import MIN_SECOND_SHARE, agreed_span, dedupe_blocks
+from trawl.extract.html import extract_html
+from trawl.settings import Settings
+from trawl.types import Page
+
+REAL = Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "articles" / "real"
+BODY = [
+    "The harbour board met on Tuesday evening to decide the future of the old ferry pier, empty since the storm.",
+    "Engineers said a repair would cost less than a new pier, if the work starts before the autumn tides come.",
+    "Fishermen spoke for the repair: the pier shelters their boats from the westerly wind all through winter.",
+]
+RAIL = ["Latest news", "Council approves new cycle lanes along the seafront", "School choir wins regional prize"]
+
+
+def _md(*blocks: str) -> str:
+    return "\n\n".join(blocks)
+
+
+def test_blocks_outside_the_agreed_span_go_and_inner_ones_stay() -> None:
+    inner = "A caption under the photo of the pier at low tide, taken last week"
+    primary = _md(*RAIL, "## The pier", BODY[0], inner, BODY[1], BODY[2], "Most viewed", *RAIL[1:])
+    second = _md(BODY[0], BODY[1], BODY[2])  # trafilatura: the body, no caption, no heading
+    out = agreed_span(primary, second)
+    assert out == _md("## The pier", BODY[0], inner, BODY[1], BODY[2])  # the heading over the span stays
+
+
+def test_a_second_extractor_that_missed_the_body_has_no_vote() -> None:
+    primary = _md(*BODY, *RAIL)
+    short = BODY[0][:60]
+    assert len(short.split()) < MIN_SECOND_SHARE * len(primary.split())
+    assert agreed_span(primary, short) == primary
+    assert agreed_span(primary, "") == primary
+    assert agreed_span(primary, "nothing in common with the page at all, not one phrase") == primary
+
+
+def test_repeated_long_blocks_are_dropped_short_ones_kept() -> None:
+    md = _md(BODY[0], "Read more", BODY[1], "Read more", BODY[0], "**" + BODY[1] + "**")
+    assert dedupe_blocks(md) == _md(BODY[0], "Read more", BODY[1], "Read more")
+    assert dedupe_blocks(_md(*BODY)) == _md(*BODY)
+
+
+def test_a_news_page_loses_the_rails_rs_trafilatura_kept_after_the_story() -> None:
+    if not cands.HAVE_RS:
+        pytest.skip("the vote trims rs-trafilatura's result; this Python has no rs-trafilatura wheel")
+    html = gzip.decompress((REAL / "yna_co_kr.html.gz").read_bytes()).decode("utf-8")
+    url = "https://en.yna.co.kr/view/AEN20190820002300325"
+    rs = cands.run_rs(html, url)
+    assert rs is not None and "Most Viewed" in rs.markdown and "Lee Sun-kyun" in rs.markdown  # what the vote is for
+    doc = extract_html(Page(url=url, final_url=url, kind="html", source="file", html=html), Settings())
+    assert doc.extractor == "rs-trafilatura+trafilatura"
+    assert "Most Viewed" not in doc.markdown and "Lee Sun-kyun" not in doc.markdown
+    assert doc.markdown.startswith("SEOUL, Aug. 20 (Yonhap) -- North Korea's official newspaper")
+    assert "Seoul's joint military exercise with Washington is over." in doc.markdown
