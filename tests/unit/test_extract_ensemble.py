@@ -45,9 +45,13 @@ def test_a_second_extractor_that_missed_the_body_has_no_vote() -> None:
 
 
 def test_repeated_long_blocks_are_dropped_short_ones_kept() -> None:
-    md = _md(BODY[0], "Read more", BODY[1], "Read more", BODY[0], "**" + BODY[1] + "**")
-    assert dedupe_blocks(md) == _md(BODY[0], "Read more", BODY[1], "Read more")
+    md = _md(BODY[0], "Read more", BODY[1], "Read more", BODY[2], "**" + BODY[1] + "**")
+    assert dedupe_blocks(md) == _md(BODY[0], "Read more", "Read more", BODY[2], "**" + BODY[1] + "**")
+    assert dedupe_blocks(_md(BODY[0], BODY[1], BODY[0])) == _md(BODY[1], BODY[0])
     assert dedupe_blocks(_md(*BODY)) == _md(*BODY)
+    # a post given whole (title and tags glued on), then paragraph by paragraph: the paragraphs stay
+    whole = "Pier news " + " ".join(BODY) + " Tags: harbour"
+    assert dedupe_blocks(_md(whole, *BODY)) == _md(*BODY)
 
 
 def test_a_news_page_loses_the_rails_rs_trafilatura_kept_after_the_story() -> None:

@@ -10,8 +10,9 @@ they head the story). Blocks inside the span stay even when trafilatura lacks th
 ends both agree on). When trafilatura found much less text (under :data:`MIN_SECOND_SHARE` of the primary's), it
 probably missed the body: its vote does not count and the primary stays whole.
 
-And :func:`dedupe_blocks` drops a block of :data:`DEDUPE_MIN_WORDS` or more words that repeats an earlier one
-word for word (the same paragraph emitted twice by a page that carries it twice, e.g. for two layouts).
+And :func:`dedupe_blocks` drops a block of :data:`DEDUPE_MIN_WORDS` or more words whose text the blocks after it
+hold (the same paragraph emitted twice: a page that carries it twice, for two layouts; an extractor that
+gave a post's whole text as one block, then its paragraphs).
 
 Only article pages get the vote (the page declares itself one, or rs-trafilatura judges it one, and the cascade
 kept the primary: a page where the DOM fallback won is a listing, where trafilatura's narrow view is no judge).
@@ -28,6 +29,7 @@ from .score import strip_markdown
 SUPPORT = 0.5  # share of a block's word 3-grams the second extractor must hold for it to vote for the block
 MIN_SECOND_SHARE = 0.3  # the second extractor's vote counts when it found at least this share of the primary's words
 DEDUPE_MIN_WORDS = 8  # a repeated block this long is a copy, not a refrain ("Read more", table cells stay)
+DEDUPE_SHARE = 0.8
 _WORD = re.compile(r"\w+")
 _HEADING = re.compile(r"^#{1,6} \S")
 
@@ -71,17 +73,25 @@ def agreed_span(primary: str, second: str) -> str:
     return "\n\n".join(parts[start:end])
 
 
-def dedupe_blocks(markdown: str) -> str:
-    """``markdown`` without the blocks that repeat an earlier block word for word (long blocks only)."""
-    seen: set[str] = set()
-    out: list[str] = []
-    dropped = False
-    for block in blocks(markdown):
+def _drop_repeats(parts: list[str]) -> list[str]:
+    """``parts`` without each block of :data:`DEDUPE_MIN_WORDS` or more words whose word 3-grams are nearly all
+    (:data:`DEDUPE_SHARE`) in the blocks kept before it."""
+    seen: set[tuple[str, ...]] = set()
+    kept: list[str] = []
+    for block in parts:
         words = _tokens(block)
-        key = " ".join(words)
-        if len(words) >= DEDUPE_MIN_WORDS and key in seen:
-            dropped = True
+        own = _grams(words)
+        if len(words) >= DEDUPE_MIN_WORDS and len(own & seen) >= DEDUPE_SHARE * len(own):
             continue
-        seen.add(key)
-        out.append(block)
-    return "\n\n".join(out) if dropped else markdown
+        seen |= own
+        kept.append(block)
+    return kept
+
+
+def dedupe_blocks(markdown: str) -> str:
+    """``markdown`` without the blocks that repeat text it holds elsewhere. First from the end (of a post given
+    whole and then paragraph by paragraph, the paragraphs stay; of two copies, the later), then from the start (a block
+    the text before it already holds)."""
+    parts = blocks(markdown)
+    kept = _drop_repeats(_drop_repeats(parts[::-1])[::-1])
+    return "\n\n".join(kept) if len(kept) < len(parts) else markdown
