@@ -532,7 +532,8 @@ async function handle(msg) {
   if (msg.type === "notice") {
     // e.g. the daemon refused an agent's URL that carried data from earlier reads (exit guard): show it in the log
     const entry = { t: Date.now(), what: `${msg.what}: ${msg.detail}`.slice(0, 300), ms: 0, code: msg.code };
-    logCapture({ ...entry, ok: msg.code !== "exit_refused" && msg.code !== "policy_merged", notice: true })
+    const bad = ["exit_refused", "exit_held", "policy_merged"].includes(msg.code);
+    logCapture({ ...entry, ok: !bad, notice: true })
       .catch(() => {});
     if (msg.code === "policy_merged") chrome.storage.local.set({ policy_notice: entry }).catch(() => {}); // options
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import secrets
 import subprocess
 import sys
 import time
@@ -163,6 +164,9 @@ class DaemonBackend:
         self._client: httpx.AsyncClient | None = None  # bound to the located daemon (Unix socket or proof session)
         self._timeout = httpx.Timeout(settings.request_timeout_s + 10.0, connect=5.0)
         self._local: LocalBackend | None = None
+        # This bridge's connection is one agent session for the exit rule (trawl.exitflow): a random name, sent
+        # with every call (the daemon honours it over its Unix socket only).
+        self.session = "bridge-" + secrets.token_urlsafe(12)
         self._last_try = 0.0
         self._lock = asyncio.Lock()
         self.fallback_reason = ""
@@ -190,7 +194,8 @@ class DaemonBackend:
             from trawl.pipeline import Engine
 
             engine = Engine(self.settings)
-            self._local = LocalBackend(Services(engine=engine, settings=self.settings), self.registry)
+            self._local = LocalBackend(Services(engine=engine, settings=self.settings), self.registry,
+                                       session=self.session)
         self._local.warning = (f"the trawl daemon is unavailable ({self.fallback_reason}); this answer was computed "
                                "in the MCP bridge's own process (no shared cache, no browser link)")
         return self._local
@@ -225,7 +230,7 @@ class DaemonBackend:
     async def _post(self, info: DaemonInfo, op: str, payload: dict[str, Any]) -> dict[str, Any]:
         if self._client is None:
             raise _TokenChanged()
-        r = await self._client.post(f"/v1/{op}", json=payload)
+        r = await self._client.post(f"/v1/{op}", json=payload, headers={"X-Trawl-Session": self.session})
         if r.status_code == 401:
             raise _TokenChanged()
         body = r.json()

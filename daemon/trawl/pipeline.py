@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 from . import sanitise as sanitise_stage
 from . import stages
 from .cache import PageCache
+from .exitflow import check_hop
 from .extract.html import BROWSER_SOURCES
 from .frameguard import guard_frames
 from .netguard import NetGuard
@@ -339,6 +340,7 @@ class Engine:
             if url and url not in seen:
                 seen.add(url)
                 await self._guard(url)
+                check_hop(url)  # the exit decision too, on where the page ended up (exitflow.py)
 
     async def _guard_frames(self, page: Page) -> Page:
         """A browser capture with the frames it read inlined: every frame's URL passes the site policy and the
@@ -416,7 +418,7 @@ def _users_own_wall(source: str, err: TrawlError) -> bool:
 
 
 # Refusals: no other source is tried after one of these.
-_FINAL_CODES = frozenset({ErrorCode.BLOCKED_BY_POLICY})
+_FINAL_CODES = frozenset({ErrorCode.BLOCKED_BY_POLICY, ErrorCode.EXIT_HELD, ErrorCode.EXIT_REFUSED})
 
 
 def _final(err: TrawlError, source: str, failures: list[tuple[str, TrawlError]]) -> TrawlError:

@@ -270,7 +270,11 @@ class Settings(BaseSettings):
     # (``package.json``, ``*.toml``, ``docs/*.json``, ``~/project/.github/**``); never secrets or trawl's own files
     file_allow: tuple[str, ...] = ()
     exit_allow_hosts: tuple[str, ...] = ()  # hosts an agent's URL may carry data from earlier reads to
-    exit_guard: bool = True  # refuse agent fetches whose URL carries data taken from earlier reads
+    exit_guard: bool = True  # hold agent fetches that could carry private content out (exitflow.py)
+    # hosts (host or host:port) on a private address whose pages are public anyway (a local docs mirror): reading
+    # them does not count as private content for the exit rule
+    exit_public_hosts: tuple[str, ...] = ()
+    exit_ask_timeout_s: Seconds = 60.0  # how long a held exit waits for the user's answer, then it is refused
     # --- local usage stats (usage.py): one JSON line per call, no page text; never sent anywhere ---------
     usage_log: bool = False  # append to <state_dir>/usage.jsonl (0600); `trawl stats` summarises it
     usage_log_max_bytes: Bytes = 5_000_000  # rotated past this size
@@ -297,7 +301,8 @@ class Settings(BaseSettings):
             raise SettingsError(_describe(exc)) from None
 
     # --- validators -----------------------------------------------------
-    @field_validator("allow_hosts", "extension_ids", "file_roots", "file_allow", "exit_allow_hosts", mode="before")
+    @field_validator("allow_hosts", "extension_ids", "file_roots", "file_allow", "exit_allow_hosts",
+                     "exit_public_hosts", mode="before")
     @classmethod
     def _comma_list(cls, v: Any) -> Any:
         if isinstance(v, str):

@@ -43,7 +43,8 @@ class ErrorCode(enum.StrEnum):
     BROWSER_UNAVAILABLE = "browser_unavailable"
     QUERY_REQUIRED = "query_required"  # page too large to return whole
     PATH_NOT_ALLOWED = "path_not_allowed"  # an agent asked for a local file outside its roots, or a secret
-    EXIT_REFUSED = "exit_refused"  # an agent's URL carries data from earlier reads to an unknown host
+    EXIT_REFUSED = "exit_refused"  # an agent's URL to an unknown host: the user said no, or it carries a secret
+    EXIT_HELD = "exit_held"  # a session that read private content asked for an unknown host: held, nobody said yes
     BUSY = "busy"
     INTERNAL = "internal"
 

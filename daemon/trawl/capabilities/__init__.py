@@ -11,13 +11,14 @@ other. Adding an operation is one :class:`Capability` here (plus its handler and
 """
 
 from .base import Backend, Capability, Input, LocalBackend, Output, Registry, Services, error_body, execute
-from .core import FETCH, READ_MORE, FetchIn, ReadMoreIn
+from .core import EXIT_CHECK, FETCH, READ_MORE, FetchIn, ReadMoreIn
 from .models import ErrorOut, PageOut, SearchOut, TabsOut
 from .profile import PROFILE_PAGE
 from .stats import STATS
 from .tabs import LIST_TABS, READ_TAB, SEARCH_TABS, attach_browser
 
-CAPABILITIES: tuple[Capability, ...] = (FETCH, READ_MORE, LIST_TABS, READ_TAB, SEARCH_TABS, STATS, PROFILE_PAGE)
+CAPABILITIES: tuple[Capability, ...] = (FETCH, READ_MORE, LIST_TABS, READ_TAB, SEARCH_TABS, STATS, PROFILE_PAGE,
+                                        EXIT_CHECK)
 
 
 def catalog() -> Registry:
@@ -27,6 +28,7 @@ def catalog() -> Registry:
 
 __all__ = [
     "CAPABILITIES",
+    "EXIT_CHECK",
     "FETCH",
     "LIST_TABS",
     "PROFILE_PAGE",

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, Self
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from .. import usage
+from ..exitflow import DEFAULT_SESSION, agent_session
 from ..exits import guard_of
 from ..settings import Settings
 from ..types import ErrorCode, TrawlError
@@ -146,13 +147,16 @@ class Backend(Protocol):
 class LocalBackend:
     """Runs capabilities in this process. ``warning`` is added to every result (the bridge's in-process fallback)."""
 
-    def __init__(self, services: Services, registry: Registry, warning: str | None = None) -> None:
+    def __init__(self, services: Services, registry: Registry, warning: str | None = None,
+                 session: str = DEFAULT_SESSION) -> None:
         self.services = services
         self.registry = registry
         self.warning = warning
+        self.session = session  # the agent session its calls belong to, for the exit rule (exitflow.py)
 
     async def call(self, op: str, payload: dict[str, Any]) -> dict[str, Any]:
-        body = dict(await execute(self.services, self.registry, op, payload))
+        with agent_session(self.session):
+            body = dict(await execute(self.services, self.registry, op, payload))
         if self.warning:
             body["warnings"] = [*body.get("warnings", []), self.warning]
         return body
@@ -283,7 +287,7 @@ async def execute(svc: Services, registry: Registry, name: str, payload: Any) ->
     elapsed = (time.perf_counter() - t0) * 1000.0
     failed = body.get("error")
     if failed is None:
-        guard.observe_result(body)  # what the agent now knows, for the exit guard
+        guard.observe_result(body, op=name)  # what the agent now knows, for the exit guard
     if isinstance(payload, dict) and isinstance(payload.get("url"), str):  # the status page: no secrets, ever
         payload = {**payload, "url": guard.masked(payload["url"])}
     _report(svc, name, payload, body, elapsed)

@@ -10,12 +10,13 @@ from __future__ import annotations
 import inspect
 from typing import Annotated, Any
 
+from mcp.server.elicitation import AcceptedElicitation, ElicitationResult
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.server.mcpserver.resolve import ListRoots, Resolve
+from mcp.server.mcpserver.resolve import Elicit, ListRoots, Resolve
 from mcp_types import CallToolResult, InputRequiredResult, ListRootsResult, TextContent, ToolAnnotations
 from mcp_types.version import is_version_at_least
-from pydantic import Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from .. import __version__
 from ..sources.urls import classify
@@ -51,6 +52,45 @@ async def client_roots(ctx: Context, url: str) -> ListRoots | None:
     if not modern and not getattr(ctx.session, "can_send_request", False):
         return None  # an older client on a transport with no way back to it: no roots
     return ListRoots()
+
+
+class ExitAnswer(BaseModel):
+    """What the user answers when trawl asks about a held exit (exitflow.py)."""
+
+    send: bool = Field(default=False, description="Send this request, and let this session fetch from that site")
+
+
+def can_elicit(ctx: Context) -> bool:
+    """The client declared form elicitation and this call has a way to ask it (the modern protocol's
+    input_required round, or a server-to-client request on a stateful connection)."""
+    caps = ctx.client_capabilities
+    elicitation = caps.elicitation if caps is not None else None
+    if elicitation is None or (elicitation.form is None and elicitation.url is not None):
+        return False
+    version = ctx.protocol_version
+    modern = version is not None and is_version_at_least(version, _INPUT_REQUIRED_VERSION)
+    return modern or bool(getattr(ctx.session, "can_send_request", False))
+
+
+def exit_question(backend: Backend) -> Any:
+    """A resolver that asks the user (MCP elicitation) before a fetch the exit rule would hold."""
+
+    async def ask_exit(ctx: Context, url: str) -> Elicit[ExitAnswer] | None:
+        if classify(url.strip()).kind != "http" or not can_elicit(ctx):
+            return None
+        body = await backend.call("exit_check", {"url": url})
+        if not body.get("held"):
+            return None
+        return Elicit(str(body.get("question") or f"Send a request to {body.get('host')}?"), ExitAnswer)
+
+    return ask_exit
+
+
+def said_no(cap: Capability, target: str) -> CallToolResult:
+    return tool_result(cap, cap.output.failure(target, TrawlError(
+        ErrorCode.EXIT_REFUSED, "refused: the user said no to this request (asked because this session read "
+        "private content and the site is not vouched for)",
+        "Do not retry it in another form. Links that results showed you are followed without asking.")))
 
 
 def roots_payload(roots: ListRootsResult | None) -> list[str] | None:
@@ -99,10 +139,17 @@ def tool_function(cap: Capability, backend: Backend) -> Any:
         roots_ann = Annotated[ListRootsResult | None, Resolve(client_roots)]
         params.append(inspect.Parameter("roots", inspect.Parameter.KEYWORD_ONLY, annotation=roots_ann, default=None))
         hints["roots"] = roots_ann
+    asks_exit = "exit_grant" in cap.input.model_fields and "url" in cap.input.model_fields
+    if asks_exit:
+        exit_ann = Annotated[ElicitationResult[ExitAnswer], Resolve(exit_question(backend))]
+        params.append(inspect.Parameter("exit_answer", inspect.Parameter.KEYWORD_ONLY, annotation=exit_ann,
+                                        default=None))
+        hints["exit_answer"] = exit_ann
     returns = Annotated[CallToolResult, cap.output]
 
     async def call(**kwargs: Any) -> CallToolResult:
         roots = roots_payload(kwargs.pop("roots", None))
+        answer = kwargs.pop("exit_answer", None)
         payload = {k: v for k, v in kwargs.items() if v is not None}
         if roots is not None:
             payload["roots"] = roots
@@ -110,6 +157,13 @@ def tool_function(cap: Capability, backend: Backend) -> Any:
             target = cap.input.model_validate(payload).target()
         except ValidationError:
             target = ""
+        if answer is not None:  # the exit rule held this URL and the user was asked (exitflow.py)
+            if not isinstance(answer, AcceptedElicitation):
+                return said_no(cap, target)
+            if isinstance(answer.data, ExitAnswer):
+                if not answer.data.send:
+                    return said_no(cap, target)
+                payload["exit_grant"] = True
         return tool_result(cap, as_output(cap, await backend.call(cap.name, payload), target))
 
     call.__name__ = cap.tool

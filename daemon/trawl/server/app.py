@@ -30,6 +30,7 @@ from .. import jsonbody, ownpages
 from ..capabilities import Registry, Services, catalog, error_body, execute
 from ..capabilities.base import LocalBackend, unknown_op
 from ..capabilities.mcp import build_server
+from ..exitflow import agent_session
 from ..exits import guard_of
 from ..pipeline import Engine
 from ..settings import Settings
@@ -92,7 +93,8 @@ async def run_op(request: web.Request) -> web.Response:
     except (ValueError, UnicodeDecodeError) as exc:
         return _bad(400, f"malformed JSON: {exc}")
     payload, dropped = _transport_fields(request, state.ops, name, payload)
-    body = await execute(state.services, state.ops, name, payload)
+    with agent_session(_session_of(request)):
+        body = await execute(state.services, state.ops, name, payload)
     if dropped:
         body = {**body, "warnings": [*body.get("warnings", []), dropped]}
     return _json(body, http_status(body))
@@ -113,6 +115,19 @@ def _transport_fields(request: web.Request, ops: Registry, name: str, payload: o
     kept = {k: v for k, v in payload.items() if k not in cap.input.transport_only}
     return kept, (f"ignored {', '.join(named)}: only the MCP stdio bridge may pass them; agents read local files "
                   "only under TRAWL_FILE_ROOTS (or an MCP client's roots)")
+
+
+SESSION_HEADER = "X-Trawl-Session"
+
+
+def _session_of(request: web.Request) -> str:
+    """The agent session of an API call (exitflow.py): over the Unix socket (the stdio bridge, the CLI) the
+    caller's ``X-Trawl-Session``; over TCP one session for every caller, whatever it says (a fresh name per call
+    would start every call clean)."""
+    if _over_unix_socket(request):
+        named = request.headers.get(SESSION_HEADER, "").strip()[:100]
+        return f"sock:{named}" if named else "sock"
+    return "api-tcp"
 
 
 def _over_unix_socket(request: web.Request) -> bool:
@@ -192,7 +207,7 @@ def create_app(
         hook(app)
 
     if mcp:  # the MCP tools, generated from the same registry as the routes above
-        server = build_server(registry, LocalBackend(services, registry))
+        server = build_server(registry, LocalBackend(services, registry, session="mcp-http"))
         state.extras["mcp_server"] = server
         mount_mcp(app, server)
     return app

@@ -114,7 +114,7 @@ def last_hour(records: list[usage.CallRecord], now: float | None = None) -> dict
 
 
 def _exits(state: AppState) -> dict[str, Any]:
-    """The exit guard's events (exits.py): URLs that carried data from earlier reads, refused or let through."""
+    """The exit guard's events (exits.py, exitflow.py): URLs held, refused or let through with earlier data."""
     guard = state.services.extras.get("exit_guard")
     describe = getattr(guard, "describe", None)
     return describe() if callable(describe) else {"events": []}
@@ -199,8 +199,8 @@ def render_text(st: dict[str, Any]) -> str:
     else:
         lines.append("recent:   no requests yet")
     ex = st.get("exits") or {}
-    lines.append(f"exits:    {ex.get('refused', 0)} refused, {ex.get('let_through', 0)} let through "
-                 "(URLs carrying data from earlier reads)")
+    lines.append(f"exits:    {ex.get('held', 0)} held, {ex.get('refused', 0)} refused, {ex.get('let_through', 0)} "
+                 "let through (agent sessions that read private content, fetching elsewhere)")
     for ev in (ex.get("events") or [])[:10]:
         when = time.strftime("%H:%M:%S", time.localtime(ev["at"]))
         lines.append(f"  {when} {ev['action'][:40]:<40} {ev['host']:<24} {ev['reason'][:120]}")
@@ -396,12 +396,13 @@ def _preread_html(pre: dict[str, Any] | None) -> str:
 
 def _exits_html(ex: dict[str, Any]) -> str:
     e = html.escape
-    head = (f"<p>{int(ex.get('refused', 0))} refused, {int(ex.get('let_through', 0))} let through; agents' URLs are "
-            "refused when they carry data from earlier reads to a site neither allowed nor open in your browser.</p>")
+    head = (f"<p>{int(ex.get('held', 0))} held, {int(ex.get('refused', 0))} refused, {int(ex.get('let_through', 0))} "
+            "let through; once an agent session has read private content (your tabs, local files, local services), "
+            "its URLs to a site you have not allowed are held until you say yes.</p>")
     rows = []
     for ev in ex.get("events") or []:
         when = time.strftime("%H:%M:%S", time.localtime(ev["at"]))
-        cls = "bad" if ev["action"] == "refused" else "ok"
+        cls = "bad" if ev["action"] in ("refused", "held") else "ok"
         rows.append(f"<tr><td>{when}</td><td class={cls}>{e(ev['action'])}</td><td>{e(ev['host'])}</td>"
                     f"<td>{e(ev['reason'])}</td><td>{e(ev['url'])}</td></tr>")
     if not rows:

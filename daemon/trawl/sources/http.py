@@ -19,6 +19,7 @@ from urllib.parse import urljoin, urlsplit
 
 import httpx
 
+from ..exitflow import check_hop
 from ..netguard import NetGuard, PinnedTransport, Resolver, default_port, parse_ip
 from ..policy import check_url
 from ..settings import Settings
@@ -113,6 +114,7 @@ class HttpSource:
         chain = [url]
         for _ in range(settings.max_redirects + 1):
             check_url(url, settings)  # the site policy, on the first URL and on every redirect hop
+            check_hop(url)  # and the exit decision (exitflow.py): a hop to an unvouched host is never requested
             if guard is not None:  # an injected transport cannot be pinned: check the host up front
                 await _precheck(guard, url)
             try:

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from ..chromium import INSTALL_HINT, LAUNCH_ARGS, require_chromium
+from ..exitflow import check_hop
 from ..netguard import NetGuard, a_or_an, default_port
 from ..policy import check_url
 from ..settings import Settings
@@ -157,6 +158,7 @@ class RequestGuard:
         for url in self.hops:
             if (err := await self.check(url)) is not None:
                 raise TrawlError(err.code, f"{err.message} (a redirect hop the page followed)", err.hint)
+            check_hop(url)  # the exit decision on every hop Chromium followed (exitflow.py)
         async def addr(resp: Response) -> tuple[str, dict[str, Any] | None]:
             try:
                 return resp.url, dict(await resp.server_addr() or {})

@@ -1,0 +1,342 @@
+"""Exits by information flow: once an agent session has been given private content, a fetch to a host nobody
+vouched for is held for the user, whatever the URL looks like.
+
+The content guard (``exits.py``) looks for what was read inside the URL; an attacker picks a spelling it does not
+fold (a dot, ROT13, a homoglyph, base64 four times, two requests). This module does not look at the URL's content
+at all. It keeps, per *agent session*, one fact the attacker cannot spell around: has this session been given
+private content? Once it has, a URL goes out only to a host that is vouched for:
+
+* the user's allow list (``TRAWL_EXIT_ALLOW_HOSTS`` or the site policy's allow list);
+* the site the private content came from, when all of it came from that one site (the data goes back where it
+  lives; a session that read a local file and a local service may send neither to the other);
+* a site the user said yes to for this session (asked through MCP elicitation);
+* the exact URL of a link a result showed this session (followed, not composed), unless the link echoes a URL
+  this session itself sent (a search page repeating ``http://attacker/?k=…`` does not launder it).
+
+Anything else is **held**: the MCP face asks the user (``elicitation/create``) when the client can ask; nobody
+answering within ``exit_ask_timeout_s``, a client that cannot ask, and every other face get ``exit_held`` (not
+sent), and a "no" gets ``exit_refused``. An open tab never vouches (a page can open one), nor does having read a
+host before (the page that injected the agent is usually one it read first).
+
+*Private content*: every tab read through the user's browser (extension: their cookies, their logins), tab lists
+and tab search hits, local files, and pages from loopback, private-network or single-label hosts (a local service;
+``TRAWL_EXIT_PUBLIC_HOSTS`` names local mirrors of public pages), and anything whose source is not known to be a
+public one.
+
+*Agent session*: the stdio bridge's process (one MCP client connection; it sends a random id with every call over
+the Unix socket), the daemon's streamable-HTTP ``/mcp`` (stateless: every client of it shares one session), and the
+HTTP API: over the Unix socket the caller's ``X-Trawl-Session`` header, over TCP one session for all callers.
+Sharing a session only ever holds more.
+
+Memory is bounded and never evicted by what an attacker feeds it: a session whose links or sent URLs fill up stops
+learning allowances (holds more), sessions pushed out of the table while tainted are remembered by a digest, and
+when even that fills, every new session starts tainted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import time
+import unicodedata
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+from .netguard import is_private as _private_ip
+from .netguard import parse_ip
+from .settings import Settings
+
+DEFAULT_SESSION = "local"
+MAX_SESSIONS = 4096  # sessions kept in full
+MAX_TAINTED_DIGESTS = 200_000  # sessions pushed out while tainted, remembered by an 8-byte digest
+MAX_LINKS = 20_000  # links shown to one session (allowances: a full table learns no more)
+MAX_SENT_PARTS = 4_000  # parts of URLs one session sent (the echo check: a full table stops trusting links)
+MAX_SITES = 2_000  # private sites and user-granted sites per session
+MIN_PART = 8  # a sent URL part this long, found inside a shown link, makes that link an echo
+HOLD_TTL_S = 300.0  # a question the face asked stays answerable this long at most
+MAX_HOLDS = 256
+
+# Sources that read what anyone on the internet can read (no cookies, no login). Anything else is private.
+PUBLIC_SOURCES = frozenset({"http", "playwright", "pdf", "arxiv", "mediawiki", "stackexchange", "reddit",
+                            "youtube", "github"})
+# Ops whose results are the user's browser (tab lists, tab text): private whatever the pages are.
+BROWSER_OPS = frozenset({"list_tabs", "read_tab", "search_tabs"})
+
+_SESSION: ContextVar[str] = ContextVar("trawl_agent_session", default=DEFAULT_SESSION)
+
+
+def current_session() -> str:
+    return _SESSION.get()
+
+
+@contextmanager
+def agent_session(key: str) -> Iterator[None]:
+    """Run the calls inside under session ``key`` (set by the face that knows who is calling)."""
+    token = _SESSION.set(key[:200] or DEFAULT_SESSION)
+    try:
+        yield
+    finally:
+        _SESSION.reset(token)
+
+
+def _fold(text: str) -> str:
+    return "".join(c for c in unicodedata.normalize("NFKC", text).casefold() if c.isalnum())
+
+
+def host_of(url: str) -> str:
+    try:
+        return (urlsplit(url).hostname or "").lower().rstrip(".")
+    except ValueError:
+        return ""
+
+
+def _hostport(url: str) -> tuple[str, str]:
+    try:
+        parts = urlsplit(url)
+        host = (parts.hostname or "").lower().rstrip(".")
+        port = parts.port
+    except ValueError:
+        return "", ""
+    return host, f"{host}:{port}" if port else host
+
+
+@dataclass(slots=True)
+class SessionFlow:
+    """What one agent session was given, as far as exits care."""
+
+    key: str
+    private: str = ""  # why the session counts as having read private content ("" = it has not)
+    private_sites: set[str] = field(default_factory=set)
+    granted: set[str] = field(default_factory=set)  # sites the user said yes to, this session
+    links: OrderedDict[str, None] = field(default_factory=OrderedDict)
+    sent_parts: set[str] = field(default_factory=set)
+    links_frozen: bool = False  # the echo table filled: no link shown from now on vouches
+    overflowed: bool = False  # more private sites than MAX_SITES: none of them vouches any more
+
+    def taint(self, why: str, site: str = "") -> None:
+        if not self.private:
+            self.private = why
+        if site and site not in self.private_sites:
+            if len(self.private_sites) >= MAX_SITES:
+                self.overflowed = True
+            else:
+                self.private_sites.add(site)
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    send: bool
+    why: str  # for the event log: why it was let through, or why it is held
+    host: str = ""  # held: the host nobody vouched for
+
+
+@dataclass(slots=True)
+class _Hold:
+    session: str
+    url: str
+    until: float
+
+
+class FlowMemory:
+    """Every session's flow facts, bounded; one per daemon (kept by the ExitGuard)."""
+
+    def __init__(self, settings: Settings, site_of: Callable[[str], str]) -> None:
+        self.settings = settings
+        self._site_of = site_of
+        self._sessions: OrderedDict[str, SessionFlow] = OrderedDict()
+        self._evicted_tainted: set[bytes] = set()
+        self._all_new_tainted = False
+        self._holds: OrderedDict[str, _Hold] = OrderedDict()
+        self._key = secrets.token_bytes(16)
+        self.counters = {"held": 0, "asked": 0, "granted": 0}
+
+    # ------------------------------------------------------------ sessions
+    def _digest(self, key: str) -> bytes:
+        return hashlib.blake2b(key.encode("utf-8", "surrogatepass"), key=self._key, digest_size=8).digest()
+
+    def session(self, key: str | None = None) -> SessionFlow:
+        key = key or current_session()
+        s = self._sessions.get(key)
+        if s is not None:
+            self._sessions.move_to_end(key)
+            return s
+        s = SessionFlow(key)
+        if self._all_new_tainted:
+            s.taint("the daemon's session memory overflowed: every new session counts as having read private "
+                    "content")
+        elif self._digest(key) in self._evicted_tainted:
+            s.taint("this session read private content earlier")
+        self._sessions[key] = s
+        while len(self._sessions) > MAX_SESSIONS:
+            _k, old = self._sessions.popitem(last=False)
+            if old.private:
+                if len(self._evicted_tainted) >= MAX_TAINTED_DIGESTS:
+                    self._all_new_tainted = True
+                else:
+                    self._evicted_tainted.add(self._digest(old.key))
+        return s
+
+    def sessions(self) -> int:
+        return len(self._sessions)
+
+    # ------------------------------------------------------------ what a session was given
+    def is_public_page(self, url: str, source: str) -> bool:
+        if source not in PUBLIC_SOURCES:
+            return False
+        host, hostport = _hostport(url)
+        if not host:
+            return False
+        if host in self._public_hosts() or hostport in self._public_hosts():
+            return True
+        return not _private_host(host)
+
+    def _public_hosts(self) -> set[str]:
+        return {h.strip().lower().rstrip(".") for h in self.settings.exit_public_hosts if h.strip()}
+
+    def observe(self, op: str, body: dict[str, Any]) -> None:
+        """A result handed to this session: private or not, and the links it showed."""
+        s = self.session()
+        origin = str(body.get("final_url") or body.get("url") or "")
+        source = str(body.get("source") or "")
+        if op in BROWSER_OPS:
+            s.taint("it read the user's browser (tabs)", "")
+            for item in [*(body.get("tabs") or ()), *(body.get("hits") or ())]:
+                if isinstance(item, dict) and isinstance(item.get("url"), str):
+                    s.taint("it read the user's browser (tabs)", self._site_of(item["url"]))
+        elif origin and not self.is_public_page(origin, source):
+            site = self._site_of(origin)
+            what = "a local file" if site == "file:" else f"{origin[:80]} (source {source or '?'})"
+            s.taint(f"it read private content: {what}", site)
+
+    def show_link(self, url: str) -> None:
+        """A URL that appeared in a result given to this session."""
+        s = self.session()
+        if s.links_frozen:
+            return
+        folded = _fold(unquote(url))
+        if any(p in folded for p in s.sent_parts):
+            return  # it repeats what this session sent: an echo, not a link someone wrote
+        if len(s.links) >= MAX_LINKS:
+            s.links_frozen = True
+            return
+        s.links[url] = None
+
+    def note_sent(self, url: str) -> None:
+        """A URL this session fetched: its parts, for the echo check on links shown later."""
+        s = self.session()
+        for part in _url_values(url):
+            f = _fold(part)
+            if len(f) >= MIN_PART:
+                if len(s.sent_parts) >= MAX_SENT_PARTS:
+                    s.links_frozen = True
+                    return
+                s.sent_parts.add(f)
+
+    # ------------------------------------------------------------ the decision
+    def decide(self, url: str, hosts: list[str], allowed: Callable[[str], bool]) -> Verdict:
+        """Whether ``url`` (whose own host and nested hosts are ``hosts``) may go out for this session."""
+        s = self.session()
+        if not s.private:
+            return Verdict(True, "the session has read no private content")
+        shown = url in s.links or unquote(url) in s.links
+        reasons = []
+        for h in hosts:
+            site = self._site_of(h)
+            if allowed(h):
+                reasons.append("allowed by the user")
+            elif s.private_sites == {site} and not s.overflowed:
+                reasons.append("the private content's own site")
+            elif site in s.granted:
+                reasons.append("the user said yes for this session")
+            elif shown:
+                reasons.append("a link a result showed (followed, not composed)")
+            else:
+                return Verdict(False, f"the session read private content ({s.private})", h)
+        return Verdict(True, "; ".join(dict.fromkeys(reasons)))
+
+    # ------------------------------------------------------------ asking the user
+    def hold(self, url: str) -> str:
+        """Open a question about ``url`` for this session (a face is about to ask the user); its id."""
+        now = time.monotonic()
+        s = self.session()
+        for hid, h in self._holds.items():
+            if h.session == s.key and h.url == url and h.until > now:
+                return hid
+        hid = secrets.token_urlsafe(12)
+        self._holds[hid] = _Hold(s.key, url, now + min(HOLD_TTL_S, self.settings.exit_ask_timeout_s * 2))
+        while len(self._holds) > MAX_HOLDS:
+            self._holds.popitem(last=False)
+        self.counters["asked"] += 1
+        return hid
+
+    def take_grant(self, url: str) -> bool:
+        """The user said yes to ``url`` in this session (an open question, still in time): the site is vouched for
+        from now on in this session. False when no such question is open."""
+        s = self.session()
+        now = time.monotonic()
+        for hid, h in list(self._holds.items()):
+            if h.until <= now:
+                del self._holds[hid]
+            elif h.session == s.key and h.url == url:
+                del self._holds[hid]
+                if len(s.granted) < MAX_SITES:
+                    s.granted.add(self._site_of(host_of(url)))
+                self.counters["granted"] += 1
+                return True
+        return False
+
+    def describe(self) -> dict[str, Any]:
+        tainted = sum(1 for s in self._sessions.values() if s.private)
+        return {**self.counters, "sessions": len(self._sessions), "tainted_sessions": tainted,
+                "all_new_tainted": self._all_new_tainted}
+
+
+def _private_host(host: str) -> bool:
+    """A host whose pages are someone's private service: loopback, private-network and link-local addresses,
+    ``localhost`` names, single-label names (an intranet name)."""
+    bare = host.strip("[]")
+    if parse_ip(bare) is not None:
+        return _private_ip(bare)
+    if bare == "localhost" or bare.endswith(".localhost") or "." not in bare:
+        return True
+    return bare.endswith((".local", ".internal", ".lan", ".home.arpa", ".intranet", ".corp"))
+
+
+def _url_values(url: str) -> list[str]:
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return [url]
+    out = [unquote(seg) for seg in parts.path.split("/") if seg]
+    out += [v for pair in parse_qsl(parts.query, keep_blank_values=True) for v in pair]
+    if parts.fragment:
+        out.append(unquote(parts.fragment))
+    return out
+
+
+# --------------------------------------------------------------------- redirect hops
+HopCheck = Callable[[str], None]
+_HOP: ContextVar[HopCheck | None] = ContextVar("trawl_exit_hop", default=None)
+
+
+@contextmanager
+def hop_checks(check: HopCheck) -> Iterator[None]:
+    """While an agent's fetch runs, every redirect hop and final URL a source reports goes through ``check``."""
+    token = _HOP.set(check)
+    try:
+        yield
+    finally:
+        _HOP.reset(token)
+
+
+def check_hop(url: str) -> None:
+    """The exit decision on a URL a source is about to request (a redirect hop) or ended at; raises
+    ``exit_held``/``exit_refused``. Nothing outside an agent's fetch."""
+    check = _HOP.get()
+    if check is not None:
+        check(url)
