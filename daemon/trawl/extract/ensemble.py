@@ -10,8 +10,8 @@ they head the story). Blocks inside the span stay even when trafilatura lacks th
 ends both agree on). When trafilatura found much less text (under :data:`MIN_SECOND_SHARE` of the primary's), it
 probably missed the body: its vote does not count and the primary stays whole.
 
-And :func:`dedupe_blocks` drops a block of :data:`DEDUPE_MIN_WORDS` or more words whose text the blocks after it
-hold (the same paragraph emitted twice: a page that carries it twice, for two layouts; an extractor that
+And :func:`dedupe_blocks` drops a block of :data:`DEDUPE_MIN_WORDS` or more words that another block repeats word
+for word (the same paragraph emitted twice: a page that carries it twice, for two layouts; an extractor that
 gave a post's whole text as one block, then its paragraphs).
 
 Only article pages get the vote (the page declares itself one, or rs-trafilatura judges it one, and the cascade
@@ -29,7 +29,7 @@ from .score import strip_markdown
 SUPPORT = 0.5  # share of a block's word 3-grams the second extractor must hold for it to vote for the block
 MIN_SECOND_SHARE = 0.3  # the second extractor's vote counts when it found at least this share of the primary's words
 DEDUPE_MIN_WORDS = 8  # a repeated block this long is a copy, not a refrain ("Read more", table cells stay)
-DEDUPE_SHARE = 0.8
+DEDUPE_CONTAINED_CHARS = 200_000
 _WORD = re.compile(r"\w+")
 _HEADING = re.compile(r"^#{1,6} \S")
 
@@ -73,25 +73,29 @@ def agreed_span(primary: str, second: str) -> str:
     return "\n\n".join(parts[start:end])
 
 
-def _drop_repeats(parts: list[str]) -> list[str]:
-    """``parts`` without each block of :data:`DEDUPE_MIN_WORDS` or more words whose word 3-grams are nearly all
-    (:data:`DEDUPE_SHARE`) in the blocks kept before it."""
-    seen: set[tuple[str, ...]] = set()
+def _drop_repeats(parts: list[str], contained: bool) -> list[str]:
+    """``parts`` without each block of :data:`DEDUPE_MIN_WORDS` or more words that a block kept before it already
+    holds word for word: the same words, or (``contained``) all of them in a row inside one longer block."""
+    exact: set[str] = set()
+    keys: list[str] = []
     kept: list[str] = []
     for block in parts:
-        words = _tokens(block)
-        own = _grams(words)
-        if len(words) >= DEDUPE_MIN_WORDS and len(own & seen) >= DEDUPE_SHARE * len(own):
+        key = "".join(_tokens(block))  # joined without spaces: CJK text and glued titles compare too
+        n_words = len(_tokens(block))
+        if n_words >= DEDUPE_MIN_WORDS and (key in exact or (contained and any(key in k for k in keys))):
             continue
-        seen |= own
+        exact.add(key)
+        keys.append(key)
         kept.append(block)
     return kept
 
 
 def dedupe_blocks(markdown: str) -> str:
-    """``markdown`` without the blocks that repeat text it holds elsewhere. First from the end (of a post given
-    whole and then paragraph by paragraph, the paragraphs stay; of two copies, the later), then from the start (a block
-    the text before it already holds)."""
+    """``markdown`` without the blocks that repeat text it holds elsewhere. First from the end (of two copies, the
+    later stays), then from the start (a block an earlier one holds: a post's paragraphs after the post given
+    whole). Containment is checked on pages up to :data:`DEDUPE_CONTAINED_CHARS` only (it is quadratic); exact
+    copies on every page."""
     parts = blocks(markdown)
-    kept = _drop_repeats(_drop_repeats(parts[::-1])[::-1])
+    contained = len(markdown) <= DEDUPE_CONTAINED_CHARS
+    kept = _drop_repeats(_drop_repeats(parts[::-1], contained)[::-1], contained)
     return "\n\n".join(kept) if len(kept) < len(parts) else markdown
