@@ -7,7 +7,8 @@ unrelated page of the same language (taken in turn from the other sampled pages)
 of evidence match_of reads are recorded: the best raw cosine between the question and a chunk compared by meaning,
 and the idf-weighted share of the question's words found on the page. Prints their distributions for own and
 unrelated pages per language pair, and how often the current thresholds call each "weak" (own pages called weak
-are false alarms; unrelated pages called weak are the catches).
+are false alarms; unrelated pages called weak are the catches). On own pages it also counts the answers in the
+returned set before and after passages with no evidence (score 0) are left out (trawl.scores.judged).
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ from collections import defaultdict
 from pathlib import Path
 
 from bench_qa import prepare_file
+from gate_qa import found
 from trawl.retrieve import Retriever
-from trawl.scores import match_of
+from trawl.scores import judged, match_of
 from trawl.settings import Settings
 
 
@@ -73,7 +75,12 @@ def main() -> None:
                 for kind, page in (("own", path), ("unrelated", other)):
                     _, cs, plang = chunks[page]
                     r = retriever.rank(q["question"], cs, plang, None, f"{page}")
-                    rows.append({"pair": f"{q['question_lang']}>{q['lang']}", "kind": kind, "page": page,
+                    kept = judged(r.chunks, r.mode, r.meaning, r.words, r.typical).chunks
+                    answers = [str(a) for a in q["answers"]]
+                    rows.append({"answer_before": found(answers, "\n".join(c.text for c in r.chunks)),
+                                 "answer_after": found(answers, "\n".join(c.text for c in kept)),
+                                 "dropped": len(r.chunks) - len(kept),
+                                 "pair": f"{q['question_lang']}>{q['lang']}", "kind": kind, "page": page,
                                  "meaning": r.meaning, "words": round(r.words, 4), "typical": r.typical,
                                  "compared": len(cs),
                                  "weak": match_of(r.meaning, r.words, r.typical) == "weak", "mode": r.mode})
@@ -94,6 +101,10 @@ def main() -> None:
     own = [r for r in rows if r["kind"] == "own"]
     if own:
         print(f"\nmean words on own pages {statistics.mean(float(r['words']) for r in own):.3f}")  # type: ignore[arg-type]
+        before = sum(1 for r in own if r["answer_before"])
+        after = sum(1 for r in own if r["answer_after"])
+        print(f"own pages: answer in the returned set {before} -> {after} of {len(own)} with score-0 passages left out "
+              f"({sum(int(r['dropped']) for r in own)} passages left out)")  # type: ignore[call-overload]
 
 
 if __name__ == "__main__":
