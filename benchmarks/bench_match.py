@@ -75,7 +75,7 @@ def main() -> None:
                 for kind, page in (("own", path), ("unrelated", other)):
                     _, cs, plang = chunks[page]
                     r = retriever.rank(q["question"], cs, plang, None, f"{page}")
-                    kept = judged(r.chunks, r.mode, r.meaning, r.words, r.typical).chunks
+                    kept = judged(r.chunks, r.mode, r.meaning, r.words, r.typical, same=r.same_language).chunks
                     answers = [str(a) for a in q["answers"]]
                     rows.append({"answer_before": found(answers, "\n".join(c.text for c in r.chunks)),
                                  "answer_after": found(answers, "\n".join(c.text for c in kept)),
@@ -83,7 +83,8 @@ def main() -> None:
                                  "pair": f"{q['question_lang']}>{q['lang']}", "kind": kind, "page": page,
                                  "meaning": r.meaning, "words": round(r.words, 4), "typical": r.typical,
                                  "compared": len(cs),
-                                 "weak": match_of(r.meaning, r.words, r.typical) == "weak", "mode": r.mode})
+                                 "weak": match_of(r.meaning, r.words, r.typical, r.same_language) == "weak",
+                                 "same": r.same_language, "mode": r.mode})
         retriever.close()
     if args.out:
         Path(args.out).write_text("".join(json.dumps(r) + "\n" for r in rows))

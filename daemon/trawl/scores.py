@@ -47,16 +47,24 @@ MEANING_WEAK = 0.76  # below it, no passage is close in meaning, whatever the re
 MEANING_CLOSE = 0.81  # at or above it, a passage is close in meaning
 LIFT_WEAK = 0.015  # between the two: close only if the best passage stands out from the page's typical one
 WORDS_WEAK = 0.4  # the question's words (idf-weighted) on the page: at or above it, the words match
+# Across languages the model's cosines run lower, on the page that answers too (en>ru, en>zh: 0.71-0.78 where
+# same-language pairs show 0.80+): only a cosine below this is weak there, and the lift rule does not apply.
+MEANING_WEAK_CROSS = 0.70
 Verdict = Literal["good", "weak"]
 
 
-def match_of(meaning: float | None, words: float, typical: float | None = None) -> Verdict:
+def match_of(meaning: float | None, words: float, typical: float | None = None, same: bool | None = True) -> Verdict:
     """"weak" when under WORDS_WEAK of the question's words are on the page and no passage is close in meaning:
     none was compared, or the best is below MEANING_WEAK, or below MEANING_CLOSE and less than LIFT_WEAK above the
-    typical compared passage (``typical``, the median cosine); else "good"."""
+    typical compared passage (``typical``, the median cosine); across languages (``same`` False) only below
+    MEANING_WEAK_CROSS. Else "good"."""
     if words >= WORDS_WEAK:
         return "good"
-    if meaning is None or meaning < MEANING_WEAK:
+    if meaning is None:
+        return "weak"
+    if same is False:
+        return "weak" if meaning < MEANING_WEAK_CROSS else "good"
+    if meaning < MEANING_WEAK:
         return "weak"
     lift = meaning - typical if typical is not None else LIFT_WEAK
     return "weak" if meaning < MEANING_CLOSE and lift < LIFT_WEAK else "good"
@@ -71,13 +79,13 @@ class Judged:
 
 
 def judged(chunks: Sequence[Chunk], mode: str, meaning: float | None, words: float, typical: float | None = None,
-           *, explicit_k: bool = False, calibrated: bool = True) -> Judged:
+           *, same: bool | None = True, explicit_k: bool = False, calibrated: bool = True) -> Judged:
     """Scores on the public scale, passages with no evidence dropped (unless the caller asked for ``k`` of them, or
     none has any), and the absolute match with the warning that says it. ``calibrated``: the cosines come from the
     model the thresholds were measured with (else a ranking that used meaning is not judged)."""
     scored = on_scale(chunks, mode)
     kept = scored if explicit_k else [c for c in scored if c.score > 0] or scored
-    verdict: Verdict | Literal[""] = match_of(meaning, words, typical) if calibrated or meaning is None else ""
+    verdict: Verdict | Literal[""] = match_of(meaning, words, typical, same) if calibrated or meaning is None else ""
     evidence = {"words": round(words, 3), **({"meaning": round(meaning, 3)} if meaning is not None else {})}
     notes: list[str] = []
     if verdict == "weak":

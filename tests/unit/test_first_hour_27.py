@@ -95,3 +95,10 @@ def test_doctor_says_when_settings_come_from_this_shell_only(tmp_path: Path) -> 
     cfg.write_text("port = 9001\n", encoding="utf-8")
     kept = check_config(settings, {"TRAWL_CONFIG": str(cfg), "TRAWL_PORT": "9001"})
     assert kept.level == "ok" and f"{cfg} sets port" in kept.detail, kept
+
+
+def test_across_languages_only_a_low_cosine_is_weak() -> None:
+    from trawl.scores import MEANING_WEAK_CROSS
+
+    assert match_of(MEANING_WEAK - 0.02, 0.0, typical=MEANING_WEAK - 0.02, same=False) == "good"
+    assert match_of(MEANING_WEAK_CROSS - 0.01, 0.0, same=False) == "weak"

@@ -69,6 +69,7 @@ class Ranking:
     meaning: float | None = None
     words: float = 0.0
     typical: float | None = None  # the median cosine of the chunks compared by meaning
+    same_language: bool | None = None  # question and page in one language (None: unknown)
 
 
 class Retriever:
@@ -279,7 +280,7 @@ class Retriever:
         cached = dense is not None and bool(have_vec) and fresh == 0
         meaning = float(dense[have_vec].max()) if dense is not None and have_vec else None
         typical = float(np.median(dense[have_vec])) if dense is not None and have_vec else None
-        return Ranking(ranked, mode, tuple(warnings), cached, meaning, words, typical)
+        return Ranking(ranked, mode, tuple(warnings), cached, meaning, words, typical, same)
 
     # ------------------------------------------------------------- dense
     def _dense(
