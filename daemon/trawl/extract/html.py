@@ -16,7 +16,7 @@
     -  plain      a very large page of plain paragraphs skips 1-3 (:mod:`.plain`): nothing to choose there
     4. shell      when both found (next to) nothing, the page is an empty JavaScript shell: return an
                   empty document and let the pipeline report it, rather than a title as "content"
-    5. vote       on an article (declared, or so judged by rs-trafilatura) where the primary stayed, trafilatura
+    5. vote       on a page rs-trafilatura judges an article, where its result stayed, trafilatura
                   votes too: the primary's blocks outside the span both agree on go (:mod:`.ensemble`: rails
                   before or after the story); repeated blocks are dropped on every page
 
@@ -111,7 +111,7 @@ def second_opinion(primary: Candidate | None, chosen: Candidate | None, html: st
     agree on (:func:`.ensemble.agreed_span`). Without rs-trafilatura the primary is trafilatura itself: no vote."""
     if chosen is None or chosen is not primary or chosen.name != "rs-trafilatura":
         return chosen
-    if chosen.page_type != "article" and not declares_article(html):
+    if chosen.page_type != "article":  # rs-trafilatura's own judgement: og:type article is WordPress's default
         return chosen
     second = cands.run_trafilatura(html, url)
     if second is None:
