@@ -152,6 +152,7 @@ async def _cli(tmp_path: Path, port: int, *args: str) -> tuple[int, str, str]:
     return proc.returncode or 0, out.decode(), err.decode()
 
 
+@pytest.mark.slow
 async def test_cli_fetch_asks_the_running_daemon_and_says_so(tmp_path: Path) -> None:
     site, url = await _serve_page()
     try:
