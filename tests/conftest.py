@@ -17,8 +17,8 @@ os.environ.setdefault("TRAWL_CONFIG", os.devnull)
 # Daemons this session starts leave their notes (trawl.channel.running) in a folder of its own, so a bridge or
 # `trawl doctor` under test never hears of another session's daemons.
 os.environ.setdefault("TRAWL_RUNNING_DIR", tempfile.mkdtemp(prefix="trawl-running-"))
-# The static table's distillation (retrieve/static.py, ~15 CPU-minutes) never starts under the tests, nor in the
-# daemons they start: tests of the table build a small one and name it.
+# The static table's distillation (retrieve/static.py, ~6 CPU-minutes; off by default too) never starts under
+# the tests, nor in the daemons they start: tests of the table build a small one and name it.
 os.environ.setdefault("TRAWL_STATIC_TABLE", "off")
 DEMO_PAGE = ROOT / "daemon" / "trawl" / "data" / "demo.html"
 

