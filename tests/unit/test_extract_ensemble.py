@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from trawl.extract import candidates as cands
-from trawl.extract.ensemble import MIN_SECOND_SHARE, agreed_span, dedupe_blocks
+from trawl.extract.ensemble import DEDUPE_MIN_WORDS, MIN_SECOND_SHARE, agreed_span, dedupe_blocks
 from trawl.extract.html import extract_html
 from trawl.settings import Settings
 from trawl.types import Page
@@ -45,15 +45,18 @@ def test_a_second_extractor_that_missed_the_body_has_no_vote() -> None:
 
 
 def test_repeated_long_blocks_are_dropped_short_ones_kept() -> None:
-    md = _md(BODY[0], "Read more", BODY[1], "Read more", BODY[2], "**" + BODY[1] + "**")
-    assert dedupe_blocks(md) == _md(BODY[0], "Read more", "Read more", BODY[2], "**" + BODY[1] + "**")
-    assert dedupe_blocks(_md(BODY[0], BODY[1], BODY[0])) == _md(BODY[1], BODY[0])
-    assert dedupe_blocks(_md(*BODY)) == _md(*BODY)
+    a, b, c = (p + " " + p for p in BODY)  # paragraphs of some 40 words
+    assert len(BODY[0].split()) < DEDUPE_MIN_WORDS <= len(a.split())
+    md = _md(a, "Read more", b, "Read more", c, "**" + b + "**")
+    assert dedupe_blocks(md) == _md(a, "Read more", "Read more", c, "**" + b + "**")
+    assert dedupe_blocks(_md(a, b, a)) == _md(b, a)
+    assert dedupe_blocks(_md(BODY[0], BODY[1], BODY[0])) == _md(BODY[0], BODY[1], BODY[0])  # a card's line may repeat
+    assert dedupe_blocks(_md(a, b, c)) == _md(a, b, c)
     # a post given whole (title and tags glued on), then paragraph by paragraph: its text once
-    whole = "Pier news " + " ".join(BODY) + " Tags: harbour"
-    assert dedupe_blocks(_md(whole, *BODY)) == whole
+    whole = "Pier news " + " ".join((a, b, c)) + " Tags: harbour"
+    assert dedupe_blocks(_md(whole, a, b, c)) == whole
     # near-copies are not copies: records of one template differ in a word or a number
-    rows = [f"Paragraph {i}: the ferry leaves the harbour at dawn and returns before the tide turns" for i in range(5)]
+    rows = [f"Paragraph {i}: the ferry leaves the harbour at dawn " + a for i in range(5)]
     assert dedupe_blocks(_md(*rows)) == _md(*rows)
 
 

@@ -29,7 +29,7 @@ from .score import strip_markdown
 
 SUPPORT = 0.5  # share of a block's word 3-grams the second extractor must hold for it to vote for the block
 MIN_SECOND_SHARE = 0.3  # the second extractor's vote counts when it found at least this share of the primary's words
-DEDUPE_MIN_WORDS = 8  # a repeated block this long is a copy, not a refrain ("Read more", table cells stay)
+DEDUPE_MIN_WORDS = 25  # a repeated block this long is a copied paragraph, not a card title or a refrain
 DEDUPE_CONTAINED_CHARS = 200_000
 _WORD = re.compile(r"\w+")
 _HEADING = re.compile(r"^#{1,6} \S")
