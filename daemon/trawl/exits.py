@@ -514,6 +514,8 @@ class ExitGuard:
         receives is observed (warnings with their samples of hidden text, coverage notes, messages...), not only
         the chunks: a secret the agent saw anywhere in a body must not leave in a URL. The session's flow facts
         (private or not, links shown) are recorded first."""
+        if op == "exit_check":  # a face's question about a URL: nothing was read
+            return
         self.flow.observe(op, body)
         self._browser_op = op in ("list_tabs", "read_tab", "search_tabs")
         origin = str(body.get("final_url") or body.get("url") or "")
@@ -522,7 +524,7 @@ class ExitGuard:
                               origin)
         for key in ("url", "final_url"):
             if isinstance(body.get(key), str) and is_http(body[key]):
-                self._remember_url(body[key])
+                self._remember_url(body[key], link=False)  # the URL the agent sent is no link anyone showed
         self.observe_text(str(body.get("title") or ""), origin)
         for c in body.get("chunks") or ():
             if isinstance(c, dict):
