@@ -227,8 +227,11 @@ class FlowMemory:
         s.links[url] = None
 
     def note_sent(self, url: str) -> None:
-        """A URL this session fetched: its parts, for the echo check on links shown later."""
+        """A URL this session composed and fetched: its parts, for the echo check on links shown later (a link it
+        followed carries the page's words, not the agent's)."""
         s = self.session()
+        if url in s.links or unquote(url) in s.links:
+            return
         for part in _url_values(url):
             f = _fold(part)
             if len(f) >= MIN_PART:
