@@ -241,7 +241,7 @@ class Retriever:
             cjk_page = script_of(plang) in ("cjk", "hangul")
             fused = fuse.combine(bm, dense, have_vec, weight, fuse.BM25_SHARE_CJK if cjk_page else fuse.BM25_SHARE)
             if first.static is not None:
-                fused = candidates_first(fused, have_vec, first.static)
+                fused = candidates_first(fused, first.static)
             mode = "hybrid" if weight > 0 else "dense-only"
         else:
             weight = 1.0

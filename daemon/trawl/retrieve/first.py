@@ -73,17 +73,10 @@ def with_bm25_set(
     return picked + [i for i in order if i not in chosen], len(picked)
 
 
-def candidates_first(fused: np.ndarray, have: list[int], picks: np.ndarray) -> np.ndarray:
-    """A first answer across languages: the chunks the dense model compared keep their fused scores and come
-    first; the rest follow in the static table's order (``picks``: BM25 fused with the table), just below."""
-    out = fused.astype(np.float64).copy()
-    if not have or len(have) == len(fused):
-        return out
-    rest = np.ones(len(fused), dtype=bool)
-    rest[have] = False
-    floor = float(out[have].min())
-    ids = np.flatnonzero(rest)
-    ranks = np.empty(len(ids), dtype=np.float64)
-    ranks[np.argsort(-picks[ids], kind="stable")] = np.arange(1, len(ids) + 1)
-    out[ids] = floor - 1e-3 * ranks / len(ids)
-    return out
+def candidates_first(fused: np.ndarray, picks: np.ndarray) -> np.ndarray:
+    """A first answer across languages: the usual fusion (the compared chunks by meaning and BM25, the rest by
+    BM25), with the static table's order (``picks``: BM25 fused with the table) breaking its ties.
+    Putting every compared chunk above the rest instead lost BM25's name and number hits (bench_qa --first --ab,
+    90 cross-language questions: returned-set recall 0.522 against 0.778 without the table)."""
+    span = float(picks.max() - picks.min()) or 1.0
+    return fused.astype(np.float64) + 1e-3 * (picks - picks.min()) / span
