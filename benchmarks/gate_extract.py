@@ -22,14 +22,14 @@ SAMPLE_DIR = ROOT / "tests" / "fixtures" / "wcxb-sample"
 # Mean F1 floors: overall pinned 0.01 under the figure measured on the sample (see the comments).
 # Per-type floors sit ~0.03 under (10-30 pages each, so one page moves them by several points).
 FLOORS: dict[str, float] = {
-    "ALL": 0.871,  # measured 0.8814
-    "article": 0.90,  # 0.9324
-    "collection": 0.80,  # 0.8275
-    "documentation": 0.95,  # 0.9874
-    "forum": 0.80,  # 0.8307
-    "listing": 0.83,  # 0.8634
-    "product": 0.78,  # 0.8168
-    "service": 0.82,  # 0.8554
+    "ALL": 0.880,  # measured 0.8906 (0.8814 before the article vote and the dedupe, issue 25)
+    "article": 0.91,  # 0.9396 (0.9324)
+    "collection": 0.81,  # 0.8420 (0.8275)
+    "documentation": 0.95,  # 0.9869 (0.9874)
+    "forum": 0.83,  # 0.8606 (0.8307)
+    "listing": 0.84,  # 0.8756 (0.8634)
+    "product": 0.78,  # 0.8172 (0.8168)
+    "service": 0.82,  # 0.8545 (0.8554)
 }
 
 
@@ -44,7 +44,8 @@ SINGLE_GAP = 0.005
 # listing -0.0111 and product -0.0123 (trafilatura). On the full split (all 1,497 wcxb-dev pages, session 5) trawl
 # leads both singles in every type (article +0.0051, documentation +0.0021, product +0.0344, ...): these sample gaps
 # are the sample's, and the rules of session 5 leave the sample's figures unchanged, so the pins stay as they are.
-PINNED_GAPS: dict[str, float] = {"article": 0.022, "collection": 0.051, "listing": 0.012, "product": 0.013}
+# Issue 25 (article vote, dedupe): article -0.0140, collection -0.0357, product -0.0104; listing now leads (+0.0024).
+PINNED_GAPS: dict[str, float] = {"article": 0.015, "collection": 0.037, "product": 0.011}
 SINGLES = ("rs-trafilatura", "trafilatura")
 
 
