@@ -1,6 +1,6 @@
 """Sanitiser figures: recall on placed attacks (per hiding technique, per language, dev and test split), false
-flags on real pages, cost per page. "before" (phrase rules only) and "after" (phrase rules + structural cues)
-are computed on the same chunks in the same run.
+flags on real pages, cost per page. "before" (phrase rules only) and "after" (phrase rules + structural cues +
+the learned detector) are computed on the same chunks in the same run.
 
     .venv/bin/python benchmarks/bench_sanitise.py [--bench ../shared/bench] [--hosts 2] [--limit N]
         [--skip-fp] [--skip-attacks] [--fixtures tests/fixtures/injection]
@@ -89,12 +89,13 @@ def place(host: str, attack: str, placement: str) -> str:
 @contextmanager
 def phrase_rules_only() -> Iterator[None]:
     """The detector as it was: phrase rules, no structural cues."""
-    orig = detect.find_cues
+    orig, orig_learned = detect.find_cues, detect.find_learned
     detect.find_cues = lambda text: None  # type: ignore[assignment]
+    detect.find_learned = lambda prose: None  # type: ignore[assignment]
     try:
         yield
     finally:
-        detect.find_cues = orig
+        detect.find_cues, detect.find_learned = orig, orig_learned
 
 
 def run(page: Page, settings: Settings) -> tuple[Document, list[Chunk]]:
@@ -299,6 +300,28 @@ def bench_fixtures(fixtures: Path, settings: Settings) -> None:
     print(f"recall: {caught}/{len(files)} = {caught / max(1, len(files)):.3f}")
 
 
+def bench_lofo(bench: Path) -> None:
+    """Leave one family out over benchmarks/data/injection (train_injection.lofo), and the cost per chunk."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import train_injection as ti
+
+    c = ti.corpus(bench)
+    rows = ti.attacks()
+    res = ti.lofo(c, rows)
+    by: dict[str, dict[str, list[bool]]] = {"family": defaultdict(list), "lang": defaultdict(list)}
+    for r in rows:
+        by["family"][r["family"]].append(res[r["id"]][0])
+        by["lang"][r["lang"]].append(res[r["id"]][0])
+    print(f"\n== learned detector, leave one family out: {len(rows)} attacks, {len(by['family'])} families")
+    for dim in ("family", "lang"):
+        for name, v in sorted(by[dim].items()):
+            print(f"  {dim} {name:20s} {sum(v):3d}/{len(v):3d} {sum(v) / len(v):6.1%}")
+    rec = [sum(v) / len(v) for v in by["family"].values()]
+    print(f"LOFO recall: mean {statistics.mean(rec):.1%}, worst {min(rec):.1%}")
+    hn = ti.hard_negatives("test")
+    print(f"hard negatives (test split) flagged: {sum(bool(find_instructions(r['text'])) for r in hn)}/{len(hn)}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bench", default=str(ROOT.parent / "shared" / "bench"))
@@ -307,6 +330,7 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=None, help="wcxb-dev pages for the false-positive count")
     ap.add_argument("--skip-fp", action="store_true")
     ap.add_argument("--skip-attacks", action="store_true")
+    ap.add_argument("--lofo", action="store_true", help="leave-one-family-out figures of the learned detector")
     args = ap.parse_args()
     settings = Settings()
     bench_fixtures(Path(args.fixtures), settings)
@@ -314,6 +338,8 @@ def main() -> None:
         bench_attacks(Path(args.bench), args.hosts, settings)
     if not args.skip_fp:
         bench_fp(Path(args.bench), args.limit, settings)
+    if args.lofo:
+        bench_lofo(Path(args.bench))
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@
 The text is normalised first so simple disguises do not hide a phrase: NFKC (full-width letters become
 ASCII), invisible characters removed, Cyrillic/Greek look-alike letters inside otherwise Latin words
 mapped to Latin, runs of spaces collapsed. "prose" rules see the text without fenced code blocks and
-inline code spans, where docs legitimately show prompt formats.
+inline code spans, where docs legitimately show prompt formats. When no phrase rule or cue matches, the
+learned detector (:mod:`.learned`) judges the prose.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+from . import learned
 from .chars import strip_invisible
 from .cues import find_cues
 from .patterns import RULES, Rule
@@ -192,7 +194,17 @@ def _find(full: str, text: str) -> list[Hit]:
             hits.append(Hit(cue.rule, " ".join(prose[lo:hi].split())))
         elif " " in text and _spaced_override(text):
             hits.append(Hit("override.spaced", " ".join(full[:120].split())))
+        elif (window := find_learned(prose)) is not None:
+            hits.append(Hit(LEARNED, " ".join(window.split())[:160]))
     return hits
+
+
+LEARNED = "learned"  # the rule name of a hit of the learned detector (trawl.sanitise.learned)
+
+
+def find_learned(prose: str) -> str | None:
+    """The window of ``prose`` that the learned detector judges to steer its reader (None when none does)."""
+    return learned.find(prose) if prose.strip() else None
 
 
 # Letter-spaced text written with single spaces only joins into one long word; these are searched there.

@@ -29,6 +29,7 @@ WINDOW_CHARS = 360
 MAX_WINDOWS = 200  # per text; longer texts are scored on their first windows only
 MIN_WINDOW_CHARS = 16  # shorter windows ("Example:", "<!--") carry too few n-grams to judge
 
+_URL = re.compile(r"https?://\S+|www\.\S+")  # a URL's letters are noise to the model: it sees "http" only
 _SENTENCE_END = re.compile(r"(?<=[.!?;:])\s+|(?<=[。！？；])|\n+")
 _MULT = np.uint64(0x100000001B3)
 _MIX = np.uint64(0x9E3779B97F4A7C15)
@@ -63,7 +64,7 @@ def windows(text: str) -> list[str]:
 
 def features(window: str) -> tuple[np.ndarray, float]:
     """(unique hashed n-gram buckets, the value of each: 1/sqrt(their number))."""
-    text = " " + " ".join(window.lower().split()) + " "
+    text = " " + " ".join(_URL.sub("http", window.lower()).split()) + " "
     cps = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32).astype(np.uint64)
     grams: list[np.ndarray] = []
     with np.errstate(over="ignore"):
