@@ -4,7 +4,7 @@ The text is normalised first so simple disguises do not hide a phrase: NFKC (ful
 ASCII), invisible characters removed, Cyrillic/Greek look-alike letters inside otherwise Latin words
 mapped to Latin, runs of spaces collapsed. "prose" rules see the text without fenced code blocks and
 inline code spans, where docs legitimately show prompt formats. When no phrase rule or cue matches, the
-learned detector (:mod:`.learned`) judges the prose.
+learned detector (:mod:`.learned`) can judge the prose (``USE_LEARNED``, off until it generalises).
 """
 
 from __future__ import annotations
@@ -200,11 +200,14 @@ def _find(full: str, text: str) -> list[Hit]:
 
 
 LEARNED = "learned"  # the rule name of a hit of the learned detector (trawl.sanitise.learned)
+# Off: measured leave-one-family-out recall 7.7% mean, 0% worst (benchmarks/bench_sanitise.py --lofo), +2 of 104
+# placed-attack texts over rules+cues, and 1 of 1,500 unseen wcxb-dev texts falsely flagged (issue 24 notes).
+USE_LEARNED = False
 
 
 def find_learned(prose: str) -> str | None:
     """The window of ``prose`` that the learned detector judges to steer its reader (None when none does)."""
-    return learned.find(prose) if prose.strip() else None
+    return learned.find(prose) if USE_LEARNED and prose.strip() else None
 
 
 # Letter-spaced text written with single spaces only joins into one long word; these are searched there.
