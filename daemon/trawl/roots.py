@@ -577,12 +577,11 @@ def trawl_dir_reason(path: Path) -> str | None:
     Found by what only trawl keeps there: ``daemon.json`` beside the token, the lock or the socket; the cache-key;
     the extension's pairing files; or the caches' layout (``pages``/``embeddings``/``profiles`` holding two-hex-digit
     directories of ``.page``/``.vec``/``.profile`` entries)."""
-    from .browser.pairing import CODE_FILE, SECRET_FILE  # kept local: the browser package is heavy to import
     from .cache.salt import KEY_FILE
     from .channel.discovery import INFO_FILE, LOCK_FILE, SOCKET_FILE
-    from .channel.token import TOKEN_FILE
+    from .channel.token import PAIR_CODE_FILE, PAIR_SECRET_FILE, TOKEN_FILE
 
-    state_alone = (KEY_FILE, SECRET_FILE, CODE_FILE)
+    state_alone = (KEY_FILE, PAIR_SECRET_FILE, PAIR_CODE_FILE)
     beside_info = (TOKEN_FILE, LOCK_FILE, SOCKET_FILE)
     d = str(path)
     while True:  # plain strings and stat calls: this runs on every path an agent names, up to the root

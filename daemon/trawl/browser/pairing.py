@@ -65,14 +65,14 @@ from pathlib import Path
 from typing import Any
 
 from ..atomicfile import write_atomic
-from ..channel.token import ensure_state_dir
+from ..channel.token import PAIR_CODE_FILE, PAIR_SECRET_FILE, ensure_state_dir
 from ..settings import Settings
 from . import protocol
 
 log = logging.getLogger("trawl.browser.pairing")
 
-CODE_FILE = "extension-pair-code.json"
-SECRET_FILE = "extension-secret"
+CODE_FILE = PAIR_CODE_FILE
+SECRET_FILE = PAIR_SECRET_FILE
 CODE_TTL_S = 600.0
 WRONG_CODES_PER_WINDOW = 30
 WRONG_CODE_WINDOW_S = 60.0

@@ -24,6 +24,10 @@ from ..atomicfile import write_atomic
 log = logging.getLogger("trawl.server.token")
 
 TOKEN_FILE = "token"
+# The extension link's pairing files beside it (trawl.browser.pairing keeps them; named here, in the core, so that
+# the file rules can recognise any instance's state directory without importing the browser face).
+PAIR_CODE_FILE = "extension-pair-code.json"
+PAIR_SECRET_FILE = "extension-secret"
 
 
 class TokenError(RuntimeError):
