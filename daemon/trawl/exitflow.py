@@ -204,7 +204,7 @@ class FlowMemory:
         origin = str(body.get("final_url") or body.get("url") or "")
         source = str(body.get("source") or "")
         if op in BROWSER_OPS:
-            s.taint("it read the user's browser (tabs)", "")
+            s.taint("it read the user's browser (tabs)", self._site_of(origin) if origin else "")
             for item in [*(body.get("tabs") or ()), *(body.get("hits") or ())]:
                 if isinstance(item, dict) and isinstance(item.get("url"), str):
                     s.taint("it read the user's browser (tabs)", self._site_of(item["url"]))

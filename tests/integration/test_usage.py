@@ -146,8 +146,9 @@ async def test_stats_over_http_not_an_agent_tool(logging_daemon: RunningDaemon, 
     page = write_pages(tmp_path / "site", 1)[0]
     d = logging_daemon
     async with client(d) as c:
-        await c.post("/v1/fetch", json={"url": str(page), "query": "price"})
+        # the failing host first: after the file (private content) the exit rule would hold it (no host recorded)
         await c.post("/v1/fetch", json={"url": "http://127.0.0.1:9/x", "query": "price"})
+        await c.post("/v1/fetch", json={"url": str(page), "query": "price"})
         body = (await c.post("/v1/stats", json={})).json()
         bad = await c.post("/v1/stats", json={"days": -1})
     assert body["ok"] and body["origin"] == "file" and body["calls"] == 2 and body["errors"] == 1

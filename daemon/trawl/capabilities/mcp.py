@@ -78,7 +78,7 @@ def exit_question(backend: Backend) -> Any:
     async def ask_exit(ctx: Context, url: str) -> Elicit[ExitAnswer] | None:
         if classify(url.strip()).kind != "http" or not can_elicit(ctx):
             return None
-        body = await backend.call("exit_check", {"url": url})
+        body = await backend.call("exit_check", {"fetch_url": url})
         if not body.get("held"):
             return None
         return Elicit(str(body.get("question") or f"Send a request to {body.get('host')}?"), ExitAnswer)

@@ -4,6 +4,7 @@ pages control) whose boundary lines carry a token fresh for this response, then 
 from __future__ import annotations
 
 import textwrap
+from typing import Any
 
 from ..framing import BOUNDARY_FLAG, Frame, neutralise, one_line
 from .models import ErrorOut, PageOut, SearchOut, TabsOut
@@ -105,3 +106,10 @@ def render_search(out: SearchOut) -> str:
     if out.hidden:
         parts.append(f"{out.hidden} tab(s) hidden by the user's site policy.")
     return "\n\n".join(parts)
+
+
+def render_exit_check(out: Any) -> str:
+    """exit_check's answer: the question to put to the user, or that the URL would go out without one."""
+    if out.error is not None:
+        return _error_text(out.error, out.url)
+    return out.question if out.held else f"not held: {one_line(out.url)} goes out without asking"
