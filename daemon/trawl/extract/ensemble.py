@@ -29,6 +29,7 @@ from .score import strip_markdown
 
 SUPPORT = 0.5  # share of a block's word 3-grams the second extractor must hold for it to vote for the block
 MIN_SECOND_SHARE = 0.3  # the second extractor's vote counts when it found at least this share of the primary's words
+MIN_ANCHOR_WORDS = 8  # a block the span may end on: running text, not a heading or a byline
 DEDUPE_MIN_WORDS = 25  # a repeated block this long is a copied paragraph, not a card title or a refrain
 DEDUPE_CONTAINED_CHARS = 200_000
 _WORD = re.compile(r"\w+")
@@ -63,13 +64,16 @@ def agreed_span(primary: str, second: str) -> str:
     if not other or len(other) < MIN_SECOND_SHARE * sum(len(w) for w in words):
         return primary
     grams, vocab = _grams(other), set(other)
-    hit = [i for i, w in enumerate(words) if _supported(w, grams, vocab)]
+    # The span's ends are blocks of running text both hold: a two-word heading ("mara commented") is no anchor.
+    hit = [i for i, w in enumerate(words) if len(w) >= MIN_ANCHOR_WORDS and _supported(w, grams, vocab)]
     if not hit:
         return primary
     start, end = hit[0], hit[-1] + 1
     while start > 0 and _HEADING.match(parts[start - 1]):  # the headings over the span's first block head it
         start -= 1
     if start == 0 and end == len(parts):
+        return primary
+    if sum(len(w) for w in words[start:end]) < MIN_SECOND_SHARE * len(other):  # the trim would lose the body
         return primary
     return "\n\n".join(parts[start:end])
 
