@@ -64,6 +64,7 @@ from urllib.parse import parse_qsl, unquote, unquote_plus, urlsplit
 from tld import get_fld
 
 from .exitflow import FlowMemory, Verdict
+from .policy import canonical_host
 from .settings import Settings
 from .types import ErrorCode, TrawlError
 
@@ -127,7 +128,7 @@ def site_of(url_or_host: str) -> str:
         host = urlsplit(url_or_host).hostname if "://" in url_or_host else url_or_host
     except ValueError:
         host = url_or_host
-    return _registrable((host or "").lower().strip("[]").rstrip("."))
+    return _registrable(canonical_host(host or "").strip("[]"))  # one address form: [::ffff:7f00:3] is 127.0.0.3
 
 
 @lru_cache(maxsize=8192)
@@ -594,7 +595,7 @@ class ExitGuard:
 
     def allowed_host(self, host: str) -> bool:
         """The user vouched for ``host``: TRAWL_EXIT_ALLOW_HOSTS, or the allow list of their site policy."""
-        host = host.lower().rstrip(".")
+        host = canonical_host(host).strip("[]")
         for allowed in self.settings.exit_allow_hosts:
             a = allowed.strip().lower().rstrip(".")
             if a and (host == a or host.endswith("." + a)):

@@ -193,7 +193,7 @@ class Engine:
         t = time.perf_counter()
         plan = self.router.plan(req)
         # The user's site policy and the private-network rule, before any source runs; refusals are final.
-        await self._guard(req.target)
+        await self.check_policy(req.target)
         timings["route"] = _ms(t)
 
         # A page prepared earlier (same target, fresh enough) skips stages 2-4.
@@ -323,7 +323,7 @@ class Engine:
         )
 
     # -------------------------------------------------------------- helpers
-    async def _guard(self, url: str) -> None:
+    async def check_policy(self, url: str) -> None:
         """Raise BLOCKED_BY_POLICY when the site policy or the private-network rule refuses an http(s) URL."""
         if not url.lower().startswith(("http://", "https://")):
             return
@@ -340,7 +340,7 @@ class Engine:
         for url in (page.url, page.final_url):
             if url and url not in seen:
                 seen.add(url)
-                await self._guard(url)
+                await self.check_policy(url)
                 check_hop(url)  # the exit decision too, on where the page ended up (exitflow.py)
 
     async def _guard_frames(self, page: Page) -> Page:

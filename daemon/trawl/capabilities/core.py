@@ -102,6 +102,9 @@ async def fetch(svc: Services, req: FetchIn) -> PageOut:
         if kind == "path" and not named.expanduser().is_absolute():
             read = str(real)  # found under a root: read (and remember) that file, not the bare relative name
     elif kind == "http":
+        # The site policy and the private-network rule first: a URL they refuse is refused for good (nothing is
+        # sent, nobody is asked), whatever the exit rule would say.
+        await svc.engine.check_policy(target)
         try:
             passed = await guard.check(target, grant=req.exit_grant)
         except TrawlError as err:
@@ -121,6 +124,10 @@ async def exit_check(svc: Services, req: ExitCheckIn) -> ExitCheckOut:
     target = normalise_url(req.fetch_url.strip())
     if classify(target).kind != "http" or not svc.settings.exit_guard:
         return ExitCheckOut(url=target)
+    try:
+        await svc.engine.check_policy(target)
+    except TrawlError:
+        return ExitCheckOut(url=target)  # refused by the policy: the fetch says so; nobody is asked about it
     host = _host_of(target)
     verdict = guard.flow.decide(target, [host, *nested_hosts(target)], guard.allowed_host)
     if verdict.send:

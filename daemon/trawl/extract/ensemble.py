@@ -29,7 +29,7 @@ from .score import strip_markdown
 
 SUPPORT = 0.5  # share of a block's word 3-grams the second extractor must hold for it to vote for the block
 MIN_SECOND_SHARE = 0.3  # the second extractor's vote counts when it found at least this share of the primary's words
-MIN_ANCHOR_WORDS = 8  # a block the span may end on: running text, not a heading or a byline
+MIN_ANCHOR_WORDS = 3  # a block the span may end on holds word 3-grams to compare (not a lone name or date)
 DEDUPE_MIN_WORDS = 25  # a repeated block this long is a copied paragraph, not a card title or a refrain
 DEDUPE_CONTAINED_CHARS = 200_000
 _WORD = re.compile(r"\w+")
@@ -64,8 +64,9 @@ def agreed_span(primary: str, second: str) -> str:
     if not other or len(other) < MIN_SECOND_SHARE * sum(len(w) for w in words):
         return primary
     grams, vocab = _grams(other), set(other)
-    # The span's ends are blocks of running text both hold: a two-word heading ("mara commented") is no anchor.
-    hit = [i for i, w in enumerate(words) if len(w) >= MIN_ANCHOR_WORDS and _supported(w, grams, vocab)]
+    # The span's ends are blocks of text both hold, never a heading ("### mara commented" on a thread of comments).
+    hit = [i for i, w in enumerate(words)
+           if len(w) >= MIN_ANCHOR_WORDS and not _HEADING.match(parts[i]) and _supported(w, grams, vocab)]
     if not hit:
         return primary
     start, end = hit[0], hit[-1] + 1
