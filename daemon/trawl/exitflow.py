@@ -195,6 +195,21 @@ class FlowMemory:
             return True
         return not _private_host(host)
 
+    def _own_key(self, url: str) -> str:
+        """The site a private read came from, as the own-site allowance compares it: the registrable domain, and on
+        an address or a private host (``127.0.0.1``, ``localhost``, an intranet name) its port too, since another
+        port there is another service, possibly another user's listener."""
+        site = self._site_of(url)
+        try:
+            parts = urlsplit(url)
+            host = (parts.hostname or "").lower().rstrip(".")
+            port = parts.port or {"http": 80, "https": 443}.get(parts.scheme.lower(), 0)
+        except ValueError:
+            return site
+        if host and "://" in url and (parse_ip(host) is not None or _private_host(host)):
+            return f"{site}:{port}"
+        return site
+
     def _public_hosts(self) -> set[str]:
         return {h.strip().lower().rstrip(".") for h in self.settings.exit_public_hosts if h.strip()}
 
@@ -204,12 +219,12 @@ class FlowMemory:
         origin = str(body.get("final_url") or body.get("url") or "")
         source = str(body.get("source") or "")
         if op in BROWSER_OPS:
-            s.taint("it read the user's browser (tabs)", self._site_of(origin) if origin else "")
+            s.taint("it read the user's browser (tabs)", self._own_key(origin) if origin else "")
             for item in [*(body.get("tabs") or ()), *(body.get("hits") or ())]:
                 if isinstance(item, dict) and isinstance(item.get("url"), str):
-                    s.taint("it read the user's browser (tabs)", self._site_of(item["url"]))
+                    s.taint("it read the user's browser (tabs)", self._own_key(item["url"]))
         elif origin and not self.is_public_page(origin, source):
-            site = self._site_of(origin)
+            site = self._own_key(origin)
             what = "a local file" if site == "file:" else f"{origin[:80]} (source {source or '?'})"
             s.taint(f"it read private content: {what}", site)
 
@@ -246,13 +261,14 @@ class FlowMemory:
         s = self.session()
         if not s.private:
             return Verdict(True, "the session has read no private content")
-        shown = url in s.links or unquote(url) in s.links
+        shown = url in s.links  # exactly as shown: another %-encoding of a shown link is a new URL (and a channel)
         reasons = []
+        own_host = host_of(url)
         for h in hosts:
             site = self._site_of(h)
             if allowed(h):
                 reasons.append("allowed by the user")
-            elif s.private_sites == {site} and not s.overflowed:
+            elif s.private_sites == {self._own_key(url) if h == own_host else site} and not s.overflowed:
                 reasons.append("the private content's own site")
             elif site in s.granted:
                 reasons.append("the user said yes for this session")

@@ -32,6 +32,7 @@ import logging
 import socket
 import threading
 import time
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -105,7 +106,11 @@ def canonical_host(hostname: str) -> str:
     dotted decimal (``2130706433`` and ``0x7f.1`` are 127.0.0.1), an IPv6 address that carries an IPv4 one as that
     IPv4 address (:func:`trawl.netguard.canonical_ip`: ``[::ffff:7f00:3]`` is 127.0.0.3), other IPv6 compressed in
     brackets, international names in punycode."""
-    host = hostname.lower().strip().rstrip(".")
+    host = hostname.lower().strip()
+    if not host.isascii():  # what the URL parser that connects does first (UTS #46): full-width forms, and the
+        # ideographic full stops as label separators (``127。0.0.3`` is 127.0.0.3)
+        host = unicodedata.normalize("NFKC", host).replace("\u3002", ".").lower()
+    host = host.rstrip(".")
     if ":" in host or host.startswith("["):
         ip = parse_ip(host)
         if ip is None:

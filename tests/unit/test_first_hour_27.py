@@ -85,8 +85,11 @@ def test_bad_config_file_lines_name_the_file(tmp_path: Path, text: str, said: st
     assert said in str(err.value) and str(cfg) in str(err.value)
 
 
-def test_doctor_says_when_settings_come_from_this_shell_only(tmp_path: Path) -> None:
+def test_doctor_says_when_settings_come_from_this_shell_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from trawl.server.doctor import check_config
+
+    # no daemon runs for this check (other tests' daemons, in this process or another worker, leave notes too)
+    monkeypatch.setenv("TRAWL_RUNNING_DIR", str(tmp_path / "running"))
 
     cfg = tmp_path / "config.toml"
     settings = Settings(state_dir=tmp_path / "state", cache_dir=tmp_path / "cache")
