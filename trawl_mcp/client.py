@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import secrets
 import subprocess
 import sys
@@ -35,7 +34,7 @@ from trawl.capabilities.base import failure
 from trawl.channel import running
 from trawl.channel.discovery import DaemonInfo, Located, foreign_port_warning, locate, open_async_client, start_lock
 from trawl.channel.token import ensure_state_dir
-from trawl.settings import Settings, child_environment, config_path
+from trawl.settings import Settings, child_environment, config_path, location_variables
 from trawl.types import ErrorCode, TrawlError
 
 log = logging.getLogger("trawl.mcp.client")
@@ -77,7 +76,7 @@ def daemon_notice(settings: Settings, *, autostart: bool = True) -> str:
     then = ("so it will start a second daemon there, with its own token and no browser paired"
             if autostart else "so it will answer in its own process")
     given = [str(cfg)] if cfg.exists() else []
-    given += sorted(v for v in ("TRAWL_STATE_DIR", "TRAWL_PORT", "XDG_STATE_HOME") if v in os.environ)
+    given += sorted(location_variables())
     whence = f"from {', '.join(given)}" if given else f"the defaults: no {cfg}, no TRAWL_* variables"
     return f"your trawl daemon runs with other settings ({theirs}) than this bridge's ({here}; {whence}), {then}. {fix}"
 

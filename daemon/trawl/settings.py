@@ -85,6 +85,16 @@ def running_dir() -> Path:
     return Path(given).expanduser() if given else Path.home() / ".local" / "state" / "trawl-running"
 
 
+# The variables that decide which daemon a client finds, and the config key each one stands for.
+LOCATION_VARIABLES = {"TRAWL_PORT": "port", "TRAWL_STATE_DIR": "state_dir", "XDG_STATE_HOME": "state_dir"}
+
+
+def location_variables(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Those of :data:`LOCATION_VARIABLES` set in ``env`` (this process's environment by default)."""
+    env = os.environ if env is None else env
+    return {v: key for v, key in LOCATION_VARIABLES.items() if v in env}
+
+
 def read_config(path: Path) -> dict[str, Any]:
     """The settings in the config file at ``path`` ({} when there is none); SettingsError when it cannot be read
     or is not TOML. Keys are the settings' names (``port``, ``state_dir``; see ``TRAWL_*`` in the README)."""

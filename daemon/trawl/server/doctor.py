@@ -171,13 +171,11 @@ def check_endpoint(name: str, url: str, timeout: float = 3.0) -> Check:
 def check_config(settings: Settings, env: dict[str, str] | None = None) -> Check:
     """The per-user config file, and settings only this shell's environment gives (MCP clients will not see them)."""
     from ..channel import running
-    from ..settings import config_path, read_config
+    from ..settings import config_path, location_variables, read_config
 
-    env = dict(os.environ) if env is None else env
     path = config_path(env)
     keys = sorted(read_config(path))
-    setting = {"TRAWL_PORT": "port", "TRAWL_STATE_DIR": "state_dir", "XDG_STATE_HOME": "state_dir"}
-    shell_only = sorted(v for v, key in setting.items() if v in env and key not in keys)
+    shell_only = sorted(v for v, key in location_variables(env).items() if key not in keys)
     others, _ = running.others(settings.state_dir)
     said = f"{path} sets {', '.join(keys)}" if keys else f"no settings in {path} (the defaults apply)"
     if others:
