@@ -368,13 +368,15 @@ async def test_headless_subresource_redirected_into_a_private_address_spoils_the
 
     secret.pages["/api"] = api
     public.pages["/bounce"] = bounce
-    # The page shows its text only once the fetch has answered, so the capture cannot come before the hop.
+    # The page is empty (under the settle rule's near-empty size) until the fetch has answered, and a near-empty
+    # page waits far longer than this test takes: the capture cannot come before the hop, however loaded the
+    # machine (with the default 3 s wait a slow machine captured the empty page first).
     script = """<script>fetch('/bounce').then(r => r.text()).then(t => {
       document.querySelector('#out').textContent = PUBLIC_TEXT + ' ' + t; });</script>""".replace(
-        "PUBLIC_TEXT", json.dumps(PUBLIC))
+        "PUBLIC_TEXT", json.dumps(" ".join([PUBLIC] * 4)))
     public.pages["/page"] = html("Harbour", f"<p id=out></p>{script}")
     s = settings_for(tmp_path, allow_private_hosts="none", allow_hosts=(f"127.0.0.1:{public.port}",),
-                     chromium_path=chromium)
+                     chromium_path=chromium, render_empty_wait_s=40.0, render_timeout_s=50.0)
     async with RunningDaemon(s, warm=False) as d:
         body = await v1_fetch(d, public.url("/page"), source="playwright", query="")
     assert_refused(body)
