@@ -102,7 +102,7 @@ async def run(n_docs: int, n_hosts: int, allow_search: bool) -> tuple[Counter[st
             async def visit(step: str, url: str, query: str) -> dict[str, Any]:
                 if guard.findings(url) and not all(guard.allowed_host(h) for h in [url.split("/")[2].split(":")[0]]):
                     old_refused[step] += 1  # the content guard would have refused it
-                check = await execute(svc, ops, "exit_check", {"url": url})
+                check = await execute(svc, ops, "exit_check", {"fetch_url": url})
                 grant = bool(check.get("held"))
                 if grant:
                     asked[step] += 1  # one question to the user; they say yes
