@@ -23,9 +23,11 @@ and tab search hits, local files, and pages from loopback, private-network or si
 ``TRAWL_EXIT_PUBLIC_HOSTS`` names local mirrors of public pages), and anything whose source is not known to be a
 public one.
 
-*Agent session*: the stdio bridge's process (one MCP client connection; it sends a random id with every call over
-the Unix socket), the daemon's streamable-HTTP ``/mcp`` (stateless: every client of it shares one session), and the
-HTTP API: over the Unix socket the caller's ``X-Trawl-Session`` header, over TCP one session for all callers.
+*Agent session*: the stdio bridge's MCP client connection (a session the daemon mints and signs, which the bridge
+sends with every call; a made-up or foreign id is refused), the daemon's streamable-HTTP ``/mcp`` (stateless: every
+client of it shares one session, and there a yes sends that one request and vouches for nothing after it), and
+every call that names no minted session (the CLI, a bare HTTP API call): the *unbound* session, which counts as
+having read private content as soon as any session has (it could be that agent), and is never granted anything.
 Sharing a session only ever holds more.
 
 Memory is bounded and never evicted by what an attacker feeds it: a session whose links or sent URLs fill up stops
@@ -52,6 +54,13 @@ from .netguard import parse_ip
 from .settings import Settings
 
 DEFAULT_SESSION = "local"
+# Calls that name no daemon-minted session (the CLI, a bare HTTP API call): nothing tells which agent sent them, so
+# they count as having read private content once any session has, and no yes is ever taken in them.
+UNBOUND_SESSION = "unbound"
+MCP_HTTP_SESSION = "mcp-http"  # the daemon's stateless streamable-HTTP /mcp: all its clients share it
+# Sessions shared by callers that cannot be told apart: a yes there sends that one request, never vouches for the site.
+SHARED_SESSIONS = frozenset({UNBOUND_SESSION, MCP_HTTP_SESSION})
+SESSION_HEADER = "X-Trawl-Session"  # carries a minted session id on /v1/* calls (server/app.py mints and checks it)
 MAX_SESSIONS = 4096  # sessions kept in full
 MAX_TAINTED_DIGESTS = 200_000  # sessions pushed out while tainted, remembered by an 8-byte digest
 MAX_LINKS = 20_000  # links shown to one session (allowances: a full table learns no more)
@@ -259,8 +268,10 @@ class FlowMemory:
     def decide(self, url: str, hosts: list[str], allowed: Callable[[str], bool]) -> Verdict:
         """Whether ``url`` (whose own host and nested hosts are ``hosts``) may go out for this session."""
         s = self.session()
-        if not s.private:
+        borrowed = self._borrowed_taint(s)
+        if not s.private and not borrowed:
             return Verdict(True, "the session has read no private content")
+        private = s.private or borrowed
         shown = url in s.links  # exactly as shown: another %-encoding of a shown link is a new URL (and a channel)
         reasons = []
         own_host = host_of(url)
@@ -268,15 +279,27 @@ class FlowMemory:
             site = self._site_of(h)
             if allowed(h):
                 reasons.append("allowed by the user")
-            elif s.private_sites == {self._own_key(url) if h == own_host else site} and not s.overflowed:
+            elif (s.private_sites == {self._own_key(url) if h == own_host else site} and not s.overflowed
+                  and not borrowed):
                 reasons.append("the private content's own site")
             elif site in s.granted:
                 reasons.append("the user said yes for this session")
             elif shown:
                 reasons.append("a link a result showed (followed, not composed)")
             else:
-                return Verdict(False, f"the session read private content ({s.private})", h)
+                return Verdict(False, f"the session read private content ({private})", h)
         return Verdict(True, "; ".join(dict.fromkeys(reasons)))
+
+    def _borrowed_taint(self, s: SessionFlow) -> str:
+        """For the unbound session: why it counts as having read private content because another session did
+        ("" when none did, or for any other session)."""
+        if s.key != UNBOUND_SESSION:
+            return ""
+        if self._all_new_tainted or self._evicted_tainted or any(o.private for o in self._sessions.values()
+                                                                  if o is not s):
+            return ("another agent session read private content, and this call names no session of its own: it "
+                    "could come from that agent")
+        return ""
 
     # ------------------------------------------------------------ asking the user
     def hold(self, url: str) -> str:
@@ -295,15 +318,18 @@ class FlowMemory:
 
     def take_grant(self, url: str) -> bool:
         """The user said yes to ``url`` in this session (an open question, still in time): the site is vouched for
-        from now on in this session. False when no such question is open."""
+        from now on in this session (in a shared one, only this request is). False when no such question is open,
+        and always in the unbound session."""
         s = self.session()
+        if s.key == UNBOUND_SESSION:
+            return False  # nobody was asked: a call naming no minted session comes from no MCP client
         now = time.monotonic()
         for hid, h in list(self._holds.items()):
             if h.until <= now:
                 del self._holds[hid]
             elif h.session == s.key and h.url == url:
                 del self._holds[hid]
-                if len(s.granted) < MAX_SITES:
+                if s.key not in SHARED_SESSIONS and len(s.granted) < MAX_SITES:  # shared: this request only
                     s.granted.add(self._site_of(host_of(url)))
                 self.counters["granted"] += 1
                 return True
