@@ -61,6 +61,8 @@ MCP_HTTP_SESSION = "mcp-http"  # the daemon's stateless streamable-HTTP /mcp: al
 # Sessions shared by callers that cannot be told apart: a yes there sends that one request, never vouches for the site.
 SHARED_SESSIONS = frozenset({UNBOUND_SESSION, MCP_HTTP_SESSION})
 SESSION_HEADER = "X-Trawl-Session"  # carries a minted session id on /v1/* calls (server/app.py mints and checks it)
+SESSION_ROUTE = "/v1/session"  # POST: a new minted session
+UNKNOWN_SESSION_STATUS = 409  # the answer to a call naming a session the daemon did not mint (or no longer knows)
 MAX_SESSIONS = 4096  # sessions kept in full
 MAX_TAINTED_DIGESTS = 200_000  # sessions pushed out while tainted, remembered by an 8-byte digest
 MAX_LINKS = 20_000  # links shown to one session (allowances: a full table learns no more)
