@@ -6,7 +6,8 @@ fold (a dot, ROT13, a homoglyph, base64 four times, two requests). This module d
 at all. It keeps, per *agent session*, one fact the attacker cannot spell around: has this session been given
 private content? Once it has, a URL goes out only to a host that is vouched for:
 
-* the user's allow list (``TRAWL_EXIT_ALLOW_HOSTS`` or the site policy's allow list);
+* the user's allow list (``TRAWL_EXIT_ALLOW_HOSTS``, or the site policy's allow list in the mode where it is in
+  force, ``deny_all_except_allowed``: in the default mode that list means nothing, so it vouches for nothing);
 * the site the private content came from, when all of it came from that one site (the data goes back where it
   lives; a session that read a local file and a local service may send neither to the other);
 * a site the user said yes to for this session (asked through MCP elicitation);

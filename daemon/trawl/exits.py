@@ -26,11 +26,12 @@ NFKC-normalised (full-width letters read as plain ones). The URL's scheme and ho
   origin.
 
 A URL with such a finding is **refused** (error ``exit_refused``) unless its host is allowed by the user
-(``TRAWL_EXIT_ALLOW_HOSTS``, or the allow list of their site policy), is open in the user's browser (and so is
-every host a nested URL in it names: an open redirect passes nothing on) *and no agent was given text from that
-site* (the page that injected the agent is usually the one open in a tab), or the URL itself appeared in an
-earlier result (a link the agent was shown is followed, not composed). "Site" is the registrable domain by the
-Public Suffix List, private section included (``alice.github.io`` and ``bob.github.io`` are two sites).
+(``TRAWL_EXIT_ALLOW_HOSTS``, or the allow list of their site policy in the mode where it is in force), is open in
+the user's browser (and so is every host a nested URL in it names: an open redirect passes nothing on) *and no
+agent was given text from that site* (the page that injected the agent is usually the one open in a tab), or the
+URL itself appeared in an earlier result (a link the agent was shown is followed, not composed). "Site" is the
+registrable domain by the Public Suffix List, private section included (``alice.github.io`` and ``bob.github.io``
+are two sites).
 
 Memory is bounded: page features live in an LRU where a site holding a quarter of it evicts its own oldest
 entries; local files, trawl's secrets and secret-format strings live in a separate store pages cannot evict.
@@ -594,7 +595,11 @@ class ExitGuard:
         return found
 
     def allowed_host(self, host: str) -> bool:
-        """The user vouched for ``host``: TRAWL_EXIT_ALLOW_HOSTS, or the allow list of their site policy."""
+        """The user vouched for ``host`` as a place data may go: TRAWL_EXIT_ALLOW_HOSTS (the explicit exit list),
+        or the allow list of their site policy *while that list is in force* (``deny_all_except_allowed``: the
+        user named the only sites agents may use at all). In the default mode the allow list decides nothing about
+        reading, so it vouches for nothing either: an entry left over from the other mode, or one that only ever
+        meant "readable", is not a yes to sending data there."""
         host = canonical_host(host).strip("[]")
         for allowed in self.settings.exit_allow_hosts:
             a = allowed.strip().lower().rstrip(".")
@@ -603,10 +608,12 @@ class ExitGuard:
         try:
             from .policy import pattern_matches, policy_store
 
-            patterns = policy_store(self.settings).current().allow
+            policy = policy_store(self.settings).current()
         except Exception:  # no policy module, or an unreadable file: nothing extra is allowed
             return False
-        return any(pattern_matches(p, host, host) for p in patterns)
+        if policy.mode != "deny_all_except_allowed":
+            return False
+        return any(pattern_matches(p, host, host) for p in policy.allow)
 
     async def check(self, url: str, *, grant: bool = False) -> ExitEvent | None:
         """The exit decision on an agent's URL (see :meth:`decide`)."""
@@ -678,8 +685,8 @@ class ExitGuard:
                 "events": [asdict(e) for e in self.events]}
 
 
-ALLOW_HINT = ("TRAWL_EXIT_ALLOW_HOSTS, or the allow list of their site policy in the extension's options or "
-              "site-policy.json")
+ALLOW_HINT = ("TRAWL_EXIT_ALLOW_HOSTS, or, when their site policy reads only its allow list, that list in the "
+              "extension's options or site-policy.json")
 
 
 def held_error(host: str, why: str, found: list[Finding]) -> TrawlError:

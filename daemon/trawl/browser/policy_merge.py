@@ -56,8 +56,10 @@ def merge(ours: SitePolicy, theirs: SitePolicy) -> SitePolicy:
     * deny: every pattern of both lists (ours first);
     * mode: "only the allow list" when either copy uses it;
     * allow: when both copies read only their allow lists, a site stays allowed only if both allow it; when one
-      does, its list (the other copy's allow list was not in force); when neither does, both lists are kept
-      (they are not in force, and dropping them would lose what the user wrote).
+      does, its list (the other copy's allow list was not in force); when neither does, the daemon's file's list.
+      A list that is not in force means nothing today, but it becomes the list in force the day the user
+      switches the mode, and a site policy allow list in force vouches for exits (``exits.allowed_host``): so an
+      entry that only the other copy held is never added silently. :func:`describe_merge` names what was left out.
     """
     deny = tuple(dict.fromkeys((*ours.deny, *theirs.deny)))
     strict = [p for p in (ours, theirs) if p.mode == "deny_all_except_allowed"]
@@ -67,7 +69,7 @@ def merge(ours: SitePolicy, theirs: SitePolicy) -> SitePolicy:
     elif strict:
         allow = strict[0].allow
     else:
-        allow = tuple(dict.fromkeys((*ours.allow, *theirs.allow)))
+        allow = ours.allow
     mode: Mode = "deny_all_except_allowed" if strict else "allow_all_except_denied"
     return SitePolicy(mode=mode, allow=allow, deny=deny, revision=max(now_revision(), ours.revision + 1,
                                                                       theirs.revision + 1))
@@ -82,9 +84,12 @@ def describe_merge(ours: SitePolicy, theirs: SitePolicy, merged: SitePolicy) -> 
         parts.append(f"denied from the browser's copy: {', '.join(added_to_file[:10])}")
     if added_to_browser:
         parts.append(f"denied from the daemon's file: {', '.join(added_to_browser[:10])}")
-    dropped = [p for p in (*ours.allow, *theirs.allow) if p not in merged.allow]
+    dropped = list(dict.fromkeys(p for p in (*ours.allow, *theirs.allow) if p not in merged.allow))
     if merged.mode == "deny_all_except_allowed" and dropped:
-        parts.append(f"no longer allowed until you allow them again: {', '.join(dict.fromkeys(dropped[:10]))}")
+        parts.append(f"no longer allowed until you allow them again: {', '.join(dropped[:10])}")
+    elif dropped:
+        parts.append(f"allow entries only the browser's copy had were not merged (they decide nothing in this "
+                     f"mode; add them again if you meant them): {', '.join(dropped[:10])}")
     if ours.mode != theirs.mode:
         parts.append("only sites on the allow list may be read")
     return "; ".join(parts) or "the two copies differed only in order"
