@@ -5,12 +5,16 @@ MCP endpoint its JSON-RPC parse error), and a value nested deeper than any trawl
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import http.server
+import threading
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 from trawl.capabilities import catalog
+from trawl.channel.discovery import locate, probe, prove, read_info
+from trawl.channel.token import ProofError, load_or_create_token
 from trawl.jsonbody import MAX_DEPTH, depth, loads
 from trawl.server.runner import RunningDaemon
 from trawl.settings import Settings
@@ -57,3 +61,61 @@ async def test_every_json_route_answers_a_typed_400(daemon: RunningDaemon, body:
         # The daemon still serves.
         ok = await c.post("/v1/stats", json={}, headers=auth)
         assert ok.status_code == 200, ok.text[:200]
+
+
+# ------------------------------------------------------------------ a hostile listener on the daemon's port
+class _Hostile(http.server.BaseHTTPRequestHandler):
+    """Answers like a trawl daemon as far as it must, then with JSON nested past the recursion limit."""
+
+    deep_health = True
+
+    def _send(self, body: bytes) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self) -> None:
+        self._send(SMALL_DEEP if self.deep_health else b'{"ok": true, "service": "trawl", "version": "0"}')
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self._send(b'{"service": "trawl", "server_nonce": ' + SMALL_DEEP + b"}")
+
+    def log_message(self, *_args: object) -> None:
+        pass
+
+
+@pytest.fixture(params=["deep-health", "deep-challenge"])
+def hostile_port(request: pytest.FixtureRequest) -> Iterator[tuple[int, str]]:
+    handler = type("Handler", (_Hostile,), {"deep_health": request.param == "deep-health"})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server.server_address[1], request.param
+    server.shutdown()
+    server.server_close()
+
+
+def test_a_listener_answering_over_deep_json_is_not_a_daemon_and_raises_nothing(
+    tmp_path: Path, hostile_port: tuple[int, str]
+) -> None:
+    # Before: json.loads on the answer raised RecursionError out of probe()/prove(), so locate() (every CLI
+    # command, the MCP bridge) crashed with a traceback instead of naming what holds the port.
+    port, case = hostile_port
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    token = load_or_create_token(state)  # a token to check the listener with: the deep challenge is reached
+    assert probe(port) is None if case == "deep-health" else probe(port) is not None
+    found = locate(state, port, timeout=2.0)
+    assert found.daemon is None
+    if case == "deep-challenge":
+        assert found.holder is not None and found.holder.says_trawl, found
+        with pytest.raises(ProofError):
+            prove(port, token, timeout=2.0)
+
+
+def test_a_deep_daemon_json_file_is_no_daemon(tmp_path: Path) -> None:
+    (tmp_path / "daemon.json").write_bytes(b'{"pid": 1, "port": 1, "x": ' + SMALL_DEEP + b"}")
+    assert read_info(tmp_path) is None

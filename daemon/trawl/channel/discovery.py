@@ -35,11 +35,15 @@ from typing import Any
 import httpcore
 import httpx
 
+from .. import jsonbody
 from ..atomicfile import write_atomic
 from .peer import IS_LINUX, Listener, PeerUnknown, foreign_listener, listeners, unix_peer
 from .token import ProofError, new_nonce, proof, proof_matches, read_token
 
 INFO_FILE = "daemon.json"
+# What a listener on the port may answer, at most: whoever it is, its answer is read with a bound on size and on
+# nesting (``jsonbody``: ``[[[[...`` would raise RecursionError, which no caller here catches).
+MAX_ANSWER = 64 * 1024
 LOCK_FILE = "daemon.lock"
 START_LOCK_FILE = "start.lock"
 SOCKET_FILE = "daemon.sock"
@@ -66,7 +70,7 @@ def write_info(state_dir: Path, info: DaemonInfo) -> None:
 
 def read_info(state_dir: Path) -> DaemonInfo | None:
     try:
-        data = json.loads((state_dir / INFO_FILE).read_text())
+        data = jsonbody.loads((state_dir / INFO_FILE).read_text())
         return DaemonInfo(pid=int(data["pid"]), port=int(data["port"]), version=str(data.get("version", "")),
                           started_at=float(data.get("started_at", 0.0)),
                           socket_path=str(data.get("socket_path", "")))
@@ -92,7 +96,7 @@ def probe(port: int, timeout: float = 1.0) -> dict[str, Any] | None:
         resp = conn.getresponse()
         if resp.status != 200:
             return None
-        data = json.loads(resp.read())
+        data = jsonbody.loads(resp.read(MAX_ANSWER))
         return data if isinstance(data, dict) and data.get("service") == "trawl" else None
     except (OSError, ValueError, http.client.HTTPException):
         return None
@@ -179,7 +183,7 @@ def probe_unix(state_dir: Path, port: int, timeout: float = 1.0) -> tuple[dict[s
         resp = conn.getresponse()
         if resp.status != 200:
             return None
-        data = json.loads(resp.read())
+        data = jsonbody.loads(resp.read(MAX_ANSWER))
         if not isinstance(data, dict) or data.get("service") != "trawl":
             return None
         return data, conn.peer_pid
@@ -197,9 +201,9 @@ def _post_json(port: int, path: str, body: dict[str, Any], timeout: float) -> tu
         conn.request("POST", path, body=json.dumps(body).encode(),
                      headers={"Host": f"127.0.0.1:{port}", "Content-Type": "application/json"})
         resp = conn.getresponse()
-        raw = resp.read(64 * 1024)
+        raw = resp.read(MAX_ANSWER)
         try:
-            return resp.status, json.loads(raw)
+            return resp.status, jsonbody.loads(raw)
         except ValueError:
             return resp.status, None
     finally:
