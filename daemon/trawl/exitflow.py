@@ -80,6 +80,8 @@ PUBLIC_SOURCES = frozenset({"http", "playwright", "pdf", "arxiv", "mediawiki", "
 BROWSER_OPS = frozenset({"list_tabs", "read_tab", "search_tabs"})
 
 _SESSION: ContextVar[str] = ContextVar("trawl_agent_session", default=DEFAULT_SESSION)
+# Sites a yes in a shared session vouches for, for the one call it was given in (see :func:`one_call`).
+_CALL_GRANTS: ContextVar[frozenset[str]] = ContextVar("trawl_exit_call_grants", default=frozenset())
 
 
 def current_session() -> str:
@@ -94,6 +96,16 @@ def agent_session(key: str) -> Iterator[None]:
         yield
     finally:
         _SESSION.reset(token)
+
+
+@contextmanager
+def one_call() -> Iterator[None]:
+    """One agent call: a yes taken in a shared session inside it vouches for its site until the call ends."""
+    token = _CALL_GRANTS.set(frozenset())
+    try:
+        yield
+    finally:
+        _CALL_GRANTS.reset(token)
 
 
 def _fold(text: str) -> str:
@@ -285,7 +297,7 @@ class FlowMemory:
             elif (s.private_sites == {self._own_key(url) if h == own_host else site} and not s.overflowed
                   and not borrowed):
                 reasons.append("the private content's own site")
-            elif site in s.granted:
+            elif site in s.granted or site in _CALL_GRANTS.get():
                 reasons.append("the user said yes for this session")
             elif shown:
                 reasons.append("a link a result showed (followed, not composed)")
@@ -332,8 +344,11 @@ class FlowMemory:
                 del self._holds[hid]
             elif h.session == s.key and h.url == url:
                 del self._holds[hid]
-                if s.key not in SHARED_SESSIONS and len(s.granted) < MAX_SITES:  # shared: this request only
-                    s.granted.add(self._site_of(host_of(url)))
+                site = self._site_of(host_of(url))
+                if s.key in SHARED_SESSIONS:  # shared: this request only (its same-site redirect hops included)
+                    _CALL_GRANTS.set(_CALL_GRANTS.get() | {site})
+                elif len(s.granted) < MAX_SITES:
+                    s.granted.add(site)
                 self.counters["granted"] += 1
                 return True
         return False
