@@ -6,7 +6,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from trawl.retrieve import Ranking, Retriever
+from trawl.retrieve import WHOLE_PAGE, Ranking, Retriever
 from trawl.settings import Settings
 from trawl.types import Chunk
 
@@ -116,7 +116,7 @@ def test_budget_bounds_dense_work_and_warns(tmp_path: Path) -> None:
 
 def test_embedding_ahead_fills_the_page(tmp_path: Path) -> None:
     r = make(tmp_path, embed_ahead=True, dense_budget_s=0.2)
-    texts = [f"Teil {i}. " + GERMAN[i % len(GERMAN)] for i in range(12)]
+    texts = [f"Teil {i}. " + GERMAN[i % len(GERMAN)] for i in range(WHOLE_PAGE + 8)]  # more than is embedded whole
     chunks = chunks_of(texts)
     first = r.rank("Wo entspringt der Rhein?", chunks, "de", 3, "ahead")
     assert not first.cached_embeddings
@@ -278,3 +278,36 @@ def test_a_first_question_bm25_is_unsure_of_gets_the_dense_budget(tmp_path: Path
     assert rk.mode == "hybrid"
     assert any("ranked by word match (BM25)" in w for w in rk.warnings)
     assert "Kathedrale" in rk.chunks[0].text
+
+
+async def test_a_small_page_answers_alike_however_small_the_budget(tmp_path: Path) -> None:
+    """The demo page (14 chunks) gave 3 passages one run and 5 the next: the dense budget held as many chunks as
+    the machine could embed in time. A page of at most WHOLE_PAGE chunks is embedded whole, so a budget no
+    machine meets and one every machine meets give the same passages, scores and match (real model, real page)."""
+    from trawl.pipeline import Engine
+
+    from tests.conftest import DEMO_PAGE
+
+    question = "How do I connect trawl to Claude Code?"
+    answers = []
+    for name, budget in (("tiny", 1e-6), ("large", 600.0)):  # settings refuse 0
+        s = Settings(
+            cache_dir=tmp_path / name / "cache",
+            state_dir=tmp_path / name / "state",
+            embed_ahead=False,
+            dense_budget_s=budget,
+            first_dense_s=budget,
+            first_cross_s=budget,
+        )
+        engine = Engine(s)
+        try:
+            result = await engine.fetch(str(DEMO_PAGE), question)
+        finally:
+            await engine.aclose()
+        assert result.ok, result.error
+        assert 1 < result.coverage.chunks_total <= WHOLE_PAGE  # a small page: the case under test
+        assert not [w for w in result.warnings if "budget" in w or "not embedded yet" in w], result.warnings
+        answers.append(([(c.id, c.text, c.score) for c in result.chunks], result.mode, result.match))
+    tiny, large = answers
+    assert tiny == large
+    assert tiny[1] == "hybrid" and len(tiny[0]) >= 1
