@@ -10,7 +10,9 @@ the path as named and, when it is a symlink, for its target too:
   them is ``not_found``.
 * **Documents by kind.** Its kind is a document: HTML, PDF, Markdown and other prose markup, plain text, source
   code, or an extensionless README/LICENSE/Makefile-like name; and its content agrees (no NUL bytes, not a JSON
-  document, not a page of ``key = value`` lines where prose was promised, no private key block). Configuration
+  document, not a page of ``key = value`` lines where prose was promised, no private key block, and not mostly
+  variable assignments with a secret-looking value: ``deploy.sh`` of ``export``s, ``.env`` content under any name,
+  judged by structure and value, never by the variable's name: :func:`secret_assignments`). Configuration
   and data formats (JSON, YAML, TOML, INI, XML, CSV, ``.conf``, ``.cfg``, extensionless dot-files...) are where
   programs keep their tokens (``auth.json``, ``hosts.json``, ``kaggle.json``, ``pip.conf``, ``.databrickscfg``),
   so they are refused without trying to recognise a secret in them.
@@ -41,6 +43,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import os
 import re
 import stat
@@ -49,6 +52,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
+from . import jsonbody
 from .settings import Settings
 from .types import ErrorCode, TrawlError
 
@@ -217,6 +221,28 @@ _PUNCTUATION_LINE = re.compile(r"^\s*[\[\]{}(),;]+\s*$")  # a JSON/HCL line of b
 _LEADING_COMMENTS = re.compile(r"^(?:\s*(?://[^\n]*|/\*.*?\*/))*\s*", re.S)
 _JSON_KEY = re.compile(r"""^[\[{]\s*[\[{]?\s*"[^"\n]{1,200}"\s*:""")  # {"key": ... / [{"key": ... (JSONC, cut short)
 
+# Assignments, as the shells, env files and scripting languages write them (``name`` and ``value`` groups). Only the
+# structure is read, never the variable's name: ``export X=v``, ``X=v`` (sh, .env, systemd), ``declare -x X=v``,
+# ``set -gx X v`` (fish), ``setenv X v`` (csh), ``set X=v`` (cmd), ``$env:X = v`` (PowerShell), and the literal
+# assignments of code (``X = "v"``, ``const x = 'v';``, ``x: "v"``).
+_ASSIGNMENTS = tuple(re.compile(rx) for rx in (
+    r"^(?:(?:export|declare|typeset|readonly|local)(?:\s+-[A-Za-z]+)*\s+)?(?P<name>[A-Za-z_][A-Za-z0-9_]*)"
+    r"=(?P<value>.*)$",
+    r"^set\s+\"?(?P<name>[A-Za-z_][A-Za-z0-9_]*)=(?P<value>.*?)\"?$",
+    r"^set\s+(?:-[A-Za-z]+\s+)*(?P<name>[A-Za-z_][A-Za-z0-9_]*)\s+(?P<value>\S.*)$",
+    r"^setenv\s+(?P<name>[A-Za-z_][A-Za-z0-9_]*)\s+(?P<value>\S.*)$",
+    r"^\$(?:env:)?(?P<name>[A-Za-z_][A-Za-z0-9_]*)\s*=\s*(?P<value>\S.*)$",
+    r"^(?:(?:const|let|var|final|static|public|private|val)\s+)*(?:[A-Za-z_][\w.<>\[\]]*\s+)?"
+    r"(?P<name>[A-Za-z_][\w.]*)\s*(?::\s*[A-Za-z_][\w.\[\]|]*\s*)?[:=]\s*(?P<value>[\"'].*)$",
+))
+# Lines of shell boilerplate that neither assign nor do anything a reader wants: ``set -euo pipefail``, ``set +x``.
+_SHELL_OPTIONS = re.compile(r"^(?:set|setopt|shopt)\s+(?:[-+][A-Za-z]+\s*)+(?:\s+[A-Za-z_]+)*\s*$|^@?echo\s+off$")
+_URL_PASSWORD = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://[^/@\s:]*:[^/@\s]+@")  # scheme://user:password@host
+_TOKEN_VALUE = re.compile(r"^[A-Za-z0-9+/=_\-.~:]+$")
+MIN_SECRET_CHARS = 16  # a value shorter than this is not judged secret-looking (the exit guard is the next line)
+MIN_SECRET_BITS_PER_CHAR = 3.0  # Shannon entropy of a value's characters: random tokens ~4-6, words and names < 3
+ASSIGNMENT_SHARE = 0.5  # "mostly": at least this share of a file's lines that do something are assignments
+
 
 def _refused(message: str, hint: str = ROOTS_HINT) -> TrawlError:
     return TrawlError(ErrorCode.PATH_NOT_ALLOWED, message, hint)
@@ -337,11 +363,17 @@ def content_reason(name: str, data: bytes, *, named: bool) -> str | None:
     lead = _LEADING_COMMENTS.sub("", text[:4096], count=1)
     if lead[:1] in ("{", "["):
         try:
-            parsed = json.loads(text)
-        except ValueError:
+            parsed = jsonbody.loads(text)
+        except json.JSONDecodeError:
             parsed = None
+        except ValueError:  # it parses, nested deeper than any document: data all the same
+            parsed = []
         if isinstance(parsed, dict | list) or _JSON_KEY.match(lead):
             return f"{name} holds JSON data, not a document"
+    line = secret_assignments(text)
+    if line:
+        return (f"{name} is mostly variable assignments, one of them a secret-looking value (line {line}): "
+                "environment settings, not a document")
     low = name.lower()
     stem, dot, ext = low.rpartition(".")
     prose = ext in _PROSE_EXTENSIONS if dot and stem else low in _PROSE_NAMES
@@ -355,6 +387,60 @@ def _text_of(data: bytes) -> str:
     if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
         return data.decode("utf-16", "replace")
     return data.decode("utf-8", "replace").removeprefix("\ufeff")
+
+
+def secret_assignments(text: str) -> int:
+    """The line number of a secret-looking value when ``text`` is mostly assignments (an env file, whatever it is
+    called: ``deploy.sh`` of ``export``s, ``.envrc`` content in ``env.txt``, ``setup.fish``, a ``settings.py`` of
+    literals), else 0. By structure and value alone: at least :data:`ASSIGNMENT_SHARE` of the lines that do
+    something assign a variable, and one assigned value is a literal that looks like a secret
+    (:func:`secret_looking`). No variable name is consulted: ``X=<token>`` counts like ``GITHUB_TOKEN=<token>``."""
+    doing = assigning = 0
+    first_secret = 0
+    for number, raw in enumerate(text[:65536].splitlines(), 1):
+        ln = raw.strip()
+        if (not ln or ln.startswith(("#", ";", "//", "::", "--")) or ln.lower().startswith("rem ")
+                or _PUNCTUATION_LINE.match(ln) or _SHELL_OPTIONS.match(ln)):
+            continue
+        doing += 1
+        for rx in _ASSIGNMENTS:
+            m = rx.match(ln)
+            if m is not None:
+                assigning += 1
+                if not first_secret and secret_looking(m.group("value")):
+                    first_secret = number
+                break
+    return first_secret if doing and assigning / doing >= ASSIGNMENT_SHARE else 0
+
+
+def secret_looking(value: str) -> bool:
+    """A literal value that looks like a credential: a URL carrying a password (``postgres://app:pw@db``), or a
+    token of :data:`MIN_SECRET_CHARS`+ characters with both letters and digits whose characters carry at least
+    :data:`MIN_SECRET_BITS_PER_CHAR` bits each (random keys do; words, versions, paths and names do not).
+    Expansions (``$HOME``, ``$(cmd)``, backticks) are no literal."""
+    v = value.strip().rstrip(";,").strip()
+    if v[:1] in ("'", '"') and v[-1:] == v[:1] and len(v) >= 2:
+        v = v[1:-1]
+    else:
+        v = v.split(" #", 1)[0].split()[0] if v.split() else ""
+    if not v or any(c in v for c in "$`"):
+        return False
+    if _URL_PASSWORD.match(v):
+        return True
+    if "://" in v:  # a URL: its query values and path segments can be the token
+        tail = re.split(r"[/?&=#]", v.split("://", 1)[1])[1:]
+        return any(_token_like(part) for part in tail)
+    return _token_like(v)
+
+
+def _token_like(v: str) -> bool:
+    if len(v) < MIN_SECRET_CHARS or not _TOKEN_VALUE.match(v) or v.startswith(("/", "./", "~/", "../")):
+        return False
+    if not (any(c.isdigit() for c in v) and any(c.isalpha() for c in v)):
+        return False
+    counts = [v.count(c) for c in set(v)]
+    bits = -sum(n / len(v) * math.log2(n / len(v)) for n in counts)
+    return bits >= MIN_SECRET_BITS_PER_CHAR
 
 
 def _config_shaped(text: str) -> bool:
