@@ -22,7 +22,11 @@ host before (the page that injected the agent is usually one it read first).
 *Private content*: every tab read through the user's browser (extension: their cookies, their logins), tab lists
 and tab search hits, local files, and pages from loopback, private-network or single-label hosts (a local service;
 ``TRAWL_EXIT_PUBLIC_HOSTS`` names local mirrors of public pages), and anything whose source is not known to be a
-public one.
+public one. A host is judged by the address the source connected to, not by how the URL spells it: a public name
+that resolved to a loopback or private address, or a response of a headless page (a script's fetch included) that
+came from one, makes the page private (the sources record it as ``Page.addresses``, the pipeline passes it on with
+:func:`note_read`); an IPv4 shorthand (``127.1``, ``0x7f.1``, ``2130706433``, ``0177.0.0.1``) is read as the address
+it names (``policy.canonical_host``), before and without any connection.
 
 *Agent session*: the stdio bridge's MCP client connection (a session the daemon mints and signs, which the bridge
 sends with every call; a made-up or foreign id is refused), the daemon's streamable-HTTP ``/mcp`` (stateless: every
@@ -47,11 +51,12 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from .netguard import is_private as _private_ip
 from .netguard import parse_ip
+from .policy import canonical_host
 from .settings import Settings
 
 DEFAULT_SESSION = "local"
@@ -69,6 +74,7 @@ MAX_TAINTED_DIGESTS = 200_000  # sessions pushed out while tainted, remembered b
 MAX_LINKS = 20_000  # links shown to one session (allowances: a full table learns no more)
 MAX_SENT_PARTS = 4_000  # parts of URLs one session sent (the echo check: a full table stops trusting links)
 MAX_SITES = 2_000  # private sites and user-granted sites per session
+MAX_FOUND_PRIVATE = 4_096  # names the sources found at private addresses (an evicted one only holds more)
 MIN_PART = 8  # a sent URL part this long, found inside a shown link, makes that link an echo
 HOLD_TTL_S = 300.0  # a question the face asked stays answerable this long at most
 MAX_HOLDS = 256
@@ -176,6 +182,9 @@ class FlowMemory:
         self._evicted_tainted: set[bytes] = set()
         self._all_new_tainted = False
         self._holds: OrderedDict[str, _Hold] = OrderedDict()
+        # Public-looking names a source found at a loopback/private address: their own site is keyed with the port,
+        # like an address's (see _own_key).
+        self._found_private: OrderedDict[str, None] = OrderedDict()
         self._key = secrets.token_bytes(16)
         self.counters = {"held": 0, "asked": 0, "granted": 0}
 
@@ -209,20 +218,28 @@ class FlowMemory:
         return len(self._sessions)
 
     # ------------------------------------------------------------ what a session was given
-    def is_public_page(self, url: str, source: str) -> bool:
+    def is_public_page(self, url: str, source: str, addresses: tuple[str, ...] = ()) -> bool:
+        """A page anyone on the internet could read: a public source, a host the user named as a public mirror, or
+        a host that is public by its spelling *and* by every address the source connected to for it."""
         if source not in PUBLIC_SOURCES:
             return False
-        host, hostport = _hostport(url)
+        host = _hostport(url)[0]
         if not host:
             return False
-        if host in self._public_hosts() or hostport in self._public_hosts():
+        if self._named_public(url):
             return True
-        return not _private_host(host)
+        return not _private_host(host) and not private_addresses(addresses)
 
-    def _own_key(self, url: str) -> str:
+    def _named_public(self, url: str) -> bool:
+        """The user named this host (or host:port) in ``TRAWL_EXIT_PUBLIC_HOSTS``: a local mirror of public pages."""
+        host, hostport = _hostport(url)
+        return bool(host) and (host in self._public_hosts() or hostport in self._public_hosts())
+
+    def _own_key(self, url: str, *, private_address: bool = False) -> str:
         """The site a private read came from, as the own-site allowance compares it: the registrable domain, and on
-        an address or a private host (``127.0.0.1``, ``localhost``, an intranet name) its port too, since another
-        port there is another service, possibly another user's listener."""
+        an address or a private host (``127.0.0.1``, ``localhost``, an intranet name, a name the source found at a
+        private address) its port too, since another port there is another service, possibly another user's
+        listener."""
         site = self._site_of(url)
         try:
             parts = urlsplit(url)
@@ -230,7 +247,13 @@ class FlowMemory:
             port = parts.port or {"http": 80, "https": 443}.get(parts.scheme.lower(), 0)
         except ValueError:
             return site
-        if host and "://" in url and (parse_ip(host) is not None or _private_host(host)):
+        if private_address and host:
+            self._found_private[host] = None
+            self._found_private.move_to_end(host)
+            while len(self._found_private) > MAX_FOUND_PRIVATE:
+                self._found_private.popitem(last=False)
+        if host and "://" in url and (host in self._found_private or parse_ip(host) is not None
+                                      or _private_host(host)):
             return f"{site}:{port}"
         return site
 
@@ -251,6 +274,15 @@ class FlowMemory:
             site = self._own_key(origin)
             what = "a local file" if site == "file:" else f"{origin[:80]} (source {source or '?'})"
             s.taint(f"it read private content: {what}", site)
+        # What the sources connected to for the pages this call served (note_read): a public-looking name at a
+        # loopback or private address, or a headless page that read from one, is private content too.
+        for url, addrs in _reads_of_this_call():
+            where = private_addresses(addrs)
+            if where and not url:
+                s.taint("it was served more pages in one call than trawl records")
+            elif where and not self._named_public(url):
+                s.taint(f"it read private content: {url[:80]} (the source connected to {where})",
+                        self._own_key(url, private_address=True))
 
     def show_link(self, url: str) -> None:
         """A URL that appeared in a result given to this session."""
@@ -360,14 +392,54 @@ class FlowMemory:
 
 
 def _private_host(host: str) -> bool:
-    """A host whose pages are someone's private service: loopback, private-network and link-local addresses,
-    ``localhost`` names, single-label names (an intranet name)."""
-    bare = host.strip("[]")
+    """A host whose pages are someone's private service by its spelling: loopback, private-network and link-local
+    addresses in any spelling the connecting parser reads as one (``127.1``, ``0x7f.1``, ``2130706433``,
+    ``0177.0.0.1``, ``[::ffff:7f00:1]``: the site policy's one canonical form), ``localhost`` names, single-label
+    names (an intranet name). What a name resolved to is the sources' to tell (:func:`note_read`)."""
+    bare = canonical_host(host).strip("[]")
     if parse_ip(bare) is not None:
         return _private_ip(bare)
     if bare == "localhost" or bare.endswith(".localhost") or "." not in bare:
         return True
     return bare.endswith((".local", ".internal", ".lan", ".home.arpa", ".intranet", ".corp"))
+
+
+def private_addresses(addresses: tuple[str, ...] | list[str]) -> str:
+    """The first of ``addresses`` (as a source recorded them) that is not on the public internet, in the canonical
+    form (``::ffff:7f00:1`` is 127.0.0.1); "" when every one is public or none is known."""
+    for addr in addresses:
+        ip = parse_ip(canonical_host(addr))
+        if ip is not None and _private_ip(ip):
+            return str(ip)
+    return ""
+
+
+# --------------------------------------------------------------------- what the sources connected to
+_READS: ContextVar[list[tuple[str, tuple[str, ...]]] | None] = ContextVar("trawl_exit_reads", default=None)
+MAX_NOTED = 256  # pages one call can serve (a search over many tabs): past this the call counts as private
+
+
+def begin_call() -> None:
+    """Start recording the pages one agent call is served (:func:`note_read`); the face's exit guard calls it
+    before the call runs, and :meth:`FlowMemory.observe` reads the record with the call's result."""
+    _READS.set([])
+
+
+def note_read(url: str, addresses: tuple[str, ...]) -> None:
+    """The pipeline serves a page to the current call: its URL and the addresses its source connected to for it
+    (``Page.addresses``: the HTTP source's connection for every hop, every response of a headless page). Nothing
+    outside an agent call."""
+    record = _READS.get()
+    if record is None:
+        return
+    if len(record) >= MAX_NOTED:  # the record is bounded; a call that overflows it counts as a private read
+        record[-1] = ("", ("0.0.0.0",))
+        return
+    record.append((url, addresses))
+
+
+def _reads_of_this_call() -> list[tuple[str, tuple[str, ...]]]:
+    return list(_READS.get() or ())
 
 
 def _url_values(url: str) -> list[str]:
@@ -382,8 +454,11 @@ def _url_values(url: str) -> list[str]:
     return out
 
 
-# --------------------------------------------------------------------- redirect hops
-HopCheck = Callable[[str], None]
+# --------------------------------------------------------------------- redirect hops and a page's own requests
+class HopCheck(Protocol):
+    def __call__(self, url: str, *, subrequest: bool = False) -> None: ...
+
+
 _HOP: ContextVar[HopCheck | None] = ContextVar("trawl_exit_hop", default=None)
 
 
@@ -403,3 +478,13 @@ def check_hop(url: str) -> None:
     check = _HOP.get()
     if check is not None:
         check(url)
+
+
+def check_subrequest(url: str) -> None:
+    """The exit decision on a request a headless page makes itself (an image, a script's fetch/XHR, a frame, a
+    WebSocket) during an agent's fetch: raises ``exit_held`` when the session read private content and nobody
+    vouched for the host. Not a URL the agent composed: nothing of it is remembered as sent. Nothing outside an
+    agent's fetch."""
+    check = _HOP.get()
+    if check is not None:
+        check(url, subrequest=True)

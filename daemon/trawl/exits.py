@@ -64,7 +64,7 @@ from urllib.parse import parse_qsl, unquote, unquote_plus, urlsplit
 
 from tld import get_fld
 
-from .exitflow import FlowMemory, Verdict
+from .exitflow import FlowMemory, Verdict, begin_call
 from .policy import canonical_host
 from .settings import Settings
 from .types import ErrorCode, TrawlError
@@ -488,6 +488,7 @@ class ExitGuard:
         """Start one agent call: what it reads is told apart from what earlier calls read."""
         self._reads += 1
         _CURRENT_READ.set(self._reads)
+        begin_call()  # and the record of what the sources connected to for this call's pages (exitflow.note_read)
 
     def observe_text(self, text: str, origin_url: str) -> None:
         if not text:
@@ -659,10 +660,34 @@ class ExitGuard:
             return None
         return self._event(f"let through: {verdict.why}", host, found, masked)
 
-    def check_hop(self, url: str) -> None:
+    def check_hop(self, url: str, *, subrequest: bool = False) -> None:
         """The same decision on a redirect hop or a page's final URL (no grant: the user was asked about the
-        first URL, not about where it sends the data next)."""
-        self.decide(url)
+        first URL, not about where it sends the data next). ``subrequest``: a request the page made itself
+        (:meth:`check_subrequest`)."""
+        if subrequest:
+            self.check_subrequest(url)
+        else:
+            self.decide(url)
+
+    def check_subrequest(self, url: str) -> None:
+        """A request a headless page makes itself (an image, a script's fetch/XHR, a frame, a WebSocket): the flow
+        decision alone, ``exit_held`` when the session read private content and nobody vouched for the host (or a
+        host named inside the URL). The page composed it, not the agent: it is not remembered as sent, and no
+        content is matched (the boundary does not read URLs)."""
+        if not self.settings.exit_guard:
+            return
+        url = normalise_url(re.sub(r"^ws(s?)://", r"http\1://", url, flags=re.IGNORECASE))  # a WebSocket: its host
+        if not is_http(url):
+            return
+        host = _host_of(url)
+        hosts = [host, *nested_hosts(url)]
+        verdict = self.flow.decide(url, hosts, self.allowed_host)
+        if verdict.send:
+            return
+        shown = _mask(verdict.host) if verdict.host != host else host
+        why = f"{shown} is not vouched for, and {verdict.why} (a request the page made itself)"
+        self._event("held", host, [Finding(why, "")], self.masked(url))
+        raise held_error(host or "?", why, [])
 
     def masked(self, url: str) -> str:
         """``url`` with the values that carry earlier data shortened (for logs and the status page)."""

@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 from . import sanitise as sanitise_stage
 from . import stages
 from .cache import PageCache
-from .exitflow import check_hop
+from .exitflow import check_hop, note_read
 from .extract.html import BROWSER_SOURCES
 from .frameguard import guard_frames
 from .netguard import NetGuard
@@ -296,6 +296,9 @@ class Engine:
         timings: dict[str, float],
         cached: tuple[str, ...],
     ) -> FetchResult:
+        # The exit rule judges a page by the addresses its source connected to (a public name at a loopback
+        # address is a local service): every result an agent is served passes them on (exitflow.note_read).
+        note_read(prep.page.final_url or prep.page.url, prep.page.addresses)
         total_tokens = sum(approx_tokens(c.text) for c in prep.chunks)
         coverage = Coverage(
             chunks_returned=len(chunks),

@@ -85,6 +85,10 @@ class Page:
     status: int | None = None
     fetched_at: float = field(default_factory=time.time)
     warnings: tuple[str, ...] = ()
+    # The addresses the source's connections for this page went to (the HTTP source: every hop; headless: every
+    # response, a script's fetches included); () when none is known (a local file, the extension, a site reader).
+    # The exit rule counts a page read from a loopback/private address as private content (exitflow.note_read).
+    addresses: tuple[str, ...] = ()
 
     @property
     def size(self) -> int:

@@ -42,6 +42,7 @@ def encode(target: str, page: Page) -> bytes:
         "status": page.status,
         "fetched_at": page.fetched_at,
         "warnings": list(page.warnings),
+        "addresses": list(page.addresses),
         "body": which,
         "body_len": len(body),
         "crc": zlib.crc32(body),
@@ -68,6 +69,8 @@ def decode(blob: bytes) -> tuple[str, Page]:
             raise CorruptEntry("body truncated or changed")
         if h["kind"] not in _KINDS:
             raise CorruptEntry(f"unknown kind {h['kind']!r}")
+        if "addresses" not in h:  # written before pages kept the addresses they came from: the exit rule needs them
+            raise CorruptEntry("written before cache entries recorded their addresses")
         fields: dict[str, Any] = {}
         if h["body"] in ("html", "text"):
             fields[h["body"]] = body.decode("utf-8", "surrogatepass")
@@ -83,6 +86,7 @@ def decode(blob: bytes) -> tuple[str, Page]:
             status=h["status"],
             fetched_at=float(h["fetched_at"]),
             warnings=tuple(str(w) for w in h["warnings"]),
+            addresses=tuple(str(a) for a in h["addresses"]),
             **fields,
         )
         return str(h["target"]), page

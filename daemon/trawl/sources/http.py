@@ -9,19 +9,24 @@ Every hop is checked against the user's site policy (``policy.py``) before it is
 connection goes through :class:`~trawl.netguard.PinnedTransport`: the host is resolved once, every answer
 is checked against the private-network rule, and the connection goes to the checked address (Host and SNI
 stay the name). An injected transport cannot be pinned, so each hop's host is then checked up front.
+
+The address every hop's response came from (the connection's peer, not what the URL spells) is kept on the page
+(``Page.addresses``): the exit rule counts a page from a loopback or private address as private content, however
+public its name looks.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import replace
 from urllib.parse import urljoin, urlsplit
 
 import httpx
 
 from ..exitflow import check_hop
-from ..netguard import NetGuard, PinnedTransport, Resolver, default_port, parse_ip
-from ..policy import check_url
+from ..netguard import NetGuard, PinnedTransport, Resolver, canonical_ip, default_port, parse_ip
+from ..policy import canonical_host, check_url
 from ..settings import Settings
 from ..types import ErrorCode, Page, PageKind, TrawlError
 from .base import NOT_FOUND_HINT, FetchRequest
@@ -112,6 +117,7 @@ class HttpSource:
         guard = NetGuard(settings, self._resolver) if self._transport is not None else None
         timeout = httpx.Timeout(settings.http_timeout_s, connect=settings.connect_timeout_s)
         chain = [url]
+        addresses: list[str] = []  # where every hop's response came from (the exit rule: exitflow.note_read)
         for _ in range(settings.max_redirects + 1):
             check_url(url, settings)  # the site policy, on the first URL and on every redirect hop
             check_hop(url)  # and the exit decision (exitflow.py): a hop to an unvouched host is never requested
@@ -124,11 +130,15 @@ class HttpSource:
             except httpx.HTTPError as exc:
                 raise _transport_error(exc, url, settings) from None
             try:
+                peer = server_address(response)
+                if peer and peer not in addresses:
+                    addresses.append(peer)
                 if response.status_code in _REDIRECTS and "location" in response.headers:
                     sets_cookie = "set-cookie" in response.headers
                     url = self._next_hop(url, response.headers["location"], chain, sets_cookie)
                     continue
-                return await self._page(target, url, response, settings)
+                page = await self._page(target, url, response, settings)
+                return replace(page, addresses=tuple(addresses)) if addresses else page
             except httpx.HTTPError as exc:
                 raise _transport_error(exc, url, settings) from None
             finally:
@@ -177,10 +187,25 @@ class HttpSource:
         return build_page(target, url, kind, data, content_type, source=self.name, status=status)
 
 
+def server_address(response: httpx.Response) -> str:
+    """The address the connection that answered ``response`` went to, in the one canonical form (``::ffff:7f00:1``
+    is 127.0.0.1); "" when the transport does not say (an injected test transport)."""
+    stream = response.extensions.get("network_stream")
+    try:
+        peer = stream.get_extra_info("server_addr") if stream is not None else None
+    except Exception:  # a backend without the attribute: unknown, judged by name
+        return ""
+    if not peer:
+        return ""
+    ip = parse_ip(str(peer[0]))
+    return str(canonical_ip(ip)) if ip is not None else ""
+
+
 async def _precheck(guard: NetGuard, url: str) -> None:
-    """For an injected (test) transport, which connects nowhere: check address literals and localhost names."""
+    """For an injected (test) transport, which connects nowhere: check address literals (in any spelling the
+    connecting parser reads as one: ``127.1``) and localhost names."""
     host, port = default_port(url)
-    bare = host.strip("[]").lower().rstrip(".")
+    bare = canonical_host(host).strip("[]")
     if parse_ip(bare) is not None or bare == "localhost" or bare.endswith(".localhost"):
         await guard.check_host(host, port)
 

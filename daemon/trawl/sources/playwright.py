@@ -8,13 +8,19 @@ retried once). Images, fonts and media are never loaded.
 
 Every request the page starts (the navigation, frames, scripts, fetch/XHR, WebSockets) passes
 :class:`RequestGuard` first: the user's site policy and the private-network rule (the host is resolved and
-every answer checked); a refused request is aborted. Two things escape the route handler: Chromium resolves
-the name again itself (a DNS answer that changes in between), and Playwright does not route redirect hops
-(Chromium follows them internally). Both are closed for reading: the URL and the address of every response
-(``Response.server_addr``, redirects included) are checked before the page is returned, and a page that
-touched a refused site or address is refused as a whole, as is a final URL the policy refuses (pipeline).
-Residual risk: such a request still reaches its target once (a blind GET, nothing read back); WebRTC and
-other non-HTTP channels are outside what Playwright lets trawl intercept.
+every answer checked), then the exit rule (``exitflow.py``): once the agent's session has read private content, a
+request the page makes to a host nobody vouched for is held (aborted, never sent), unless it goes to the site of
+the document the agent's URL opened (that site was sent the URL already; the page knows nothing else of the
+agent's). A later main-frame navigation is decided like a redirect hop of the agent's fetch. A refused or held
+request is aborted. Two things escape the route handler: Chromium resolves the name again itself (a DNS answer
+that changes in between), and Playwright does not route redirect hops (Chromium follows them internally, for the
+document and for subresources alike: measured with Playwright 1.65). Both are closed for reading: the URL and
+the address of every response (``Response.server_addr``, redirects included) are checked before the page is
+returned, and a page that touched a refused site or address, or a hop the exit rule holds, is refused as a whole,
+as is a final URL the policy refuses (pipeline). Residual risk: such a request still reaches its target once (a
+blind GET, nothing read back); WebRTC and other non-HTTP channels are outside what Playwright lets trawl
+intercept. The addresses every response came from are kept on the page (``Page.addresses``): a page that read
+from a loopback or private address is private content for the exit rule, whatever its name.
 
 How a page is waited for and captured: see ``playwright_page.py``. Shadow
 roots arrive as ``<template shadowrootmode>``, the same shape as the
@@ -25,19 +31,22 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 import time
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from ..chromium import INSTALL_HINT, LAUNCH_ARGS, require_chromium
-from ..exitflow import check_hop
-from ..netguard import NetGuard, a_or_an, default_port
+from ..exitflow import check_hop, check_subrequest
+from ..exits import site_of
+from ..netguard import NetGuard, a_or_an, canonical_ip, default_port, parse_ip
 from ..policy import check_url
 from ..settings import Settings
 from ..types import ErrorCode, Page, TrawlError
 from .base import FetchRequest
 from .playwright_page import (
+    _BLOCKED_TYPES,
     CAPTURE_RESERVE_S,
     INIT_SCRIPT,
     SettleStats,
@@ -74,9 +83,41 @@ class RequestGuard:
         self.net = NetGuard(settings)
         self.refused: list[tuple[str, TrawlError, bool]] = []  # (url, why, was it the main frame's navigation)
         self.responses: list[Response] = []
-        self.hops: list[str] = []  # redirect hops Chromium followed itself: they never reach the route handler
+        # redirect hops Chromium followed itself (they never reach the route handler), and whether each was the main
+        # frame's document
+        self.hops: list[tuple[str, bool]] = []
         self.nav_failures: list[tuple[str, str]] = []  # (url, Chromium's error) of main-frame navigations that failed
+        self.held: list[tuple[str, TrawlError]] = []  # requests of the page the exit rule held (never sent)
+        self.addresses: tuple[str, ...] = ()  # where the page's responses came from (verify), canonical
         self._verdicts: dict[tuple[str, int], TrawlError | None] = {}
+        self._call: contextvars.Context | None = None  # the agent call this tab serves (bind)
+        self._doc_sites: set[str] = set()  # sites of the main-frame documents the exit rule let this tab open
+        self._navigations = 0
+
+    def bind(self, target: str) -> None:
+        """Serve one agent call: its exit decisions run in that call's context (its session and exit rule), since
+        the route handler runs in Playwright's. The site of ``target`` was decided before the fetch."""
+        self._call = contextvars.copy_context()
+        self._doc_sites = {site_of(target)}
+        self._navigations = 0
+
+    def exit_verdict(self, url: str, main: bool) -> TrawlError | None:
+        """The exit rule on a request about to be sent (None: send it). The tab's first main-frame navigation is
+        the agent's URL, decided before the fetch; a later one is a hop of the agent's fetch; anything else the page
+        asked for itself, and is free only on the site of a document the tab opened."""
+        if self._call is None:
+            return None
+        try:
+            if main:
+                self._navigations += 1
+                if self._navigations > 1:
+                    self._call.run(check_hop, url)
+                self._doc_sites.add(site_of(url))
+            elif site_of(url) not in self._doc_sites:
+                self._call.run(check_subrequest, url)
+        except TrawlError as err:
+            return err
+        return None
 
     async def check(self, url: str) -> TrawlError | None:
         scheme = urlsplit(url).scheme.lower()
@@ -102,23 +143,37 @@ class RequestGuard:
         from playwright.async_api import Error as PlaywrightError
 
         request = route.request
-        err = await self.check(request.url)
-        if err is None:
-            await route_filter(route)
-            return
         main = False
         with contextlib.suppress(PlaywrightError):
             main = request.is_navigation_request() and request.frame.parent_frame is None
-        self.refused.append((request.url, err, main))
+        err = await self.check(request.url)
+        if err is None:
+            if route_filter_drops(request):  # images, fonts, media: never loaded, so nothing to decide
+                await route_filter(route)
+                return
+            held = self.exit_verdict(request.url, main)
+            if held is None:
+                await route_filter(route)
+                return
+            if main:
+                self.refused.append((request.url, held, True))
+            else:
+                self.held.append((request.url, held))
+        else:
+            self.refused.append((request.url, err, main))
         with contextlib.suppress(PlaywrightError):
             await route.abort("blockedbyclient")
 
     async def route_socket(self, ws: WebSocketRoute) -> None:
         err = await self.check(ws.url)
         if err is None:
-            ws.connect_to_server()
-            return
-        self.refused.append((ws.url, err, False))
+            err = self.exit_verdict(ws.url, False)
+            if err is None:
+                ws.connect_to_server()
+                return
+            self.held.append((ws.url, err))
+        else:
+            self.refused.append((ws.url, err, False))
         with contextlib.suppress(Exception):
             await ws.close(code=1008, reason="refused by trawl")
 
@@ -127,8 +182,13 @@ class RequestGuard:
             self.responses.append(response)
 
     def saw_request(self, request: Request) -> None:
+        from playwright.async_api import Error as PlaywrightError
+
         if request.redirected_from is not None and len(self.hops) < 2000:
-            self.hops.append(request.url)
+            main = True  # unknown counts as the document's: the stricter decision
+            with contextlib.suppress(PlaywrightError):
+                main = request.is_navigation_request() and request.frame.parent_frame is None
+            self.hops.append((request.url, main))
 
     def navigation_refusal(self) -> TrawlError | None:
         return next((err for _url, err, main in self.refused if main), None)
@@ -155,22 +215,31 @@ class RequestGuard:
         """Refuse the page when a redirect hop went where the rules refuse, or any response came from an address
         the rule refuses (DNS changed under us). A hop counts as soon as it was requested: whether its answer
         arrived before the capture is a race the page must not win."""
-        for url in self.hops:
+        for url, main in self.hops:
             if (err := await self.check(url)) is not None:
                 raise TrawlError(err.code, f"{err.message} (a redirect hop the page followed)", err.hint)
-            check_hop(url)  # the exit decision on every hop Chromium followed (exitflow.py)
+            # The exit decision on every hop Chromium followed (exitflow.py): the document's like the agent's URL,
+            # a subresource's like a request the page made (held: the hop was requested, the page is not returned).
+            if main:
+                check_hop(url)
+            elif site_of(url) not in self._doc_sites:
+                check_subrequest(url)
         async def addr(resp: Response) -> tuple[str, dict[str, Any] | None]:
             try:
                 return resp.url, dict(await resp.server_addr() or {})
             except Exception:
                 return resp.url, None
 
+        seen: list[str] = []
         for url, where in await asyncio.gather(*(addr(r) for r in self.responses)):
             if not where or not where.get("ipAddress"):
                 continue
             host, port = default_port(url)
             check_url(url, self.settings)  # a redirect hop Chromium followed without routing it
             ip = str(where["ipAddress"]).strip("[]")
+            parsed = parse_ip(ip)
+            if parsed is not None and (canonical := str(canonical_ip(parsed))) not in seen and len(seen) < 64:
+                seen.append(canonical)  # the exit rule's private-content test (Page.addresses)
             try:
                 category = self.net.verdict(host, port, ip)
             except ValueError:
@@ -182,13 +251,29 @@ class RequestGuard:
                     "address (the name resolved differently when trawl checked it: DNS rebinding?)",
                     "trawl will not return a page that read from a private address it had refused.",
                 )
+        self.addresses = tuple(seen)
 
     def warnings(self) -> list[str]:
+        out = []
         sub = [url for url, _err, main in self.refused if not main]
-        if not sub:
-            return []
-        return [f"{len(sub)} request(s) of the page were refused by trawl's site policy or private-network rule "
-                f"(first: {sub[0][:120]})"]
+        if sub:
+            out.append(f"{len(sub)} request(s) of the page were refused by trawl's site policy or private-network "
+                       f"rule (first: {sub[0][:120]})")
+        if self.held:
+            hosts = sorted({urlsplit(url).hostname or "?" for url, _err in self.held})
+            out.append(f"{len(self.held)} request(s) the page made itself were held by trawl's exit rule (this "
+                       f"session read private content; not sent to: {', '.join(h[:60] for h in hosts[:5])})")
+        return out
+
+
+def route_filter_drops(request: Request) -> bool:
+    """``route_filter`` aborts this request by its kind (images, fonts, media) whatever the rules say."""
+    from playwright.async_api import Error as PlaywrightError
+
+    try:
+        return request.resource_type in _BLOCKED_TYPES
+    except PlaywrightError:
+        return False
 
 
 class GuardedTab(Tab):
@@ -444,6 +529,7 @@ class PlaywrightSource:
         from playwright.async_api import TimeoutError as PlaywrightTimeout
 
         page, browser = tab.page, tab.browser
+        tab.guard.bind(req.target)  # the exit rule on the page's own requests: this call's session (exitflow.py)
         warnings: list[str] = []
         try:
             try:
@@ -487,6 +573,7 @@ class PlaywrightSource:
             title=title,
             status=status,
             warnings=tuple(warnings),
+            addresses=tab.guard.addresses,
         )
 
 async def _close_context(ctx: BrowserContext) -> None:
