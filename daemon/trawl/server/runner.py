@@ -32,7 +32,8 @@ from ..channel.discovery import (
     unix_address,
     write_info,
 )
-from ..channel.peer import GatedSockSite, proof_routes, same_user_check
+from ..channel.peer import same_user_check
+from ..channel.site import GatedSockSite, proof_routes
 from ..channel.token import ProofLedger, TokenError, ensure_state_dir, load_or_create_token
 from ..pipeline import Engine
 from ..settings import Settings
