@@ -28,6 +28,14 @@ The first question on a long page, in the page's language, is ranked by BM25 and
 only its best chunks (``first_answer="words"``); ``TRAWL_FIRST_ANSWER=dense`` runs the old path
 (``dense_budget_s`` of dense work) for a baseline from the same code.
 
+``--candidates 8,12,16`` measures candidate choice without a clock (deterministic, whatever the machine's
+load): on every cross-language question the transformer compares exactly N chunks chosen by each method (the
+current pick order, the static table, BM25 fused with the table, ... see :data:`METHODS`), each question
+ranked by the real retriever with those N vectors and no other (the embedding budget spent); prints per pair
+the share of questions whose answer is among the N, recall@5 and returned-set recall, and the same with every
+chunk compared (the ceiling). ``--map FILE`` adds the linear map from table to transformer vectors
+(``--fit-map FILE`` fits it on wcxb-dev pages outside paraphrase-dev, and ko-dev).
+
 ``--set paraphrase`` is ``benchmarks/data/paraphrase-dev`` (questions in the
 user's own words over long wcxb-dev pages, see its README); its pages are read
 from ``--data``/wcxb-dev.
@@ -43,11 +51,16 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 from gate_qa import PAIRS, found  # one answer matcher for the benchmark and the CI gate
-from trawl.retrieve import Ranking, Retriever
+from trawl.cache.embeddings import EmbeddingCache
+from trawl.retrieve import Ranking, Retriever, fuse, select, static
+from trawl.retrieve.embed import embed_text
+from trawl.retrieve.tokenize import guess_lang, same_language, stopwords
 from trawl.settings import Settings
 from trawl.stages import prepare
 from trawl.text import approx_tokens
@@ -170,7 +183,9 @@ def run_set(
         print(
             f"\r[{name}] page {pi + 1}/{len(pages)}  questions {done}/{total}  {el:.0f} s"
             f" (embedding ahead {prefetch_s:.0f} s)",
-            end="", file=sys.stderr, flush=True,
+            end="",
+            file=sys.stderr,
+            flush=True,
         )
     print(file=sys.stderr)
     hybrid.close()
@@ -180,7 +195,14 @@ def run_set(
 
 
 def score(
-    row: Row, q: dict, h: Ranking, b: Ranking, markdown: str, page_tokens: int, html_path: str, n_chunks: int,
+    row: Row,
+    q: dict,
+    h: Ranking,
+    b: Ranking,
+    markdown: str,
+    page_tokens: int,
+    html_path: str,
+    n_chunks: int,
     misses: bool,
 ) -> None:
     pair = f"{q['question_lang']}>{q['lang']}"
@@ -262,6 +284,279 @@ def _line(pair: str, r: Row) -> None:
     )
 
 
+# ------------------------------------------------------- fixed-N candidates
+@dataclass
+class Ask:
+    """One cross-language question on one page, with everything a candidate method may look at."""
+
+    query: str
+    bm: np.ndarray  # BM25 per chunk
+    bm_lex: np.ndarray | None  # BM25 with the question's words expanded by the table (None: no table)
+    weight: float  # BM25's weight in the first answer's fusion
+    chunks: list[Chunk]
+    qvec: np.ndarray  # the transformer's question vector
+    sections: list[tuple[str, ...]]  # heading paths by the transformer's liking (the current order uses them)
+    st: np.ndarray | None  # the table's cosine per chunk
+    mapped: np.ndarray | None  # cosine of the mapped table vectors to qvec
+
+
+def _top(scores: np.ndarray, n: int) -> list[int]:
+    return fuse.order_by(scores)[:n]
+
+
+def _all(a: Ask) -> np.ndarray:
+    return np.arange(len(a.chunks))
+
+
+METHODS: dict[str, Callable[[Ask, int], list[int] | None]] = {
+    # what Retriever._dense picks today for a question BM25 is blind to (every cross-language one), no clock
+    "current order": lambda a, n: select.blind_order(a.bm, a.chunks, a.sections, n),
+    "BM25 alone": lambda a, n: _top(a.bm, n),
+    "BM25 + lexicon": lambda a, n: None if a.bm_lex is None else _top(a.bm_lex, n),
+    "static table": lambda a, n: None if a.st is None else _top(a.st, n),
+    "BM25 + static": lambda a, n: None if a.st is None else _top(fuse.combine(a.bm, a.st, _all(a), a.weight), n),
+    "BM25+lex + static": lambda a, n: (
+        None if a.st is None or a.bm_lex is None else _top(fuse.combine(a.bm_lex, a.st, _all(a), a.weight), n)
+    ),
+    "mapped": lambda a, n: None if a.mapped is None else _top(a.mapped, n),
+    "BM25 + mapped": lambda a, n: (
+        None if a.mapped is None else _top(fuse.combine(a.bm, a.mapped, _all(a), a.weight), n)
+    ),
+}
+
+
+@dataclass
+class Cand:
+    n: int = 0
+    among: int = 0
+    r5: int = 0
+    rk: int = 0
+    tokens: list[int] = field(default_factory=list)
+
+
+def run_candidates(name: str, root: Path, args: argparse.Namespace) -> None:
+    """Fixed-N candidate mode (``--candidates``): see the module's docstring."""
+    sizes = [int(x) for x in args.candidates.split(",")]
+    base = Settings.from_env(cache_dir=Path(args.cache_dir), embed_ahead=False)
+    full = Retriever(base.with_(static_table="off"))  # every chunk's vector, kept on disk between runs
+    full.warm()
+    # Ranks with the vectors it is handed and embeds nothing more (the budget is spent before it starts).
+    ranker = Retriever(base.with_(static_table="off", dense_budget_s=1e-9, cache_dir=Path(tempfile.mkdtemp())))
+    ranker.warm()
+    table = static.get(base.with_(static_table=args.table), build_missing=False) if args.table else None
+    if args.table and table is None:
+        raise SystemExit(f"no static table at {args.table}")
+    wmap = np.load(args.map) if args.map else None
+    pages = load_questions(root, args.limit, args.pairs)
+    rows: dict[tuple[str, int, str], Cand] = defaultdict(Cand)
+    ceiling: dict[str, Cand] = defaultdict(Cand)
+    model_id = full.describe()["model"]
+    done = 0
+    for pi, (html_path, qs) in enumerate(pages.items()):
+        qs = [q for q in qs if q["question_lang"] != q["lang"]]
+        if not qs:
+            continue
+        _, chunks, lang = prepare_file(root / html_path, base)
+        if len(chunks) <= max(sizes):  # every chunk fits: no choice to measure (and small pages go whole)
+            continue
+        page_key = f"{name}:{html_path}"
+        full.prefetch(chunks)
+        texts = [embed_text(c) for c in chunks]
+        keys = [full._cache.key(t) for t in texts]
+        have = full._cache.get_many(keys)
+        vec = {k: have[k] for k in keys}
+        page_st = table.embed(texts) if table is not None else None
+        lex = static.PageLexicon(table, texts) if table is not None else None
+        mapped_rows = None
+        if page_st is not None and wmap is not None:
+            mapped_rows = page_st @ wmap
+            mapped_rows /= np.maximum(np.linalg.norm(mapped_rows, axis=1, keepdims=True), 1e-12)
+        index, _ = full._index(page_key, chunks)
+        plang = lang or guess_lang(" ".join(c.text for c in chunks[:8])[:3000])
+        for q in qs:
+            pair = f"{q['question_lang']}>{q['lang']}"
+            query = q["question"]
+            qterms = index.terms(query)
+            bm = index.scores(qterms)
+            qlang = guess_lang(query, plang)
+            same = same_language(qlang, plang)
+            weight = fuse.fusion_weight(fuse.bm25_weight(same, index.coverage(qterms, stopwords(qlang))), same)
+            qvec = full._query_vec(query)
+            bm_lex = None
+            if lex is not None:
+                extra = lex.expand(query, stopwords(qlang), args.lex_per_word, args.lex_min_cos)
+                bm_lex = index.scores(index.terms(query + " " + " ".join(extra))) if extra else bm
+            ask = Ask(
+                query,
+                bm,
+                bm_lex,
+                weight,
+                chunks,
+                qvec,
+                full._section_rank(chunks, qvec, float("inf")),
+                None if table is None else (page_st @ table.embed([query])[0]),
+                None if mapped_rows is None else mapped_rows @ qvec,
+            )
+
+            page = (ranker, str(model_id), query, chunks, lang, page_key)
+            _tally(ceiling[pair], q["answers"], _rank_with(*page, {k: vec[k] for k in keys}), None)
+            for method, pick in METHODS.items():
+                for n in sizes:
+                    ids = pick(ask, n)
+                    if ids is None:
+                        continue
+                    assert len(ids) == min(n, len(chunks)), (method, n, len(ids))
+                    h = _rank_with(*page, {keys[i]: vec[keys[i]] for i in ids})
+                    _tally(rows[(method, n, pair)], q["answers"], h, [chunks[i] for i in ids])
+            done += 1
+        print(f"\r[{name}] page {pi + 1}/{len(pages)}  questions {done}", end="", file=sys.stderr, flush=True)
+    print(file=sys.stderr)
+    pairs = sorted({p for _, _, p in rows}, key=lambda p: PAIRS.index(p) if p in PAIRS else 99)
+    print(f"\n## {name}: fixed-N candidates (answer among the N / recall@5 / returned-set recall; tokens)")
+    print(f"{'method':20} {'N':>3} " + " ".join(f"{p + f' (n={ceiling[p].n})':>24}" for p in [*pairs, "all"]))
+
+    def cells(get: Callable[[str], Cand | None], among: bool) -> str:
+        out = []
+        tot = Cand()
+        for p in pairs:
+            r = get(p)
+            if r is None or not r.n:
+                out.append(f"{'-':>24}")
+                continue
+            tot.n += r.n
+            tot.among += r.among
+            tot.r5 += r.r5
+            tot.rk += r.rk
+            tot.tokens += r.tokens
+            out.append(_cell(r, among))
+        out.append(_cell(tot, among) if tot.n else f"{'-':>24}")
+        return " ".join(out)
+
+    for method in METHODS:
+        for n in sizes:
+            if any((method, n, p) in rows for p in pairs):
+                print(f"{method:20} {n:3d} " + cells(lambda p, m=method, k=n: rows.get((m, k, p)), True))
+    print(f"{'every chunk':20} {'-':>3} " + cells(lambda p: ceiling.get(p), False))
+    full.close()
+    ranker.close()
+
+
+def _rank_with(
+    ranker: Retriever,
+    model_id: str,
+    query: str,
+    chunks: list[Chunk],
+    lang: str,
+    page_key: str,
+    vecs: dict[str, np.ndarray],
+) -> Ranking:
+    """The real ranking with exactly these vectors in a fresh cache (``ranker``'s budget embeds nothing)."""
+    ranker._cache = EmbeddingCache(None, model_id, 1 << 30, 0)
+    ranker._cache.put_many(vecs)
+    return ranker.rank(query, chunks, lang, None, page_key)
+
+
+def _tally(row: Cand, answers: list[str], h: Ranking, among: list[Chunk] | None) -> None:
+    row.n += 1
+    if among is not None:
+        row.among += found(answers, "\n".join(c.text for c in among))
+    row.r5 += found(answers, "\n".join(c.text for c in h.chunks[:5]))
+    row.rk += found(answers, "\n".join(c.text for c in h.chunks))
+    row.tokens.append(sum(approx_tokens(c.text) for c in h.chunks))
+
+
+def _cell(r: Cand, among: bool) -> str:
+    a = f"{r.among / r.n:.3f}" if among else "  -  "
+    return f"{a}/{r.r5 / r.n:.3f}/{r.rk / r.n:.3f} {statistics.mean(r.tokens):4.0f}t"
+
+
+def fit_map(out: Path, data: Path, table_path: str, pages: int) -> None:
+    """``--fit-map``: least squares from table to transformer passage vectors over the chunks of wcxb-dev pages
+    that paraphrase-dev does not use, and ko-dev's pages (nothing of qa-dev's sets)."""
+    here = Path(__file__).resolve().parent
+    settings = Settings.from_env(cache_dir=Path("/tmp/trawl-bench-cache"), embed_ahead=False)
+    table = static.get(settings.with_(static_table=table_path), build_missing=False)
+    if table is None:
+        raise SystemExit(f"no static table at {table_path}")
+    r = Retriever(settings.with_(static_table="off"))
+    r.warm()
+    used = {json.loads(line)["html_path"] for line in (here / "data" / "paraphrase-dev" / "questions.jsonl").open()}
+    files = [p for p in sorted((data / "wcxb-dev" / "html").glob("*.html.gz")) if f"html/{p.name}" not in used]
+    files = files[:: max(1, len(files) // pages)][:pages] + sorted((here / "data" / "ko-dev" / "pages").glob("*.html"))
+    xs, ys = [], []
+    t = time.perf_counter()
+    for i, f in enumerate(files):
+        _, chunks, _ = prepare_file(f, settings)
+        if not chunks:
+            continue
+        r.prefetch(chunks)
+        texts = [embed_text(c) for c in chunks]
+        keys = [r._cache.key(x) for x in texts]
+        got = r._cache.get_many(keys)
+        xs.append(table.embed(texts))
+        ys.append(np.stack([got[k] for k in keys]))
+        print(
+            f"\r[fit-map] page {i + 1}/{len(files)}  chunks {sum(len(x) for x in xs)}  {time.perf_counter() - t:.0f} s",
+            end="",
+            file=sys.stderr,
+            flush=True,
+        )
+    print(file=sys.stderr)
+    x, y = np.concatenate(xs), np.concatenate(ys)
+    keep = np.linalg.norm(x, axis=1) > 0
+    x, y = x[keep], y[keep]
+    cut = len(x) * 4 // 5
+    for ridge in (1e-3, 1e-2, 1e-1):
+        w = static.fit_map(x[:cut], y[:cut], ridge)
+        p = x[cut:] @ w
+        cos = np.sum(p * y[cut:], axis=1) / np.maximum(np.linalg.norm(p, axis=1), 1e-12)
+        print(f"ridge {ridge:g}: held-out chunks {len(x) - cut}, mean cosine to the transformer {cos.mean():.4f}")
+    w = static.fit_map(x, y, args_ridge := 1e-2)
+    np.save(out, w)
+    print(f"map {w.shape} fitted on {len(x)} chunks (ridge {args_ridge:g}) -> {out}")
+    r.close()
+
+
+def _rss_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def load_cost(table_path: str, data: Path) -> None:
+    """``--load-cost``: this process's RSS and the time to load the table (wall and CPU), after the model."""
+    print(f"RSS at start {_rss_mb():.0f} MB")
+    settings = Settings.from_env(cache_dir=Path(tempfile.mkdtemp()), embed_ahead=False, static_table="off")
+    r = Retriever(settings)
+    r.warm()
+    print(f"RSS with the transformer loaded {_rss_mb():.0f} MB")
+    t, c = time.perf_counter(), time.process_time()
+    table = static.get(settings.with_(static_table=table_path), build_missing=False)
+    if table is None:
+        raise SystemExit(f"no static table at {table_path}")
+    print(
+        f"table loaded: {time.perf_counter() - t:.2f} s wall, {time.process_time() - c:.2f} s CPU; "
+        f"RSS {_rss_mb():.0f} MB"
+    )
+    root = data / "qa-dev-long"
+    texts = []
+    for page in sorted({q["html_path"] for q in map(json.loads, (root / "questions.jsonl").open())}):
+        texts += [embed_text(c) for c in prepare_file(root / page, settings)[1]]
+    t, c = time.perf_counter(), time.process_time()
+    table.embed(texts)
+    cpu = time.process_time() - c
+    print(
+        f"{len(texts)} chunks of qa-dev-long through the table: {time.perf_counter() - t:.2f} s wall, "
+        f"{cpu:.2f} s CPU ({1000 * cpu / len(texts):.2f} ms a chunk); RSS {_rss_mb():.0f} MB"
+    )
+    t, c = time.perf_counter(), time.process_time()
+    table.embed(texts)
+    cpu = time.process_time() - c
+    print(f"again (words cached): {1000 * cpu / len(texts):.2f} ms CPU a chunk; RSS {_rss_mb():.0f} MB")
+    r.close()
+
+
 def main() -> None:
     here = Path(__file__).resolve().parent
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -269,16 +564,42 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=None, help="questions per set, spread over the language pairs")
     ap.add_argument("--data", default=str(here.parent.parent / "shared" / "bench"))
     ap.add_argument("--cache-dir", default="/tmp/trawl-bench-cache", help="embedding cache kept between runs")
-    ap.add_argument("--cold", action="store_true",
-                    help="fresh empty cache, no embedding ahead: each question pays its own budget")
-    ap.add_argument("--first", action="store_true",
-                    help="every question is the first on its page (fresh retriever and cache per question)")
-    ap.add_argument("--misses", action="store_true",
-                    help="print each question whose answer is not in the returned chunks (stderr)")
-    ap.add_argument("--ab", action="store_true",
-                    help="also rank every question without the static table (static_table=off), same run")
+    ap.add_argument(
+        "--cold", action="store_true", help="fresh empty cache, no embedding ahead: each question pays its own budget"
+    )
+    ap.add_argument(
+        "--first",
+        action="store_true",
+        help="every question is the first on its page (fresh retriever and cache per question)",
+    )
+    ap.add_argument(
+        "--misses", action="store_true", help="print each question whose answer is not in the returned chunks (stderr)"
+    )
+    ap.add_argument(
+        "--ab",
+        action="store_true",
+        help="also rank every question without the static table (static_table=off), same run",
+    )
     ap.add_argument("--pairs", default="", help="only these pairs, comma-separated (e.g. en>de,en>ru)")
+    ap.add_argument("--candidates", default="", help="fixed-N candidate mode: N values, comma-separated (8,12,16)")
+    ap.add_argument("--table", default="", help="the static table for --candidates / --fit-map (a path)")
+    ap.add_argument("--map", default="", help="--candidates: a linear map from table to transformer vectors (.npy)")
+    ap.add_argument("--fit-map", default="", help="fit that map on pages outside the dev sets, save it here")
+    ap.add_argument("--map-pages", type=int, default=60, help="--fit-map: wcxb-dev pages used")
+    ap.add_argument("--lex-per-word", type=int, default=2, help="--candidates: lexicon pieces per question word")
+    ap.add_argument("--lex-min-cos", type=float, default=0.5, help="--candidates: lexicon's cosine floor")
+    ap.add_argument("--load-cost", action="store_true", help="RSS and load time of --table, then exit")
     args = ap.parse_args()
+    if args.load_cost:
+        load_cost(args.table, Path(args.data))
+        return
+    if args.fit_map:
+        fit_map(Path(args.fit_map), Path(args.data), args.table, args.map_pages)
+        return
+    if args.candidates:
+        for name in {"both": ["qa-dev", "qa-dev-long"]}.get(args.set, [args.set]):
+            run_candidates(name, Path(args.data) / name, args)
+        return
     sets = {"both": ["qa-dev", "qa-dev-long"], "all": ["qa-dev", "qa-dev-long", "paraphrase"]}.get(args.set, [args.set])
     variant = "first question per page" if args.first else "cold (fresh cache)" if args.cold else "warm (page embedded)"
     # TRAWL_FIRST_ANSWER=dense measures the old first-answer path (the dense budget) as the baseline

