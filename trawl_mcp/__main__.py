@@ -33,7 +33,7 @@ async def _serve(settings: Settings, autostart: bool) -> None:
     if notice:  # the user runs a daemon these settings do not point at
         logging.getLogger("trawl.mcp").warning("%s", notice)
     registry = catalog()
-    backend = DaemonBackend(settings, autostart=autostart, registry=registry, notice=notice)
+    backend = DaemonBackend(settings, autostart=autostart, registry=registry, notice=notice, own_session=True)
     server = build_server(registry, backend, notice=notice)
     try:
         await server.run_stdio_async()

@@ -10,7 +10,9 @@ capability registry:
   sends it nothing, does not try to start a daemon there, says so on stderr and in every result;
 * when none answers, takes ``start.lock`` (so two bridges start one daemon),
   spawns ``python -m trawl.server --background`` detached, and waits until it is healthy;
-* forwards each call as ``POST /v1/<op>``;
+* forwards each call as ``POST /v1/<op>``; a bridge (``own_session``) first asks the daemon for an agent session
+  (``POST /v1/session``: minted and signed by the daemon, see trawl.exitflow) and sends it with every call, and asks
+  again when the daemon no longer knows it (restarted): that session starts as having read private content;
 * when the daemon vanished mid-session (killed), starts it again and retries the call once;
 * when no daemon can be started, runs the pipeline in this process and says so in
   every result's warnings.
@@ -34,6 +36,7 @@ from trawl.capabilities.base import failure
 from trawl.channel import running
 from trawl.channel.discovery import DaemonInfo, Located, foreign_port_warning, locate, open_async_client, start_lock
 from trawl.channel.token import ensure_state_dir
+from trawl.exitflow import SESSION_HEADER, SESSION_ROUTE, UNKNOWN_SESSION_STATUS
 from trawl.settings import Settings, child_environment, config_path, location_variables
 from trawl.types import ErrorCode, TrawlError
 
@@ -154,7 +157,7 @@ def failure_of(registry: Registry, op: str, payload: dict[str, Any], err: TrawlE
 
 class DaemonBackend:
     def __init__(self, settings: Settings, *, autostart: bool = True, registry: Registry | None = None,
-                 notice: str = "") -> None:
+                 notice: str = "", own_session: bool = False) -> None:
         self.settings = settings
         self.notice = notice  # said once, in the first result that carries warnings
         self.registry = registry or catalog()
@@ -163,9 +166,13 @@ class DaemonBackend:
         self._client: httpx.AsyncClient | None = None  # bound to the located daemon (Unix socket or proof session)
         self._timeout = httpx.Timeout(settings.request_timeout_s + 10.0, connect=5.0)
         self._local: LocalBackend | None = None
-        # This bridge's connection is one agent session for the exit rule (trawl.exitflow): a random name, sent
-        # with every call (the daemon honours it over its Unix socket only).
-        self.session = "bridge-" + secrets.token_urlsafe(12)
+        # ``own_session``: this backend is one MCP client connection (the stdio bridge), one agent session for the
+        # exit rule (trawl.exitflow), whose id the daemon mints; without it (the CLI) calls name no session and
+        # share the unbound one, which counts as having read private content once any session has.
+        self.own_session = own_session
+        self.session = ""  # the daemon-minted id, once asked for
+        self._asked_before = False  # a later session continues this connection: it starts tainted
+        self._local_session = "bridge-" + secrets.token_urlsafe(12)  # the in-process fallback's own memory
         self._last_try = 0.0
         self._lock = asyncio.Lock()
         self.fallback_reason = ""
@@ -194,7 +201,8 @@ class DaemonBackend:
 
             engine = Engine(self.settings)
             self._local = LocalBackend(Services(engine=engine, settings=self.settings), self.registry,
-                                       session=self.session)
+                                       session=self._local_session)
+            self._asked_before = True  # what this connection reads here, the daemon never sees
         self._local.warning = (f"the trawl daemon is unavailable ({self.fallback_reason}); this answer was computed "
                                "in the MCP bridge's own process (no shared cache, no browser link)")
         return self._local
@@ -229,13 +237,37 @@ class DaemonBackend:
     async def _post(self, info: DaemonInfo, op: str, payload: dict[str, Any]) -> dict[str, Any]:
         if self._client is None:
             raise _TokenChanged()
-        r = await self._client.post(f"/v1/{op}", json=payload, headers={"X-Trawl-Session": self.session})
+        for _ in range(2):
+            if self.own_session and not self.session:
+                await self._open_session(self._client)
+            headers = {SESSION_HEADER: self.session} if self.session else {}
+            r = await self._client.post(f"/v1/{op}", json=payload, headers=headers)
+            if r.status_code != UNKNOWN_SESSION_STATUS or not self.own_session:
+                break
+            log.info("the daemon no longer knows this bridge's session (it restarted); asking for a new one")
+            self.session = ""
         if r.status_code == 401:
             raise _TokenChanged()
         body = r.json()
         if not isinstance(body, dict):
             raise httpx.DecodingError("the daemon answered with something that is not a JSON object")
         return body
+
+    async def _open_session(self, client: httpx.AsyncClient) -> None:
+        """Ask the daemon for this connection's agent session. A second one (the daemon restarted, or calls were
+        answered in-process meanwhile) says it continues this connection, and the daemon starts it as having read
+        private content: what the first one read is lost with it. A daemon without the route: no session (the
+        unbound one, which only holds more)."""
+        r = await client.post(SESSION_ROUTE, json={"continues": self._asked_before})
+        if r.status_code == 401:
+            raise _TokenChanged()
+        sid = r.json().get("session") if r.status_code == 200 else None
+        if isinstance(sid, str) and sid:
+            self.session = sid
+            self._asked_before = True
+        else:  # an older daemon: calls share its unbound session (and it never says it forgot this one)
+            log.warning("the daemon gave no agent session (HTTP %d): calls share its unbound session", r.status_code)
+            self.own_session = False
 
     async def aclose(self) -> None:
         if self._client is not None:

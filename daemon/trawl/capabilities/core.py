@@ -8,7 +8,7 @@ from typing import ClassVar
 
 from pydantic import AliasChoices, Field
 
-from ..exitflow import hop_checks
+from ..exitflow import SHARED_SESSIONS, current_session, hop_checks, one_call
 from ..exits import _host_of, guard_of, nested_hosts, normalise_url
 from ..roots import file_access
 from ..sources.file import local_path
@@ -47,7 +47,8 @@ class FetchIn(Input):
                                                 "under these and TRAWL_FILE_ROOTS")
 
     exit_grant: bool = Field(default=False, description="the MCP face asked the user about this URL (exit_check) "
-                                                         "and they said yes")
+                                                         "and they said yes; counts only in a session the daemon "
+                                                         "minted for an MCP connection, or in the daemon's own /mcp")
 
     def target(self) -> str:
         return self.url
@@ -89,6 +90,11 @@ class ReadMoreIn(Input):
 
 
 async def fetch(svc: Services, req: FetchIn) -> PageOut:
+    with one_call():  # a yes in a shared session vouches for its site during this call only (exitflow.py)
+        return await _fetch(svc, req)
+
+
+async def _fetch(svc: Services, req: FetchIn) -> PageOut:
     # Agent calls: local files only under the roots (roots.py), URLs only when they carry no data from earlier
     # reads to an unknown host (exits.py). Both are checked before any cache can answer.
     guard = guard_of(svc.extras, svc.settings)
@@ -133,9 +139,13 @@ async def exit_check(svc: Services, req: ExitCheckIn) -> ExitCheckOut:
     if verdict.send:
         return ExitCheckOut(url=target, host=host)
     guard.flow.hold(target)
+    # A yes vouches for the site for the rest of a session of its own; in a shared one (the daemon's /mcp) it sends
+    # this one request only, since the next request could be another client's (exitflow.take_grant).
+    then = ("Send this one request?" if current_session() in SHARED_SESSIONS
+            else f"Send it, and let this session fetch from {host}?")
     question = (f"An agent that has read private content in this session (your browser's pages, local files or "
                 f"a local service) asks trawl to fetch a page on {host}. Anything it read could be inside that "
-                f"URL. Send it, and let this session fetch from {host}? URL: {guard.masked(target)[:300]}")
+                f"URL. {then} URL: {guard.masked(target)[:300]}")
     return ExitCheckOut(url=target, held=True, host=host, why=verdict.why, question=question)
 
 

@@ -57,7 +57,8 @@ async def client_roots(ctx: Context, url: str) -> ListRoots | None:
 class ExitAnswer(BaseModel):
     """What the user answers when trawl asks about a held exit (exitflow.py)."""
 
-    send: bool = Field(default=False, description="Send this request, and let this session fetch from that site")
+    send: bool = Field(default=False, description="Send this request (the question says whether the yes also "
+                                                  "covers later requests to that site in this session)")
 
 
 def can_elicit(ctx: Context) -> bool:

@@ -8,6 +8,7 @@ Routes:
     GET  /login?code=...   one-time code -> session cookie -> redirect to /
     GET  /v1/status        status JSON
     POST /v1/login-code    a one-time status-page link
+    POST /v1/session       a new agent session for the exit rule (the stdio bridge asks once per MCP connection)
     POST /v1/<op>          one route per capability in the registry (trawl.capabilities: fetch, read_more,
                            list_tabs, read_tab, search_tabs): the body is the input model, the answer the output model
     *    /mcp              MCP streamable HTTP
@@ -17,8 +18,11 @@ and mark the paths their own handler authenticates in ``state.extension_paths``.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import logging
+import secrets
 import socket
 import time
 from collections.abc import Callable, Iterable
@@ -30,7 +34,7 @@ from .. import jsonbody, ownpages
 from ..capabilities import Registry, Services, catalog, error_body, execute
 from ..capabilities.base import LocalBackend, unknown_op
 from ..capabilities.mcp import build_server
-from ..exitflow import agent_session
+from ..exitflow import MCP_HTTP_SESSION, SESSION_HEADER, UNBOUND_SESSION, agent_session
 from ..exits import guard_of
 from ..pipeline import Engine
 from ..settings import Settings
@@ -92,8 +96,15 @@ async def run_op(request: web.Request) -> web.Response:
         payload = jsonbody.loads(raw or b"null")
     except (ValueError, UnicodeDecodeError) as exc:
         return _bad(400, f"malformed JSON: {exc}")
+    session = _session_of(request)
+    if session is None:
+        return _unknown_session()
     payload, dropped = _transport_fields(request, state.ops, name, payload)
-    with agent_session(_session_of(request)):
+    if isinstance(payload, dict) and payload.get("exit_grant") and session == UNBOUND_SESSION:
+        payload = {k: v for k, v in payload.items() if k != "exit_grant"}  # no MCP client asked anyone here
+        dropped = "; ".join(filter(None, [dropped, "ignored exit_grant: this call names no session of an MCP "
+                                                   "client that asked the user"]))
+    with agent_session(session):
         body = await execute(state.services, state.ops, name, payload)
     if dropped:
         body = {**body, "warnings": [*body.get("warnings", []), dropped]}
@@ -117,17 +128,75 @@ def _transport_fields(request: web.Request, ops: Registry, name: str, payload: o
                   "only under TRAWL_FILE_ROOTS (or an MCP client's roots)")
 
 
-SESSION_HEADER = "X-Trawl-Session"
+UNKNOWN_SESSION_STATUS = 409  # the call names a session this daemon did not mint (the bridge then asks for one)
 
 
-def _session_of(request: web.Request) -> str:
-    """The agent session of an API call (exitflow.py): over the Unix socket (the stdio bridge, the CLI) the
-    caller's ``X-Trawl-Session``; over TCP one session for every caller, whatever it says (a fresh name per call
-    would start every call clean)."""
-    if _over_unix_socket(request):
-        named = request.headers.get(SESSION_HEADER, "").strip()[:100]
-        return f"sock:{named}" if named else "sock"
-    return "api-tcp"
+class SessionMint:
+    """Agent sessions for the exit rule (exitflow.py), minted by the daemon and signed, so that a caller can neither
+    pick a fresh name to start clean nor name another caller's session. An id is ``s1.<nonce>.<tag>``: 18 random
+    bytes and their HMAC-SHA256 under a key this daemon drew at start; nothing is stored per id (the flow memory
+    keeps what each session read, bounded, and remembers tainted ones it pushes out). A restarted daemon has a new
+    key: every id of the old one is refused, and the bridge asks for a new session that starts tainted."""
+
+    PREFIX = "s1"
+
+    def __init__(self) -> None:
+        self._key = secrets.token_bytes(32)
+
+    def _tag(self, nonce: str) -> str:
+        return hmac.new(self._key, f"trawl-agent-session:{nonce}".encode(), hashlib.sha256).hexdigest()[:32]
+
+    def mint(self) -> str:
+        nonce = secrets.token_urlsafe(18)
+        return f"{self.PREFIX}.{nonce}.{self._tag(nonce)}"
+
+    def key_of(self, session_id: str) -> str | None:
+        """The flow memory's key for a minted id; None for anything this daemon did not mint."""
+        prefix, _, rest = session_id.partition(".")
+        nonce, _, tag = rest.partition(".")
+        if prefix != self.PREFIX or not nonce or not tag or len(session_id) > 100 or not session_id.isascii():
+            return None
+        if not secrets.compare_digest(tag, self._tag(nonce)):
+            return None
+        return f"agent:{nonce}"
+
+
+SESSIONS: web.AppKey[SessionMint] = web.AppKey("agent_sessions", SessionMint)
+
+
+def _session_of(request: web.Request) -> str | None:
+    """The agent session of an API call (exitflow.py): the minted session its ``X-Trawl-Session`` names (on either
+    transport: the id is unguessable), the unbound session when it names none, None when it names one this daemon
+    did not mint (refused: a made-up name must not start a clean session)."""
+    named = request.headers.get(SESSION_HEADER, "").strip()
+    if not named:
+        return UNBOUND_SESSION
+    return request.app[SESSIONS].key_of(named)
+
+
+def _unknown_session() -> web.Response:
+    return _json(error_body(TrawlError(
+        ErrorCode.INVALID_REQUEST, f"unknown agent session: {SESSION_HEADER} names no session this daemon started",
+        "Ask for one with POST /v1/session (trawl-mcp does), or leave the header out: such calls share one "
+        "session that counts as having read private content once any session has.")), UNKNOWN_SESSION_STATUS)
+
+
+async def new_session(request: web.Request) -> web.Response:
+    """``POST /v1/session``: a new agent session id. ``{"continues": true}`` (the bridge, whose session the daemon
+    no longer knows after a restart) makes it start as having read private content: what it read is unknown."""
+    raw = await request.content.read(1024)
+    try:
+        body = jsonbody.loads(raw) if raw.strip() else {}
+    except (ValueError, UnicodeDecodeError) as exc:
+        return _bad(400, f"malformed JSON: {exc}")
+    sid = request.app[SESSIONS].mint()
+    if isinstance(body, dict) and body.get("continues") is True:
+        key = request.app[SESSIONS].key_of(sid)
+        assert key is not None
+        guard_of(request.app[STATE].services.extras, request.app[STATE].settings).flow.session(key).taint(
+            "it continues an MCP connection whose earlier session this daemon does not know (it restarted): what "
+            "that session read is unknown")
+    return _json({"ok": True, "session": sid}, 200)
 
 
 def _over_unix_socket(request: web.Request) -> bool:
@@ -192,6 +261,7 @@ def create_app(
     guard_of(services.extras, settings).add_secret(token)  # an agent's URL never carries the daemon's token
     app = web.Application(middlewares=[access_logging, access_control], client_max_size=MAX_BODY_BYTES)
     app[STATE] = state
+    app[SESSIONS] = SessionMint()
     _serve_own_port(app, port)
 
     app.router.add_get("/healthz", healthz)
@@ -200,6 +270,7 @@ def create_app(
     app.router.add_get("/login", status.login)
     app.router.add_get("/v1/status", status.status_json)
     app.router.add_post("/v1/login-code", status.login_code)
+    app.router.add_post("/v1/session", new_session)
     app.router.add_post("/v1/{op}", run_op)
 
     # --- extra routes: other parts plug in here (e.g. the browser link's /ext WebSocket) ---
@@ -207,7 +278,7 @@ def create_app(
         hook(app)
 
     if mcp:  # the MCP tools, generated from the same registry as the routes above
-        server = build_server(registry, LocalBackend(services, registry, session="mcp-http"))
+        server = build_server(registry, LocalBackend(services, registry, session=MCP_HTTP_SESSION))
         state.extras["mcp_server"] = server
         mount_mcp(app, server)
     return app
