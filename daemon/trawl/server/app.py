@@ -34,7 +34,14 @@ from .. import jsonbody, ownpages
 from ..capabilities import Registry, Services, catalog, error_body, execute
 from ..capabilities.base import LocalBackend, unknown_op
 from ..capabilities.mcp import build_server
-from ..exitflow import MCP_HTTP_SESSION, SESSION_HEADER, UNBOUND_SESSION, agent_session
+from ..exitflow import (
+    MCP_HTTP_SESSION,
+    SESSION_HEADER,
+    SESSION_ROUTE,
+    UNBOUND_SESSION,
+    UNKNOWN_SESSION_STATUS,
+    agent_session,
+)
 from ..exits import guard_of
 from ..pipeline import Engine
 from ..settings import Settings
@@ -128,9 +135,6 @@ def _transport_fields(request: web.Request, ops: Registry, name: str, payload: o
                   "only under TRAWL_FILE_ROOTS (or an MCP client's roots)")
 
 
-UNKNOWN_SESSION_STATUS = 409  # the call names a session this daemon did not mint (the bridge then asks for one)
-
-
 class SessionMint:
     """Agent sessions for the exit rule (exitflow.py), minted by the daemon and signed, so that a caller can neither
     pick a fresh name to start clean nor name another caller's session. An id is ``s1.<nonce>.<tag>``: 18 random
@@ -177,7 +181,7 @@ def _session_of(request: web.Request) -> str | None:
 def _unknown_session() -> web.Response:
     return _json(error_body(TrawlError(
         ErrorCode.INVALID_REQUEST, f"unknown agent session: {SESSION_HEADER} names no session this daemon started",
-        "Ask for one with POST /v1/session (trawl-mcp does), or leave the header out: such calls share one "
+        f"Ask for one with POST {SESSION_ROUTE} (trawl-mcp does), or leave the header out: such calls share one "
         "session that counts as having read private content once any session has.")), UNKNOWN_SESSION_STATUS)
 
 
@@ -270,7 +274,7 @@ def create_app(
     app.router.add_get("/login", status.login)
     app.router.add_get("/v1/status", status.status_json)
     app.router.add_post("/v1/login-code", status.login_code)
-    app.router.add_post("/v1/session", new_session)
+    app.router.add_post(SESSION_ROUTE, new_session)
     app.router.add_post("/v1/{op}", run_op)
 
     # --- extra routes: other parts plug in here (e.g. the browser link's /ext WebSocket) ---
