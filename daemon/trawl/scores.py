@@ -79,19 +79,33 @@ class Judged:
 
 
 def judged(chunks: Sequence[Chunk], mode: str, meaning: float | None, words: float, typical: float | None = None,
-           *, same: bool | None = True, explicit_k: bool = False, calibrated: bool = True) -> Judged:
+           *, same: bool | None = True, explicit_k: bool = False, calibrated: bool = True,
+           where: str = "page") -> Judged:
     """Scores on the public scale, passages with no evidence dropped (unless the caller asked for ``k`` of them, or
     none has any), and the absolute match with the warning that says it. ``calibrated``: the cosines come from the
-    model the thresholds were measured with (else a ranking that used meaning is not judged)."""
+    model the thresholds were measured with (else a ranking that used meaning is not judged). ``where``: what was
+    ranked, for the warning ("page"; search_tabs: "tabs", every tab's passages at once)."""
     scored = on_scale(chunks, mode)
     kept = scored if explicit_k else [c for c in scored if c.score > 0] or scored
     verdict: Verdict | Literal[""] = match_of(meaning, words, typical, same) if calibrated or meaning is None else ""
     evidence = {"words": round(words, 3), **({"meaning": round(meaning, 3)} if meaning is not None else {})}
     notes: list[str] = []
     if verdict == "weak":
-        seen = f"closest meaning {meaning:.2f}, " if meaning is not None else ""
-        notes.append(f"no passage matches the question well ({seen}{words:.0%} of its words on the page): the page "
-                     "may not answer it; scores are relative to this page, so its best passage still scores 1")
+        notes.append(weak_note(meaning, words, where))
     if len(kept) < len(scored):
-        notes.append(f"{len(scored) - len(kept)} passage(s) with no evidence for the question (score 0) left out")
+        notes.append(left_out_note(len(scored) - len(kept)))
     return Judged(kept, verdict, evidence, tuple(notes))
+
+
+def left_out_note(n: int) -> str:
+    return f"{n} passage(s) with no evidence for the question (score 0) left out"
+
+
+def weak_note(meaning: float | None, words: float, where: str = "page") -> str:
+    """What a weak match says (``where``: "page", or "tabs" for search_tabs over several pages)."""
+    seen = f"closest meaning {meaning:.2f}, " if meaning is not None else ""
+    if where == "tabs":
+        return (f"no passage matches the question well ({seen}{words:.0%} of its words on the tabs): the open tabs may "
+                "not answer it; scores are relative to these tabs, so the best passage still scores 1")
+    return (f"no passage matches the question well ({seen}{words:.0%} of its words on the page): the page may not "
+            "answer it; scores are relative to this page, so its best passage still scores 1")

@@ -15,6 +15,7 @@ import pytest
 from trawl.browser import PINNED_EXTENSION_ID
 from trawl.browser.preread import PreReader
 from trawl.capabilities.models import PageOut
+from trawl.capabilities.render import render_search
 from trawl.capabilities.tabs import PREREAD, ReadTabIn, SearchTabsIn, read_tab, search_tabs
 from trawl.types import ErrorCode
 
@@ -187,6 +188,19 @@ async def test_search_tabs_ranks_all_tabs_in_one_pass(linked: Linked, site: Loca
     more = await linked.engine.read_more(out.hits[0].page, out.hits[0].id)
     assert more.ok and "moth" in " ".join(c.text for c in more.chunks)
     assert len(linked.hub.captures) == captures
+    # The absolute word beside the relative scores (issue 27.5), as fetch_page has it: the orchard tab matches.
+    assert out.match == "good" and out.evidence["words"] >= 0.4, (out.match, out.evidence)
+    assert "match: weak" not in render_search(out)
+
+    # A question no open tab answers: its best passage still scores 1, and the result says the match is weak,
+    # above the pages' untrusted block.
+    none = await search_tabs(linked.daemon.state.services,
+                             SearchTabsIn(query="which ferry leaves for the island on Sundays?"))
+    assert none.ok and none.hits and none.hits[0].score == 1.0
+    assert none.match == "weak" and none.evidence["words"] < 0.4, (none.match, none.evidence)
+    assert any("no passage matches the question well" in n and "open tabs" in n for n in none.notes), none.notes
+    text = render_search(none)
+    assert text.index("match: weak") < text.index("<<<UNTRUSTED"), text[:600]
 
 
 async def test_dense_vectors_are_ready_before_the_question(tmp_path: Path, chromium: str, site: LocalSite) -> None:

@@ -140,6 +140,14 @@ class SearchOut(Output):
     tabs_searched: int = 0
     hidden: int = 0
     skipped: list[SkippedOut] = Field(default_factory=list)
+    match: str = Field(default="", description="absolute match of the question to the tabs searched, beside the "
+                                               "relative scores: good, or weak (no passage in any tab matches well: "
+                                               "the open tabs may not answer it); empty when nothing was ranked")
+    evidence: dict[str, float] = Field(default_factory=dict, description="what `match` judged: meaning (best cosine "
+                                                                         "of a passage) and words (share of the "
+                                                                         "question's words on the tabs)")
+    notes: list[str] = Field(default_factory=list, description="trawl's own diagnostics (ranking, match): never "
+                                                                "page text")
     error: ErrorOut | None = None
     untrusted_content: str = UNTRUSTED_TABS
 

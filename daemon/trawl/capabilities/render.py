@@ -84,10 +84,14 @@ def render_tabs(out: TabsOut) -> str:
 def render_search(out: SearchOut) -> str:
     if out.error is not None:
         return _error_text(out.error)
-    head = f"{len(out.hits)} passage(s) from {out.tabs_searched} tab(s) for: {one_line(out.query, 4000)}"
+    head = [f"{len(out.hits)} passage(s) from {out.tabs_searched} tab(s) for: {one_line(out.query, 4000)}"]
+    if out.match == "weak":  # trawl's own judgement, outside the pages' block
+        head.append("match: weak: no passage in these tabs matches the question well; the open tabs may not answer "
+                    "it (scores are relative to these tabs: the best passage scores 1 anyway)")
+    head.extend(f"note: {one_line(n, 1000)}" for n in out.notes)  # trawl's own diagnostics: no page text
     frame = Frame([x for h in out.hits for x in (h.title, h.url, h.text, *h.heading_path)]
                   + [s.url for s in out.skipped])
-    parts = [head, frame.open()]
+    parts = ["\n".join(head), frame.open()]
     forged = 0
     for h in out.hits:
         path = one_line(" › ".join(h.heading_path)) or "(top of page)"
