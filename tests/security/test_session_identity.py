@@ -118,6 +118,10 @@ async def test_a_made_up_session_or_none_cannot_shed_the_taint(tmp_path: Path, a
                     assert r.status_code == UNKNOWN_SESSION_STATUS, (forged, r.text)
                     assert r.json()["error"]["code"] == "invalid_request"
                     assert "unknown agent session" in r.json()["error"]["message"]
+                nonce = a.session.split(".")[1]  # a tag the constant-time compare cannot take (not ASCII)
+                odd = await c.post("/v1/fetch", json={"url": url, "query": ""},
+                                   headers={SESSION_HEADER: f"s1.{nonce}.".encode() + b"\xc3\xa9" * 16})
+                assert odd.status_code == UNKNOWN_SESSION_STATUS, odd.text
                 bare = (await c.post("/v1/fetch", json={"url": url, "query": ""})).json()
                 assert bare["ok"] is False and bare["error"]["code"] == "exit_held", bare  # ...and so is no session
                 assert "names no session of its own" in bare["error"]["message"]
