@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/bench_extract.py [WCXB_DIR] [--limit N] [--only trawl,rs-trafilatura,...]
     .venv/bin/python benchmarks/bench_extract.py --short [WCXB_DIR]    # the short-article check
+    .venv/bin/python benchmarks/bench_extract.py --articles --no-rs   # the path without rs-trafilatura's wheel
     .venv/bin/python benchmarks/bench_extract.py --jobs 2 --cache /tmp/trawl-bench --per-page out.json
         # the single extractors' per-page figures kept on disk (a rerun extracts with trawl only), every
         # extractor's per-page F1 written out; --ids FILE: only the pages listed (those a change can touch)
@@ -243,6 +244,8 @@ def _child(args: argparse.Namespace, name: str, out: Path, before: bool = False)
         cmd.append("--short")
     if args.articles:
         cmd.append("--articles")
+    if args.no_rs:
+        cmd.append("--no-rs")
     if args.limit is not None:
         cmd += ["--limit", str(args.limit)]
     if args.ids is not None:
@@ -298,6 +301,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="write every extractor's per-page F1 here (JSON: page id, type, group, F1 by extractor)")
     ap.add_argument("--ids", type=Path, default=None,
                     help="a file of page ids (one a line): only these pages (e.g. the pages a change can touch)")
+    ap.add_argument("--no-rs", action="store_true",
+                    help="run as where rs-trafilatura has no wheel (3.11, 3.13, macOS, ARM): trawl's cascade without "
+                    "it, and no rs-trafilatura column")
     ap.add_argument("--dump", type=Path, default=None, help=argparse.SUPPRESS)  # the child's per-page figures
     args = ap.parse_args(argv)
     if args.articles:
@@ -313,6 +319,8 @@ def main(argv: list[str] | None = None) -> int:
     if not pages:
         print(f"no WCXB pages under {args.wcxb_dir}", file=sys.stderr)
         return 2
+    if args.no_rs:
+        cands.HAVE_RS = False  # the switch the cascade reads (trawl.extract.html._primary), as on a Python without it
     settings = Settings()
     runs = extractors(settings)
     if args.only:
@@ -353,7 +361,8 @@ def main(argv: list[str] | None = None) -> int:
                      **{n: round(results[n][i].f1, 4) for n in results}} for i, p in enumerate(pages)]
         args.per_page.write_text(json.dumps(rows_out, indent=0))
     every = f" (every {args.every}th page)" if args.every > 1 else ""
-    print(f"WCXB {args.wcxb_dir} — {len(pages)} pages{every}")
+    path = " — without rs-trafilatura (--no-rs)" if args.no_rs else ""
+    print(f"WCXB {args.wcxb_dir} — {len(pages)} pages{every}{path}")
     print(f"{'extractor':<16} {'F1':>7} {'P':>7} {'R':>7} {'pages/s':>8} {'pages/cpu-s':>11}")
     for name, scores in results.items():
         m = mean_prf(scores)

@@ -60,6 +60,16 @@ def test_repeated_long_blocks_are_dropped_short_ones_kept() -> None:
     assert dedupe_blocks(_md(*rows)) == _md(*rows)
 
 
+def test_a_block_made_of_the_end_of_one_kept_block_and_the_start_of_the_next_is_no_copy() -> None:
+    a, b = (p + " " + p for p in BODY[:2])
+    tail_a, head_b = a.split()[-15:], b.split()[:15]
+    straddle = " ".join(tail_a + head_b)  # in the page's text, but in no single block
+    assert len(straddle.split()) >= DEDUPE_MIN_WORDS
+    assert dedupe_blocks(_md(a, b, straddle)) == _md(a, b, straddle)
+    assert dedupe_blocks(_md(a, b, " ".join(tail_a))) == _md(a, b, " ".join(tail_a))  # short: never dropped
+    assert dedupe_blocks(_md(a + " " + b, " ".join(a.split()[5:40]))) == a + " " + b  # inside one block: dropped
+
+
 def test_a_news_page_loses_the_rails_rs_trafilatura_kept_after_the_story() -> None:
     if not cands.HAVE_RS:
         pytest.skip("the vote trims rs-trafilatura's result; this Python has no rs-trafilatura wheel")

@@ -79,29 +79,34 @@ def agreed_span(primary: str, second: str) -> str:
     return "\n\n".join(parts[start:end])
 
 
-def _drop_repeats(parts: list[str], contained: bool) -> list[str]:
-    """``parts`` without each block of :data:`DEDUPE_MIN_WORDS` or more words that a block kept before it already
-    holds word for word: the same words, or (``contained``) all of them in a row inside one longer block."""
+def _drop_repeats(order: list[int], keys: list[str], lengths: list[int], contained: bool) -> list[int]:
+    """``order`` (indices of blocks) without each block of :data:`DEDUPE_MIN_WORDS` or more words that a block kept
+    before it already holds word for word: the same words, or (``contained``) all of them in a row inside one longer
+    block. ``keys``: each block's words joined without spaces (CJK text and glued titles compare too)."""
     exact: set[str] = set()
-    keys: list[str] = []
-    kept: list[str] = []
-    for block in parts:
-        key = "".join(_tokens(block))  # joined without spaces: CJK text and glued titles compare too
-        n_words = len(_tokens(block))
-        if n_words >= DEDUPE_MIN_WORDS and (key in exact or (contained and any(key in k for k in keys))):
-            continue
+    seen = ""  # the kept keys, NUL-separated: one substring search in C instead of one per kept block
+    kept: list[int] = []
+    for i in order:
+        key = keys[i]
+        if lengths[i] >= DEDUPE_MIN_WORDS and (key in exact or (contained and key in seen)):
+            continue  # a key holds only word characters, so it never matches across a separator
         exact.add(key)
-        keys.append(key)
-        kept.append(block)
+        if contained:
+            seen += "\x00" + key
+        kept.append(i)
     return kept
 
 
 def dedupe_blocks(markdown: str) -> str:
     """``markdown`` without the blocks that repeat text it holds elsewhere. First from the end (of two copies, the
     later stays), then from the start (a block an earlier one holds: a post's paragraphs after the post given
-    whole). Containment is checked on pages up to :data:`DEDUPE_CONTAINED_CHARS` only (it is quadratic); exact
-    copies on every page."""
+    whole). Containment is checked on pages up to :data:`DEDUPE_CONTAINED_CHARS` only; exact copies on every page.
+    Each block's words are read once."""
     parts = blocks(markdown)
+    words = [_tokens(b) for b in parts]
+    keys = ["".join(w) for w in words]
+    lengths = [len(w) for w in words]
     contained = len(markdown) <= DEDUPE_CONTAINED_CHARS
-    kept = _drop_repeats(_drop_repeats(parts[::-1], contained)[::-1], contained)
-    return "\n\n".join(kept) if len(kept) < len(parts) else markdown
+    backward = _drop_repeats(list(range(len(parts) - 1, -1, -1)), keys, lengths, contained)
+    kept = _drop_repeats(backward[::-1], keys, lengths, contained)
+    return "\n\n".join(parts[i] for i in kept) if len(kept) < len(parts) else markdown
