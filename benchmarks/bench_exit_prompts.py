@@ -2,11 +2,15 @@
 
     .venv/bin/python benchmarks/bench_exit_prompts.py [--docs 20] [--hosts 5]
 
-A real daemon (in this process, real sockets) and local sites: an intranet page on ``localhost`` (a local service:
-private content), a search site and ``--hosts`` documentation sites on other loopback addresses that stand for
-public sites (``TRAWL_EXIT_PUBLIC_HOSTS``). The agent session:
+A real daemon (in this process, real sockets) and local sites: an intranet wiki on ``wiki.acme.corp`` and a file
+share on ``files.acme.corp`` (one site, two hosts; intranet names, so private content; the bench resolves
+``*.acme.corp`` to 127.0.0.1 itself), a search site and ``--hosts`` documentation sites on other loopback
+addresses that stand for public sites (``TRAWL_EXIT_PUBLIC_HOSTS``). The agent session:
 
-1. reads the intranet page (the private read);
+1. reads the intranet page (the private read), which links the public guide of the library it uses;
+1b. composes two URLs back into the intranet: another wiki page (the same host) and the file share (another host
+    of the same site);
+1c. follows the wiki page's link to the public guide;
 2. searches the search site (a URL it composes: ``/search?q=<its words>``);
 3. reads the ``--docs`` result links the results page shows, spread over the doc hosts;
 4. follows the "next page" link five of those pages show;
@@ -23,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import socket
 import tempfile
 from collections import Counter
 from pathlib import Path
@@ -73,10 +78,12 @@ async def run(n_docs: int, n_hosts: int, allow_search: bool) -> tuple[Counter[st
         return web.Response(text=_html(f"Results for {q}", f"<p>Results for {q}:</p><ul>{items}</ul>"),
                             content_type="text/html")
 
-    async def intranet(_request: web.Request) -> web.Response:
+    async def intranet(request: web.Request) -> web.Response:
         body = ("<p>Staging credentials rotate monthly; the current deploy key is Hx7Rk2Wp9Lm4Qs8Vt3Ny6. The client "
                 "library we use retries failed calls and needs its connection pools tuned.</p>") * 3
-        return web.Response(text=_html("Team wiki: deploys", body), content_type="text/html")
+        body += f"<p>The library's own guide: {doc_bases[0]}/guide/connection-pools</p>"
+        return web.Response(text=_html(f"Team wiki: {request.path.rsplit('/', 1)[-1]}", body),
+                            content_type="text/html")
 
     for n in range(n_hosts):
         r, base = await _site(f"127.0.0.{31 + n}", doc)
@@ -86,7 +93,8 @@ async def run(n_docs: int, n_hosts: int, allow_search: bool) -> tuple[Counter[st
     runners.append(r)
     r, intranet_base = await _site("127.0.0.1", intranet)
     runners.append(r)
-    intranet_base = intranet_base.replace("127.0.0.1", "localhost")
+    intranet_port = intranet_base.rsplit(":", 1)[1]
+    wiki, share = f"http://wiki.acme.corp:{intranet_port}", f"http://files.acme.corp:{intranet_port}"
     public = tuple(f"127.0.0.{n}" for n in range(30, 31 + n_hosts))
 
     asked: Counter[str] = Counter()
@@ -112,7 +120,13 @@ async def run(n_docs: int, n_hosts: int, allow_search: bool) -> tuple[Counter[st
                 return body
 
             with agent_session("bench"):
-                await visit("1 private read", f"{intranet_base}/wiki/deploys", "deploy key")
+                first = await visit("1 private read", f"{wiki}/wiki/deploys", "deploy key")
+                await visit("1b composed on the private site", f"{wiki}/wiki/runbook", "rollback")
+                await visit("1b composed on the private site", f"{share}/share/deploy-notes", "rollback")
+                guide = [w.rstrip(".,;") for c in first["chunks"] for w in c["text"].split()
+                         if w.startswith(doc_bases[0])]
+                assert guide, first["chunks"]
+                await visit("1c link on the private page", guide[0], "pool size")
                 results = await visit("2 search", f"{search_base}/search?q=client+retry+connection+pools", "")
                 text = " ".join(c["text"] for c in results["chunks"])
                 links = [w.rstrip(".,;") for w in text.split() if w.startswith("http://127.0.0.3")][:n_docs]
@@ -131,20 +145,34 @@ async def run(n_docs: int, n_hosts: int, allow_search: bool) -> tuple[Counter[st
     return asked, old_refused
 
 
+def _resolve_intranet() -> None:
+    """``*.acme.corp`` is 127.0.0.1 for this process (the intranet's names, without touching the system resolver)."""
+    real = socket.getaddrinfo
+
+    def getaddrinfo(host: Any, port: Any, *args: Any, **kw: Any) -> Any:
+        name = host.decode() if isinstance(host, bytes) else str(host)
+        return real("127.0.0.1" if name.rstrip(".").endswith(".acme.corp") else host, port, *args, **kw)
+
+    socket.getaddrinfo = getaddrinfo  # type: ignore[assignment]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--docs", type=int, default=20)
     ap.add_argument("--hosts", type=int, default=5)
     args = ap.parse_args()
-    steps = ["1 private read", "2 search", "3 result links", "4 in-page links", "5 composed on read hosts"]
+    _resolve_intranet()
+    steps = ["1 private read", "1b composed on the private site", "1c link on the private page", "2 search",
+             "3 result links", "4 in-page links", "5 composed on read hosts"]
     shipped, old = asyncio.run(run(args.docs, args.hosts, allow_search=False))
     allowed, _ = asyncio.run(run(args.docs, args.hosts, allow_search=True))
-    print(f"ordinary session: 1 private read, 1 search, {args.docs} result links over {args.hosts} doc hosts, "
+    print(f"ordinary session: 1 private read, 2 composed URLs back into the private site (same host, another host "
+          f"of it), its link to a public guide, 1 search, {args.docs} result links over {args.hosts} doc hosts, "
           "5 in-page links, 2 composed URLs")
-    print(f"{'step':28} {'asked (rule)':>13} {'asked (search allowed)':>23} {'baseline refused':>17}")
+    print(f"{'step':32} {'asked (rule)':>13} {'asked (search allowed)':>23} {'baseline refused':>17}")
     for s in steps:
-        print(f"{s:28} {shipped[s]:>13} {allowed[s]:>23} {old[s]:>17}")
-    print(f"{'total questions':28} {sum(shipped.values()):>13} {sum(allowed.values()):>23} "
+        print(f"{s:32} {shipped[s]:>13} {allowed[s]:>23} {old[s]:>17}")
+    print(f"{'total questions':32} {sum(shipped.values()):>13} {sum(allowed.values()):>23} "
           f"{sum(old.values()):>17}")
     print("baseline: the content-matching guard asked nobody; it refused only what it recognised (2 of 26 "
           "spellings of a secret in tests/security/test_exit_flow.py), and sent the rest.")

@@ -8,11 +8,15 @@ private content? Once it has, a URL goes out only to a host that is vouched for:
 
 * the user's allow list (``TRAWL_EXIT_ALLOW_HOSTS``, or the site policy's allow list in the mode where it is in
   force, ``deny_all_except_allowed``: in the default mode that list means nothing, so it vouches for nothing);
-* the site the private content came from, when all of it came from that one site (the data goes back where it
-  lives; a session that read a local file and a local service may send neither to the other);
+* the origin the private content came from (scheme, host and port, exactly: not the rest of its registrable
+  domain, where other hosts may belong to anyone), when all of it came from that one origin (the data goes back
+  where it lives; a session that read a local file and a local service may send neither to the other);
 * a site the user said yes to for this session (asked through MCP elicitation);
 * the exact URL of a link a result showed this session (followed, not composed), unless the link echoes a URL
-  this session itself sent (a search page repeating ``http://attacker/?k=…`` does not launder it).
+  this session itself sent (a search page repeating ``http://attacker/?k=…`` does not launder it). A link that a
+  *private* result showed vouches only for that result's own origin: the private page's links are its content,
+  and which of them a tainted agent follows to another site is a channel (an email, a shared document or a tab
+  the attacker wrote can list many).
 
 Anything else is **held**: the MCP face asks the user (``elicitation/create``) when the client can ask; nobody
 answering within ``exit_ask_timeout_s``, a client that cannot ask, and every other face get ``exit_held`` (not
@@ -74,7 +78,6 @@ MAX_TAINTED_DIGESTS = 200_000  # sessions pushed out while tainted, remembered b
 MAX_LINKS = 20_000  # links shown to one session (allowances: a full table learns no more)
 MAX_SENT_PARTS = 4_000  # parts of URLs one session sent (the echo check: a full table stops trusting links)
 MAX_SITES = 2_000  # private sites and user-granted sites per session
-MAX_FOUND_PRIVATE = 4_096  # names the sources found at private addresses (an evicted one only holds more)
 MIN_PART = 8  # a sent URL part this long, found inside a shown link, makes that link an echo
 HOLD_TTL_S = 300.0  # a question the face asked stays answerable this long at most
 MAX_HOLDS = 256
@@ -143,7 +146,9 @@ class SessionFlow:
     private: str = ""  # why the session counts as having read private content ("" = it has not)
     private_sites: set[str] = field(default_factory=set)
     granted: set[str] = field(default_factory=set)  # sites the user said yes to, this session
-    links: OrderedDict[str, None] = field(default_factory=OrderedDict)
+    # links shown to the session: "" when a public result showed it (it vouches wherever it points), else the own
+    # origin of the private result that showed it (it vouches only for that origin)
+    links: OrderedDict[str, str] = field(default_factory=OrderedDict)
     sent_parts: set[str] = field(default_factory=set)
     links_frozen: bool = False  # the echo table filled: no link shown from now on vouches
     overflowed: bool = False  # more private sites than MAX_SITES: none of them vouches any more
@@ -182,9 +187,7 @@ class FlowMemory:
         self._evicted_tainted: set[bytes] = set()
         self._all_new_tainted = False
         self._holds: OrderedDict[str, _Hold] = OrderedDict()
-        # Public-looking names a source found at a loopback/private address: their own site is keyed with the port,
-        # like an address's (see _own_key).
-        self._found_private: OrderedDict[str, None] = OrderedDict()
+        self._shown_by = ""  # who shows the links of the result being observed ("" a public page; see show_link)
         self._key = secrets.token_bytes(16)
         self.counters = {"held": 0, "asked": 0, "granted": 0}
 
@@ -235,27 +238,22 @@ class FlowMemory:
         host, hostport = _hostport(url)
         return bool(host) and (host in self._public_hosts() or hostport in self._public_hosts())
 
-    def _own_key(self, url: str, *, private_address: bool = False) -> str:
-        """The site a private read came from, as the own-site allowance compares it: the registrable domain, and on
-        an address or a private host (``127.0.0.1``, ``localhost``, an intranet name, a name the source found at a
-        private address) its port too, since another port there is another service, possibly another user's
-        listener."""
-        site = self._site_of(url)
+    def _own_key(self, url: str) -> str:
+        """The origin a private read came from, as the own-site allowance compares it: scheme, host (in the one
+        canonical address form) and port, exactly. Not the registrable domain: a private read from one host of a
+        large site (``intranet.example.com``, a Google Docs tab) must not vouch for every other host under it, any
+        of which may be someone else's (user content hosts, a forgotten subdomain); and on an address or a private
+        host another port is another service, possibly another user's listener. Local files are ``file:``."""
         try:
             parts = urlsplit(url)
-            host = (parts.hostname or "").lower().rstrip(".")
-            port = parts.port or {"http": 80, "https": 443}.get(parts.scheme.lower(), 0)
+            scheme = parts.scheme.lower()
+            host = canonical_host(parts.hostname or "")
+            port = parts.port or {"http": 80, "https": 443}.get(scheme, 0)
         except ValueError:
-            return site
-        if private_address and host:
-            self._found_private[host] = None
-            self._found_private.move_to_end(host)
-            while len(self._found_private) > MAX_FOUND_PRIVATE:
-                self._found_private.popitem(last=False)
-        if host and "://" in url and (host in self._found_private or parse_ip(host) is not None
-                                      or _private_host(host)):
-            return f"{site}:{port}"
-        return site
+            return self._site_of(url)
+        if scheme in ("http", "https") and host:
+            return f"{scheme}://{host}:{port}"
+        return self._site_of(url)
 
     def _public_hosts(self) -> set[str]:
         return {h.strip().lower().rstrip(".") for h in self.settings.exit_public_hosts if h.strip()}
@@ -265,7 +263,9 @@ class FlowMemory:
         s = self.session()
         origin = str(body.get("final_url") or body.get("url") or "")
         source = str(body.get("source") or "")
+        self._shown_by = ""
         if op in BROWSER_OPS:
+            self._shown_by = self._own_key(origin) if origin else "(the user's browser)"  # vouches for nothing else
             s.taint("it read the user's browser (tabs)", self._own_key(origin) if origin else "")
             for item in [*(body.get("tabs") or ()), *(body.get("hits") or ())]:
                 if isinstance(item, dict) and isinstance(item.get("url"), str):
@@ -274,28 +274,38 @@ class FlowMemory:
             site = self._own_key(origin)
             what = "a local file" if site == "file:" else f"{origin[:80]} (source {source or '?'})"
             s.taint(f"it read private content: {what}", site)
+            self._shown_by = site
         # What the sources connected to for the pages this call served (note_read): a public-looking name at a
         # loopback or private address, or a headless page that read from one, is private content too.
         for url, addrs in _reads_of_this_call():
             where = private_addresses(addrs)
             if where and not url:
                 s.taint("it was served more pages in one call than trawl records")
+                self._shown_by = self._shown_by or (self._own_key(origin) if origin else "(pages not recorded)")
             elif where and not self._named_public(url):
                 s.taint(f"it read private content: {url[:80]} (the source connected to {where})",
-                        self._own_key(url, private_address=True))
+                        self._own_key(url))
+                if not self._shown_by:
+                    self._shown_by = self._own_key(origin or url)
 
     def show_link(self, url: str) -> None:
-        """A URL that appeared in a result given to this session."""
+        """A URL that appeared in the result :meth:`observe` was last given (the guard observes a result, then its
+        links): a link of a public page vouches wherever it points, one of a private page only for that page's own
+        origin."""
         s = self.session()
         if s.links_frozen:
             return
         folded = _fold(unquote(url))
         if any(p in folded for p in s.sent_parts):
             return  # it repeats what this session sent: an echo, not a link someone wrote
+        if url in s.links:
+            if not self._shown_by:
+                s.links[url] = ""  # a public page showed it too
+            return
         if len(s.links) >= MAX_LINKS:
             s.links_frozen = True
             return
-        s.links[url] = None
+        s.links[url] = self._shown_by
 
     def note_sent(self, url: str) -> None:
         """A URL this session composed and fetched: its parts, for the echo check on links shown later (a link it
@@ -319,19 +329,23 @@ class FlowMemory:
         if not s.private and not borrowed:
             return Verdict(True, "the session has read no private content")
         private = s.private or borrowed
-        shown = url in s.links  # exactly as shown: another %-encoding of a shown link is a new URL (and a channel)
+        # Exactly as shown: another %-encoding of a shown link is a new URL (and a channel). None: never shown.
+        shown_by = s.links.get(url)
         reasons = []
         own_host = host_of(url)
+        own = self._own_key(url)
         for h in hosts:
             site = self._site_of(h)
+            # a host named inside the URL has no scheme or port of its own: it is the private origin only when the
+            # session's one private origin is on that very host
+            origin_here = own if h == own_host else _origin_on_host(s.private_sites, h)
             if allowed(h):
                 reasons.append("allowed by the user")
-            elif (s.private_sites == {self._own_key(url) if h == own_host else site} and not s.overflowed
-                  and not borrowed):
-                reasons.append("the private content's own site")
+            elif s.private_sites == {origin_here} and not s.overflowed and not borrowed:
+                reasons.append("the private content's own origin")
             elif site in s.granted or site in _CALL_GRANTS.get():
                 reasons.append("the user said yes for this session")
-            elif shown:
+            elif shown_by == "" or (shown_by and shown_by == origin_here):
                 reasons.append("a link a result showed (followed, not composed)")
             else:
                 return Verdict(False, f"the session read private content ({private})", h)
@@ -389,6 +403,13 @@ class FlowMemory:
         tainted = sum(1 for s in self._sessions.values() if s.private)
         return {**self.counters, "sessions": len(self._sessions), "tainted_sessions": tainted,
                 "all_new_tainted": self._all_new_tainted}
+
+
+def _origin_on_host(origins: set[str], host: str) -> str:
+    """The one origin of ``origins`` whose host is ``host`` (canonical), or ""."""
+    bare = canonical_host(host)
+    on_host = [o for o in origins if "://" in o and urlsplit(o).hostname == bare.strip("[]").lower()]
+    return on_host[0] if len(on_host) == 1 else ""
 
 
 def _private_host(host: str) -> bool:

@@ -219,14 +219,15 @@ async def test_well_known_secret_formats_and_the_daemons_token_are_refused(daemo
     assert attacker.hits == []
 
 
-async def test_a_link_the_agent_was_shown_is_followed(daemon: RunningDaemon, attacker: Server, tmp_path: Path) -> None:
+async def test_a_link_a_private_result_showed_is_held(daemon: RunningDaemon, attacker: Server, tmp_path: Path) -> None:
+    # A private result's links are its content: which one a tainted agent follows to another site is a channel
+    # (test_exit_origin_links.py has the public page whose links are followed).
     link = f"{attacker.url}/download?sig=Kp3Vn8Rt2Wm6Xq9Zb4"
     (tmp_path / "mail.md").write_text(f"# Your download\n\nGet the report at {link} before Friday.\n")
     assert (await fetch(daemon, str(tmp_path / "mail.md")))["ok"]
     body = await fetch(daemon, link)
-    assert body["ok"] is True, body
-    ev = (await status(daemon))["exits"]["events"][0]
-    assert ev["action"].startswith("let through: a link a result showed")
+    assert body["error"]["code"] == "exit_held", body
+    assert attacker.hits == []
 
 
 async def test_a_host_the_user_allowed_gets_it_and_it_is_logged(tmp_path: Path, attacker: Server) -> None:

@@ -23,6 +23,7 @@ def test_a_shown_link_re_encoded_is_held() -> None:
     flow = _flow()
     with agent_session("review-links"):
         flow.observe("fetch", {"url": "http://127.0.0.1:3000/notes", "source": "http"})  # private: loopback
+        flow.observe("fetch", {"url": "https://search.example/?q=a", "source": "http"})  # a public page shows it
         flow.show_link("http://attacker.example/aaaaaaaaaaaaaaaa")
         assert _sent(flow, "http://attacker.example/aaaaaaaaaaaaaaaa")  # the link as shown is followed
         # one bit per character in the choice of escapes: the same link decoded, a different URL on the wire
