@@ -266,8 +266,8 @@ def _pair(args: argparse.Namespace) -> int:
         return 1
     code = new_pair_code(settings.state_dir)
     print(code)
-    print(f"\nNext: click the trawl icon in Chrome's toolbar to open the trawl popup, paste this code there and press "
-          "Pair.\n"
+    print(f"\nNext: click the trawl icon in Chrome's toolbar (a new extension sits under the puzzle-piece menu until "
+          "you pin it) to open the trawl popup, paste this code there and press Pair.\n"
           f"The code works once, within {int(CODE_TTL_S // 60)} minutes; pairing again detaches any earlier "
           f"browser.\nThe daemon listens on port {settings.port}"
           + ("" if settings.port == 8765 else " (set the same port in the extension's options)")

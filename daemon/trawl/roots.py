@@ -176,8 +176,9 @@ _SYSTEM: tuple[tuple[str, str], ...] = (
     ("/etc/ssl/private", "TLS private keys"),
 )
 
-ROOTS_HINT = ("Agents read local files only under the MCP client's roots or the directories in TRAWL_FILE_ROOTS; "
-              "the user can read any file with `trawl fetch <path>`.")
+ROOTS_HINT = ("Agents read local files only under the MCP client's roots or the directories in file_roots "
+              "(~/.config/trawl/config.toml, or TRAWL_FILE_ROOTS for the daemon); the user can read any file with "
+              "`trawl fetch <path>`.")
 SECRET_HINT = "Read it yourself if you must; trawl will not hand secrets to an agent."
 KIND_HINT = ("Agents read documents only (HTML, PDF, Markdown, text, source code), outside dot-directories. The user "
              "can name a path or pattern in TRAWL_FILE_ALLOW (e.g. package.json, docs/*.json) to let agents read it, "

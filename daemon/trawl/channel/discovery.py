@@ -260,8 +260,9 @@ class PortHolder:
     def message(self) -> str:
         sent = "trawl sent it nothing" if self.foreign or IS_LINUX else "trawl sent it no secret"
         return (f"{self.describe()}. It is not your trawl daemon; {sent}. Stop that program (if it is another "
-                "user's, ask them or an administrator), or set TRAWL_PORT to a free port (the same value for "
-                "the daemon, trawl-mcp, the CLI, and the port in the extension's options).")
+                "user's, ask them or an administrator), or choose a free port: `port = N` in "
+                "~/.config/trawl/config.toml, which the daemon, trawl-mcp and the CLI all read (MCP clients do not "
+                "pass TRAWL_PORT on), and the same port in the extension's options.")
 
 
 @dataclass(frozen=True, slots=True)

@@ -117,7 +117,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser], *,
                  app_hooks: Sequence[AppHook] = ()) -> None:
     """The daemon's subcommands; ``app_hooks`` are the parts ``trawl daemon`` plugs in (the entry point's choice)."""
     d = sub.add_parser("daemon", help="run the local daemon in the foreground (HTTP API, status page, /mcp)")
-    d.add_argument("--port", type=int, default=None, help="port (default 8765 or TRAWL_PORT)")
+    d.add_argument("--port", type=int, default=None,
+                   help="port (default: port in ~/.config/trawl/config.toml, TRAWL_PORT, else 8765)")
     d.set_defaults(func=_daemon, app_hooks=list(app_hooks))
 
     s = sub.add_parser("status", help="show what the daemon is doing")

@@ -19,7 +19,7 @@ import httpx
 
 from ..channel.discovery import locate
 from ..channel.token import check_token_file, token_path
-from ..settings import Settings
+from ..settings import Settings, config_path
 from .lifecycle import hung_message, lock_holder
 from .security import is_loopback_host
 
@@ -118,14 +118,16 @@ def check_port(settings: Settings) -> Check:
     if found.holder is not None:
         return Check("port", "fail", found.holder.describe() + "; it is not your trawl daemon and was sent nothing"
                      if found.holder.foreign else found.holder.describe(),
-                     "Stop that program (another user's: ask them or an administrator) or set TRAWL_PORT to a free "
-                     "port (the same for the daemon, trawl-mcp, the CLI and the extension).")
+                     "Stop that program (another user's: ask them or an administrator) or choose a free port: "
+                     f"`port = N` in {config_path()} (the daemon, trawl-mcp and the CLI read it; TRAWL_PORT in a "
+                     "shell does not reach MCP clients) and the same port in the extension's options.")
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     try:
         sock.bind((settings.host, settings.port))
     except OSError as exc:
         return Check("port", "fail", f"port {settings.port} is taken by another program ({exc.strerror})",
-                     "Stop that program or set TRAWL_PORT to a free port (the same for the daemon and trawl-mcp).")
+                     f"Stop that program or choose a free port: `port = N` in {config_path()} (the daemon, "
+                     "trawl-mcp and the CLI read it; TRAWL_PORT in a shell does not reach MCP clients).")
     finally:
         sock.close()
     return Check("port", "ok", f"port {settings.port} is free (no daemon running; trawl-mcp starts one)")
@@ -171,7 +173,7 @@ def check_endpoint(name: str, url: str, timeout: float = 3.0) -> Check:
 def check_config(settings: Settings, env: dict[str, str] | None = None) -> Check:
     """The per-user config file, and settings only this shell's environment gives (MCP clients will not see them)."""
     from ..channel import running
-    from ..settings import config_path, location_variables, read_config
+    from ..settings import location_variables, read_config
 
     path = config_path(env)
     keys = sorted(read_config(path))
