@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
+from . import labels
 from .atomicfile import write_atomic
 from .netguard import canonical_ip, parse_ip
 from .settings import Settings
@@ -191,7 +192,8 @@ class SitePolicy:
             for p in self.allow:
                 if pattern_matches(p, host, hostport):
                     return Decision(True, "", p)
-            return Decision(False, f"{parts.netloc} is not on your allow list (only listed sites may be read)")
+            return Decision(False, f"{parts.netloc} is not on your allow list (your site policy: "
+                                   f"{labels.policy_mode(self.mode).lower()})")
         return Decision(True)
 
 
@@ -316,7 +318,7 @@ def describe(settings: Settings) -> dict[str, Any]:
 def summary(info: dict[str, Any]) -> str:
     if info.get("error"):
         return f"UNREADABLE, every web page is refused: {info['error']}"
-    mode = "only the allow list" if info["mode"] == "deny_all_except_allowed" else "every site except the deny list"
+    mode = labels.policy_mode(info["mode"])
     extra = f", allowed hosts: {', '.join(info['allow_hosts'])}" if info["allow_hosts"] else ""
     return (f"{mode} ({info['deny']} denied, {info['allow']} allowed; {info['file']}); "
             f"private networks: {info['private_hosts']}{extra}")

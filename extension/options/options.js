@@ -1,6 +1,7 @@
 // @ts-check
 // The options page: the site policy (allow and deny lists, default mode) and the daemon port.
 
+import { loadLabels } from "../labels.js";
 import { loadPolicy, sameRules, savePolicy } from "../policy.js";
 
 /**
@@ -16,6 +17,12 @@ const lines = (text) => text.split(/\r?\n/).map((l) => l.trim()).filter(Boolean)
 let loaded = null;
 
 async function load() {
+  // Each mode's words from labels.json (the status page shows the same ones).
+  const labels = await loadLabels();
+  for (const radio of /** @type {NodeListOf<HTMLInputElement>} */ (document.querySelectorAll('input[name="mode"]'))) {
+    const label = radio.parentElement && radio.parentElement.querySelector("[data-mode-label]");
+    if (label) label.textContent = labels.policy_mode[radio.value] || radio.value;
+  }
   const policy = await loadPolicy();
   loaded = policy;
   for (const radio of /** @type {NodeListOf<HTMLInputElement>} */ (document.querySelectorAll('input[name="mode"]'))) radio.checked = radio.value === policy.mode;

@@ -1,6 +1,8 @@
 // @ts-check
 // The popup: link and pairing state, recent reads, the pause switch.
 
+import { loadLabels } from "../labels.js";
+
 /**
  * An element of popup.html by id (every id used here is in the page; inputs are the only ones read).
  * @param {string} id
@@ -11,6 +13,10 @@ const $ = (id) => /** @type {HTMLInputElement} */ (document.getElementById(id));
 function send(cmd, extra = {}) {
   return chrome.runtime.sendMessage({ cmd, ...extra });
 }
+
+// The words for trawl's modes (labels.json, the daemon's too); filled in before the first render.
+/** @type {{policy_mode: Record<string, string>, pause: {switch: string, state: string}}} */
+let labels = { policy_mode: {}, pause: { switch: "Pause", state: "Paused" } };
 
 function render(s) {
   const link = s.link || { state: "disconnected", detail: "" };
@@ -24,7 +30,8 @@ function render(s) {
     disconnected: "Not connected to the trawl daemon",
   };
   el.textContent = text[link.state] || link.state;
-  $("detail").textContent = `${link.detail || ""} ${s.paused ? "Paused: every request is refused." : ""}`.trim();
+  $("paused-label").textContent = labels.pause.switch;
+  $("detail").textContent = `${link.detail || ""} ${s.paused ? labels.pause.state : ""}`.trim();
   $("todo").textContent = nextStep(link.state, s);
   $("todo").hidden = !$("todo").textContent;
   $("pair-box").hidden = link.state === "connected" && s.paired;
@@ -122,5 +129,5 @@ $("options").addEventListener("click", (ev) => {
   chrome.runtime.openOptionsPage();
 });
 
-refresh();
+loadLabels().then((l) => { labels = l; }).catch(() => {}).finally(refresh);
 setInterval(refresh, 1000);

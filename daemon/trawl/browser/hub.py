@@ -34,7 +34,7 @@ from typing import Any
 
 from aiohttp import WSMsgType, web
 
-from .. import __version__, jsonbody
+from .. import __version__, jsonbody, labels
 from ..ownpages import own_page
 from ..settings import Settings
 from ..types import ErrorCode, Page, TrawlError
@@ -161,7 +161,7 @@ class ExtensionHub:
                 head += f" · last refused: {self.refusals[0].reason}"
             return head + last
         assert self._conn is not None
-        paused = " (paused by the user)" if self.paused else ""
+        paused = f" · {labels.paused()}" if self.paused else ""
         return f"browser attached: trawl extension {self._conn.hello.get('extension_version', '?')}{paused}{last}"
 
     # ------------------------------------------------------------ the socket

@@ -27,6 +27,7 @@ import hashlib
 import json
 from typing import Literal
 
+from .. import labels
 from ..policy import Mode, SitePolicy, now_revision
 
 Verdict = Literal["same", "take", "keep", "merge"]
@@ -91,5 +92,5 @@ def describe_merge(ours: SitePolicy, theirs: SitePolicy, merged: SitePolicy) -> 
         parts.append(f"allow entries only the browser's copy had were not merged (they decide nothing in this "
                      f"mode; add them again if you meant them): {', '.join(dropped[:10])}")
     if ours.mode != theirs.mode:
-        parts.append("only sites on the allow list may be read")
+        parts.append(f"site policy: {labels.policy_mode(merged.mode).lower()}")
     return "; ".join(parts) or "the two copies differed only in order"
