@@ -333,7 +333,12 @@ def _extension(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # argparse would show the top-level usage; show the subcommand's own, where the flag was given
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        also = ("; the question is fetch's second argument: trawl fetch URL \"your question\""
+                if args.command == "fetch" and {"-q", "--query", "--question"} & set(extra) else "")
+        sub.choices[args.command].error(f"unrecognized arguments: {' '.join(extra)}{also}")
     try:
         return int(args.func(args))
     except SettingsError as exc:  # a bad TRAWL_* variable: say which, no traceback
