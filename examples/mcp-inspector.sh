@@ -1,8 +1,9 @@
 #!/bin/sh
 # The MCP Inspector against trawl. It needs Node.js 22 (`node --version`): under Node 20 npx runs Inspector 0.15.0,
 # where the stdio line works but both HTTP forms fail ("spawn undefined ENOENT" with mcp-http.json, "Arguments cannot
-# be passed to a URL-based MCP server." with --cli URL --header). The Inspector passes trawl-mcp only HOME, PATH and the like: settings that are not
-# the defaults (port, state_dir) go in ~/.config/trawl/config.toml, which the daemon, trawl-mcp and the CLI read.
+# be passed to a URL-based MCP server." with --cli URL --header). The Inspector passes trawl-mcp only HOME, PATH and
+# the like: settings that are not the defaults (port, state_dir) go in ~/.config/trawl/config.toml, which the
+# daemon, trawl-mcp and the CLI read.
 # Over stdio (no token needed; trawl-mcp must be on PATH or give its full path):
 npx @modelcontextprotocol/inspector --config examples/mcp-stdio.json --server trawl
 
