@@ -35,8 +35,9 @@ it names (``policy.canonical_host``), before and without any connection.
 *Agent session*: the stdio bridge's MCP client connection (a session the daemon mints and signs, which the bridge
 sends with every call; a made-up or foreign id is refused), the daemon's streamable-HTTP ``/mcp`` (stateless: every
 client of it shares one session, and there a yes sends that one request and vouches for nothing after it), and
-every call that names no minted session (the CLI, a bare HTTP API call): the *unbound* session, which counts as
-having read private content as soon as any session has (it could be that agent), and is never granted anything.
+every call that names no minted session (the CLI, a bare HTTP API call): the *unbound* session, which is never
+granted anything. The two shared ones count as having read private content as soon as any session has: their
+callers cannot be told apart, and one of them could be that agent.
 Sharing a session only ever holds more.
 
 Memory is bounded and never evicted by what an attacker feeds it: a session whose links or sent URLs fill up stops
@@ -65,7 +66,7 @@ from .settings import Settings
 
 DEFAULT_SESSION = "local"
 # Calls that name no daemon-minted session (the CLI, a bare HTTP API call): nothing tells which agent sent them, so
-# they count as having read private content once any session has, and no yes is ever taken in them.
+# they count as having read private content once any session has (so does /mcp), and no yes is ever taken in them.
 UNBOUND_SESSION = "unbound"
 MCP_HTTP_SESSION = "mcp-http"  # the daemon's stateless streamable-HTTP /mcp: all its clients share it
 # Sessions shared by callers that cannot be told apart: a yes there sends that one request, never vouches for the site.
@@ -352,14 +353,14 @@ class FlowMemory:
         return Verdict(True, "; ".join(dict.fromkeys(reasons)))
 
     def _borrowed_taint(self, s: SessionFlow) -> str:
-        """For the unbound session: why it counts as having read private content because another session did
-        ("" when none did, or for any other session)."""
-        if s.key != UNBOUND_SESSION:
+        """For a shared session (the unbound one, the daemon's /mcp): why it counts as having read private content
+        because another session did ("" when none did, and always for a session of its own)."""
+        if s.key not in SHARED_SESSIONS:
             return ""
         if self._all_new_tainted or self._evicted_tainted or any(o.private for o in self._sessions.values()
                                                                   if o is not s):
-            return ("another agent session read private content, and this call names no session of its own: it "
-                    "could come from that agent")
+            return ("another agent session read private content, and this call comes through a session shared by "
+                    "callers trawl cannot tell apart (no session of its own): it could come from that agent")
         return ""
 
     # ------------------------------------------------------------ asking the user
