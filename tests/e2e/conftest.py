@@ -258,3 +258,15 @@ def launch_plain_chromium(chromium: str, user_data_dir: Path, ext: Path, *extra:
     ]
     proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     return PlainChromium(proc, user_data_dir)
+
+
+async def until(pred: Callable[[], object], timeout_s: float = 30.0) -> bool:
+    """True as soon as ``pred()`` holds, False when it still does not after ``timeout_s`` (a bound for a loaded
+    machine: the wait ends at the condition, not at the bound)."""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout_s
+    while loop.time() < end:
+        if pred():
+            return True
+        await asyncio.sleep(0.05)
+    return bool(pred())

@@ -8,8 +8,7 @@ from trawl import labels
 from trawl import policy as site_policy
 from trawl.browser import PINNED_EXTENSION_ID
 
-from .conftest import Linked
-from .test_preread import _until
+from .conftest import Linked, until
 
 pytestmark = [pytest.mark.e2e]
 
@@ -22,7 +21,7 @@ async def test_popup_separates_agent_reads_from_read_ahead(linked: Linked) -> No
     await worker.evaluate("(e) => chrome.storage.session.set({recent: e})", entries)
     popup = await linked.context.new_page()
     await popup.goto(f"chrome-extension://{PINNED_EXTENSION_ID}/popup/popup.html")
-    await popup.wait_for_function("document.querySelectorAll('#recent li .url').length === 2", timeout=5_000)
+    await popup.wait_for_function("document.querySelectorAll('#recent li .url').length === 2", timeout=30_000)
     agents = await popup.eval_on_selector_all("#recent li .url", "els => els.map(e => e.textContent)")
     ahead = await popup.eval_on_selector_all("#recent-ahead li .url", "els => els.map(e => e.textContent)")
     assert agents == ["https://example.org/agent/0", "https://example.org/agent/3"]
@@ -43,7 +42,7 @@ async def test_mode_labels_are_one_declaration_in_popup_options_and_status(linke
     await popup.wait_for_function("(w) => document.getElementById('detail').textContent.includes(w)",
                                   arg=words["pause"]["state"], timeout=15_000)
     # The daemon hears the state frame: its status line then says the popup's words.
-    assert await _until(lambda: linked.hub.paused, 30), "the daemon never heard that the user paused trawl"
+    assert await until(lambda: linked.hub.paused, 30), "the daemon never heard that the user paused trawl"
     assert labels.paused() in linked.hub.summary(), linked.hub.summary()
     await popup.uncheck("#paused")
 

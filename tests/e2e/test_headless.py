@@ -19,6 +19,7 @@ from trawl import Engine, ErrorCode, TrawlError
 from trawl.settings import Settings
 from trawl.sources.base import FetchRequest
 from trawl.sources.playwright import PlaywrightSource
+from trawl.sources.playwright_page import SettleStats
 
 from .conftest import PRIVATE_TEXT, LocalSite
 
@@ -223,11 +224,17 @@ async def test_forced_source(engine: Engine, site_url: str) -> None:
     assert result.source_reason == "forced by request"
 
 
-async def test_content_after_a_delay(engine: Engine, site_url: str) -> None:
-    result = await engine.fetch(f"{site_url}/delayed", "what did the lighthouse keeper report?",
-                                source="playwright", max_age_s=0)
-    assert result.ok, result.error
-    assert "lighthouse keeper reported calm seas" in _text(result)
+async def test_content_after_a_delay(engine: Engine, settings: Settings, site_url: str) -> None:
+    """A near-empty quiet page gets up to render_empty_wait_s (within its host's settle ceiling) to fill in. The
+    page fills in 1.5 s after its script runs, which a loaded machine can push past the module's 2.5 s (the CI
+    failure of tests/security/test_private_hosts.py), so this page gets generous bounds of its own, and a fresh
+    record of settle times: the host's ceiling, learnt from this module's fast pages, would cut it at 3 s."""
+    source = _headless(engine)
+    source.stats = SettleStats()
+    roomy = settings.with_(render_empty_wait_s=30.0, render_ceiling_s=30.0, render_timeout_s=45.0)
+    page = await source.fetch(FetchRequest(f"{site_url}/delayed"), roomy)
+    assert "lighthouse keeper reported calm seas" in (page.html or ""), page.warnings
+    assert not any("partial content" in w for w in page.warnings)
 
 
 async def test_open_and_closed_shadow_roots(engine: Engine, settings: Settings, site_url: str) -> None:
@@ -315,7 +322,8 @@ async def test_browser_killed_mid_request(engine: Engine, settings: Settings, si
         assert "slow data arrived" in (page.html or "")
     except TrawlError as err:
         assert err.code == ErrorCode.BROWSER_UNAVAILABLE
-    result = await engine.fetch(f"{site_url}/delayed", "lighthouse keeper", source="playwright", max_age_s=0)
+    # The next page comes from a fresh browser (a page whose text is there at once: no settle wait to race).
+    result = await engine.fetch(f"{site_url}/static", "river flow at the old mill", source="playwright", max_age_s=0)
     assert result.ok, result.error
     assert source.launches > launches
     assert source.browser_pid not in (None, pid)

@@ -7,7 +7,6 @@ the reader signals (its own Condition), with a deadline; nothing is timed.
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,7 @@ from trawl.capabilities.render import render_search
 from trawl.capabilities.tabs import PREREAD, ReadTabIn, SearchTabsIn, read_tab, search_tabs
 from trawl.types import ErrorCode
 
-from .conftest import Linked, LocalSite, close_linked, e2e_settings, launch_linked
+from .conftest import Linked, LocalSite, close_linked, e2e_settings, launch_linked, until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 
@@ -144,7 +143,7 @@ async def test_denied_sites_and_a_paused_extension_are_not_read_ahead(linked: Li
     popup = await linked.context.new_page()
     await popup.goto(f"chrome-extension://{PINNED_EXTENSION_ID}/popup/popup.html")
     await popup.check("#paused")
-    assert await _until(lambda: linked.hub.paused)
+    assert await until(lambda: linked.hub.paused)
     reads = reader.reads
     market = site.add("/market", MARKET)
     await linked.open_tab(market)
@@ -156,18 +155,8 @@ async def test_denied_sites_and_a_paused_extension_are_not_read_ahead(linked: Li
     assert listing_error is not None
     assert reader.reads == reads and all(e.url != market for e in reader.entries.values())
     await popup.uncheck("#paused")
-    assert await _until(lambda: not linked.hub.paused)
+    assert await until(lambda: not linked.hub.paused)
     await wait_read(reader, await tab_id(linked, market), market)
-
-
-async def _until(pred: Any, timeout_s: float = 10.0) -> bool:
-    loop = asyncio.get_running_loop()
-    end = loop.time() + timeout_s
-    while loop.time() < end:
-        if pred():
-            return True
-        await asyncio.sleep(0.05)
-    return bool(pred())
 
 
 async def test_search_tabs_ranks_all_tabs_in_one_pass(linked: Linked, site: LocalSite) -> None:
@@ -292,7 +281,7 @@ async def test_a_tab_read_ahead_is_not_served_after_its_site_is_denied(linked: L
             return True
         return False
 
-    assert await _until(denied_here, 15)
+    assert await until(denied_here)
     out = await ask_tab(linked, tid, "what is the vault combination")
     assert not out.ok and out.error is not None and out.error.code == ErrorCode.BLOCKED_BY_POLICY, out
     found = await search_tabs(linked.daemon.state.services, SearchTabsIn(query="vault combination"))
