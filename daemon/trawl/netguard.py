@@ -131,6 +131,13 @@ def parse_ip(value: str | IPAddress) -> IPAddress | None:
         return None
 
 
+def canonical_address(value: str | IPAddress) -> str:
+    """An address literal in the one canonical form (:func:`canonical_ip`: ``[::ffff:7f00:1]`` is ``127.0.0.1``), as
+    text; "" for anything that is not an address literal. How sources record where their connections went."""
+    ip = parse_ip(value)
+    return str(canonical_ip(ip)) if ip is not None else ""
+
+
 def classify(value: str | IPAddress) -> str | None:
     """The category of a non-public address ("loopback", "private", "cloud-metadata"...); None when public.
 

@@ -25,7 +25,7 @@ from urllib.parse import urljoin, urlsplit
 import httpx
 
 from ..exitflow import check_hop
-from ..netguard import NetGuard, PinnedTransport, Resolver, canonical_ip, default_port, parse_ip
+from ..netguard import NetGuard, PinnedTransport, Resolver, canonical_address, default_port, parse_ip
 from ..policy import canonical_host, check_url
 from ..settings import Settings
 from ..types import ErrorCode, Page, PageKind, TrawlError
@@ -195,10 +195,7 @@ def server_address(response: httpx.Response) -> str:
         peer = stream.get_extra_info("server_addr") if stream is not None else None
     except Exception:  # a backend without the attribute: unknown, judged by name
         return ""
-    if not peer:
-        return ""
-    ip = parse_ip(str(peer[0]))
-    return str(canonical_ip(ip)) if ip is not None else ""
+    return canonical_address(str(peer[0])) if peer else ""
 
 
 async def _precheck(guard: NetGuard, url: str) -> None:

@@ -38,9 +38,9 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from ..chromium import INSTALL_HINT, LAUNCH_ARGS, require_chromium
-from ..exitflow import check_hop, check_subrequest
+from ..exitflow import check_hop, check_subrequest, private_addresses
 from ..exits import site_of
-from ..netguard import NetGuard, a_or_an, canonical_ip, default_port, parse_ip
+from ..netguard import NetGuard, a_or_an, canonical_address, default_port
 from ..policy import check_url
 from ..settings import Settings
 from ..types import ErrorCode, Page, TrawlError
@@ -90,6 +90,8 @@ class RequestGuard:
         self.held: list[tuple[str, TrawlError]] = []  # requests of the page the exit rule held (never sent)
         self.addresses: tuple[str, ...] = ()  # where the page's responses came from (verify), canonical
         self._verdicts: dict[tuple[str, int], TrawlError | None] = {}
+        self._private_hosts: dict[tuple[str, int], str] = {}  # hosts trawl's check found at a private address
+        self._private_sent = ""  # the first private address a request the tab sent was checked at (addresses)
         self._call: contextvars.Context | None = None  # the agent call this tab serves (bind)
         self._doc_sites: set[str] = set()  # sites of the main-frame documents the exit rule let this tab open
         self._navigations = 0
@@ -129,8 +131,10 @@ class RequestGuard:
             key = (host, port)
             if key not in self._verdicts:
                 try:
-                    await self.net.check_host(host, port)
+                    addrs = await self.net.check_host(host, port)
                     self._verdicts[key] = None
+                    if private := private_addresses(addrs):
+                        self._private_hosts[key] = private
                 except TrawlError as err:
                     # A name this machine cannot resolve is Chromium's to fail; refusals stand.
                     self._verdicts[key] = err if err.code == ErrorCode.BLOCKED_BY_POLICY else None
@@ -153,6 +157,7 @@ class RequestGuard:
                 return
             held = self.exit_verdict(request.url, main)
             if held is None:
+                self._note_sent(request.url)
                 await route_filter(route)
                 return
             if main:
@@ -169,6 +174,7 @@ class RequestGuard:
         if err is None:
             err = self.exit_verdict(ws.url, False)
             if err is None:
+                self._note_sent(ws.url)
                 ws.connect_to_server()
                 return
             self.held.append((ws.url, err))
@@ -176,6 +182,12 @@ class RequestGuard:
             self.refused.append((ws.url, err, False))
         with contextlib.suppress(Exception):
             await ws.close(code=1008, reason="refused by trawl")
+
+    def _note_sent(self, url: str) -> None:
+        """A request goes out: when trawl's check found its host at a private address, the page may carry what that
+        service answered (kept even when the page makes more requests than are verified one by one)."""
+        if not self._private_sent:
+            self._private_sent = self._private_hosts.get(default_port(url), "")
 
     def saw(self, response: Response) -> None:
         if len(self.responses) < 2000:
@@ -186,7 +198,7 @@ class RequestGuard:
 
         if request.redirected_from is not None and len(self.hops) < 2000:
             main = True  # unknown counts as the document's: the stricter decision
-            with contextlib.suppress(PlaywrightError):
+            with contextlib.suppress(PlaywrightError, AttributeError):
                 main = request.is_navigation_request() and request.frame.parent_frame is None
             self.hops.append((request.url, main))
 
@@ -237,8 +249,12 @@ class RequestGuard:
             host, port = default_port(url)
             check_url(url, self.settings)  # a redirect hop Chromium followed without routing it
             ip = str(where["ipAddress"]).strip("[]")
-            parsed = parse_ip(ip)
-            if parsed is not None and (canonical := str(canonical_ip(parsed))) not in seen and len(seen) < 64:
+            # The port the connection went to, not the URL's: a hop Chromium followed can come back under the first
+            # URL (seen under load: /bounce answered from the loopback service it redirected to), and a rule that
+            # opens one host:port must not open every port the page is redirected to.
+            with contextlib.suppress(TypeError, ValueError):
+                port = int(where.get("port") or port)
+            if (canonical := canonical_address(ip)) and canonical not in seen:
                 seen.append(canonical)  # the exit rule's private-content test (Page.addresses)
             try:
                 category = self.net.verdict(host, port, ip)
@@ -247,11 +263,14 @@ class RequestGuard:
             if category is not None:
                 raise TrawlError(
                     ErrorCode.BLOCKED_BY_POLICY,
-                    f"refused by trawl's private-network rule: the browser reached {host} at {ip}, {a_or_an(category)} "
-                    "address (the name resolved differently when trawl checked it: DNS rebinding?)",
+                    f"refused by trawl's private-network rule: the browser reached {host} at {ip} port {port}, "
+                    f"{a_or_an(category)} address (a redirect the browser followed, or the name resolved differently "
+                    "when trawl checked it: DNS rebinding?)",
                     "trawl will not return a page that read from a private address it had refused.",
                 )
-        self.addresses = tuple(seen)
+        # Private ones first, so no number of public responses can push them out of the bounded record.
+        private = [a for a in [self._private_sent, *seen] if a and private_addresses((a,))]
+        self.addresses = tuple(dict.fromkeys([*private, *seen]))[:64]
 
     def warnings(self) -> list[str]:
         out = []
