@@ -1,7 +1,8 @@
 """A second extractor's vote on an article: the span of the primary's blocks both extractors agree on.
 
 rs-trafilatura (the primary) reads articles well but sometimes keeps what sits before or after the story: a
-latest-news rail, a keywords box, a "most viewed" list. trafilatura, run on the same page, rarely keeps those, but
+latest-news rail, a keywords box, a "most viewed" list. trafilatura, run on the same page (its own extraction
+only: ``fast``, without the readability/jusText comparison it adds by default), rarely keeps those, but
 it drops more of the body's own furniture-like parts (captions, subheads, lists) inside the story. So the two are
 combined block by block: the primary's blocks are kept from the first to the last one trafilatura also has (its
 word 3-grams cover at least :data:`SUPPORT` of the block); the blocks outside that span, that only the primary
