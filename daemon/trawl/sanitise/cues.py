@@ -367,3 +367,18 @@ def find_cues(text: str) -> CueHit | None:
                 if (a, b) not in _NOT_PAIRS:
                     return CueHit(f"cue.{a}+{b}", s1, max(e1, e2))
     return None
+
+
+CUE_NAMES = tuple(_CUE_PATTERNS)
+
+
+def cue_vector(text: str) -> list[float]:
+    """Which cues occur in ``text`` (1.0 or 0.0, in CUE_NAMES order): structural features for the learned detector."""
+    lowered = text.lower()
+    out: list[float] = []
+    for pattern, _, needles in _CUE_PATTERNS.values():
+        if needles and not any(n in lowered for n in needles):
+            out.append(0.0)
+        else:
+            out.append(1.0 if pattern.search(text) else 0.0)
+    return out

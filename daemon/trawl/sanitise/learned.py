@@ -21,6 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .cues import CUE_NAMES, cue_vector
+
 MODEL_PATH = Path(__file__).resolve().parent / "data" / "injection_lr.npz"
 DIM_BITS = 18
 DIM = 1 << DIM_BITS
@@ -127,3 +129,32 @@ def find(text: str) -> str | None:
     m = model()
     score, where = m.best(text)
     return where if score >= m.threshold else None
+
+
+# ------------------------------------------------------------------ the embedding detector
+# Structural features beside the sentence vector: the phrase-free cues of .cues (which of them occur), the
+# reader addressed in the second person, and credentials / contact data named. Each in every language the
+# cues cover; a passage's value is presence (0/1), so length does not count.
+_SECOND_PERSON = re.compile(
+    r"\b(?:you|your|yours|yourself)\b|\b(?:du|dich|dir|dein\w*)\b|\b(?:tu|toi|ton|ta|tes|vous|votre|vos)\b|"
+    r"\b(?:tú|usted|tus)\b|\b(?:tuo|tua|tuoi|voi)\b|\b(?:você|teu|tua|seu|sua)\b|\b(?:jij|je|jouw|uw)\b|"
+    r"\b(?:ty|twój|twoja|swoj\w*)\b|\b(?:ты|тебя|тебе|твой|твоя|твои|вы|вас|ваш\w*)\b|\b(?:ти|тебе|твій|твоя|ви|ваш\w*)\b|"
+    r"你|您|あなた|당신|너는|너의|\b(?:sen|senin|sana|siz|sizin)\b|\bbạn\b|\b(?:आप|तुम|तुम्हारा|आपका)\b|\b(?:kamu|anda)\b|"
+    r"أنت|\w+ك\b",
+    re.IGNORECASE,
+)
+_CREDENTIAL = re.compile(
+    r"password|passwort|mot de passe|contraseña|senha|wachtwoord|hasło|пароль|密码|密碼|パスワード|비밀번호|"
+    r"كلمة المرور|şifre|mật khẩu|पासवर्ड|kata sandi|token|api[ _-]?key|secret|credential|card number|otp|"
+    r"verification code|\b2fa\b|@\w[\w.-]*\.\w+|base64",
+    re.IGNORECASE,
+)
+STRUCT_NAMES = (*CUE_NAMES, "second_person", "credential")
+
+
+def struct_features(text: str) -> np.ndarray:
+    """The structural features of a normalised passage (float32, len(STRUCT_NAMES))."""
+    v = cue_vector(text)
+    v.append(1.0 if _SECOND_PERSON.search(text) else 0.0)
+    v.append(1.0 if _CREDENTIAL.search(text) else 0.0)
+    return np.asarray(v, dtype=np.float32)
