@@ -245,16 +245,7 @@ class FlowMemory:
         large site (``intranet.example.com``, a Google Docs tab) must not vouch for every other host under it, any
         of which may be someone else's (user content hosts, a forgotten subdomain); and on an address or a private
         host another port is another service, possibly another user's listener. Local files are ``file:``."""
-        try:
-            parts = urlsplit(url)
-            scheme = parts.scheme.lower()
-            host = canonical_host(parts.hostname or "")
-            port = parts.port or {"http": 80, "https": 443}.get(scheme, 0)
-        except ValueError:
-            return self._site_of(url)
-        if scheme in ("http", "https") and host:
-            return f"{scheme}://{host}:{port}"
-        return self._site_of(url)
+        return origin_of(url) or self._site_of(url)
 
     def _public_hosts(self) -> set[str]:
         return {h.strip().lower().rstrip(".") for h in self.settings.exit_public_hosts if h.strip()}
@@ -404,6 +395,20 @@ class FlowMemory:
         tainted = sum(1 for s in self._sessions.values() if s.private)
         return {**self.counters, "sessions": len(self._sessions), "tainted_sessions": tainted,
                 "all_new_tainted": self._all_new_tainted}
+
+
+def origin_of(url: str) -> str:
+    """An http(s) URL's origin as the exit rule compares them: scheme, host in the one canonical address form
+    (``policy.canonical_host``: ``127.1`` is 127.0.0.1) and port, always written (``https://a.example:443``); a
+    WebSocket URL's is its http(s) twin's; "" for anything else."""
+    try:
+        parts = urlsplit(url)
+        scheme = {"ws": "http", "wss": "https"}.get(parts.scheme.lower(), parts.scheme.lower())
+        host = canonical_host(parts.hostname or "")
+        port = parts.port or {"http": 80, "https": 443}.get(scheme, 0)
+    except ValueError:
+        return ""
+    return f"{scheme}://{host}:{port}" if scheme in ("http", "https") and host else ""
 
 
 def _origin_on_host(origins: set[str], host: str) -> str:

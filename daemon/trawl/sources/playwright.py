@@ -9,8 +9,8 @@ retried once). Images, fonts and media are never loaded.
 Every request the page starts (the navigation, frames, scripts, fetch/XHR, WebSockets) passes
 :class:`RequestGuard` first: the user's site policy and the private-network rule (the host is resolved and
 every answer checked), then the exit rule (``exitflow.py``): once the agent's session has read private content, a
-request the page makes to a host nobody vouched for is held (aborted, never sent), unless it goes to the site of
-the document the agent's URL opened (that site was sent the URL already; the page knows nothing else of the
+request the page makes to a host nobody vouched for is held (aborted, never sent), unless it goes to the origin
+of the document the agent's URL opened (that origin was sent the URL already; the page knows nothing else of the
 agent's). A later main-frame navigation is decided like a redirect hop of the agent's fetch. A refused or held
 request is aborted. Two things escape the route handler: Chromium resolves the name again itself (a DNS answer
 that changes in between), and Playwright does not route redirect hops (Chromium follows them internally, for the
@@ -38,8 +38,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from ..chromium import INSTALL_HINT, LAUNCH_ARGS, require_chromium
-from ..exitflow import check_hop, check_subrequest, private_addresses
-from ..exits import site_of
+from ..exitflow import check_hop, check_subrequest, origin_of, private_addresses
 from ..netguard import NetGuard, a_or_an, canonical_address, default_port
 from ..policy import check_url
 from ..settings import Settings
@@ -93,20 +92,21 @@ class RequestGuard:
         self._private_hosts: dict[tuple[str, int], str] = {}  # hosts trawl's check found at a private address
         self._private_sent = ""  # the first private address a request the tab sent was checked at (addresses)
         self._call: contextvars.Context | None = None  # the agent call this tab serves (bind)
-        self._doc_sites: set[str] = set()  # sites of the main-frame documents the exit rule let this tab open
+        self._doc_origins: set[str] = set()  # origins of the main-frame documents the exit rule let this tab open
         self._navigations = 0
 
     def bind(self, target: str) -> None:
         """Serve one agent call: its exit decisions run in that call's context (its session and exit rule), since
-        the route handler runs in Playwright's. The site of ``target`` was decided before the fetch."""
+        the route handler runs in Playwright's. The origin of ``target`` was decided before the fetch."""
         self._call = contextvars.copy_context()
-        self._doc_sites = {site_of(target)}
+        self._doc_origins = {origin_of(target)}
         self._navigations = 0
 
     def exit_verdict(self, url: str, main: bool) -> TrawlError | None:
         """The exit rule on a request about to be sent (None: send it). The tab's first main-frame navigation is
         the agent's URL, decided before the fetch; a later one is a hop of the agent's fetch; anything else the page
-        asked for itself, and is free only on the site of a document the tab opened."""
+        asked for itself, and is free only on the origin of a document the tab opened (exactly: another host of its
+        site may be someone else's)."""
         if self._call is None:
             return None
         try:
@@ -114,8 +114,8 @@ class RequestGuard:
                 self._navigations += 1
                 if self._navigations > 1:
                     self._call.run(check_hop, url)
-                self._doc_sites.add(site_of(url))
-            elif site_of(url) not in self._doc_sites:
+                self._doc_origins.add(origin_of(url))
+            elif origin_of(url) not in self._doc_origins:
                 self._call.run(check_subrequest, url)
         except TrawlError as err:
             return err
@@ -234,7 +234,7 @@ class RequestGuard:
             # a subresource's like a request the page made (held: the hop was requested, the page is not returned).
             if main:
                 check_hop(url)
-            elif site_of(url) not in self._doc_sites:
+            elif origin_of(url) not in self._doc_origins:
                 check_subrequest(url)
         async def addr(resp: Response) -> tuple[str, dict[str, Any] | None]:
             try:
