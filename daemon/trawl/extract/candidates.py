@@ -95,11 +95,7 @@ def run_rs(html: str, url: str) -> Candidate | None:
     )
 
 
-def run_trafilatura(
-    html: str, url: str, *, precision: bool = False, recall: bool = False, fast: bool = False
-) -> Candidate | None:
-    """trafilatura's markdown; ``fast``: its own extraction only, without the readability/jusText comparison it
-    runs by default (half its time; what a voter needs, see :mod:`.ensemble`)."""
+def run_trafilatura(html: str, url: str, *, precision: bool = False, recall: bool = False) -> Candidate | None:
     try:
         md = _traf.extract(
             html,
@@ -111,7 +107,6 @@ def run_trafilatura(
             include_comments=False,
             favor_precision=precision,
             favor_recall=recall,
-            fast=fast,
         )
     except Exception as exc:  # trafilatura raises assorted lxml / recursion errors on hostile input
         log.warning("trafilatura failed on %s: %s", url, exc)

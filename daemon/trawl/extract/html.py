@@ -63,7 +63,6 @@ RAIL_EXTRA_IN_RECORDS = 0.6  # ... and at least this share of what the fallback 
 RAIL_MIN_PRIMARY_CHARS = 100  # a primary shorter than this is no article to keep (a title, a "loading" line)
 COMMENTS_MIN_ARTICLE_WORDS = 30  # an article kept over its comments has this many words (the teaser trim's prose)
 _WORD = re.compile(r"\w+")
-VOTER_FAST = True  # the voter is trafilatura's own extraction, without its readability/jusText comparison
 
 
 def _ntokens(text: str) -> int:
@@ -114,7 +113,7 @@ def second_opinion(primary: Candidate | None, chosen: Candidate | None, html: st
         return chosen
     if chosen.page_type != "article":  # rs-trafilatura's own judgement: og:type article is WordPress's default
         return chosen
-    second = cands.run_trafilatura(html, url, fast=VOTER_FAST)
+    second = cands.run_trafilatura(html, url)  # in full: its fast mode votes worse (ensemble.py)
     if second is None:
         return chosen
     markdown = agreed_span(chosen.markdown, second.markdown)
