@@ -434,3 +434,50 @@ def test_reader_comments_under_an_article_do_not_replace_it() -> None:
     # nor a page the primary itself judges a forum thread
     forum = cands.Candidate("rs-trafilatura", STORY, STORY, 0.9, page_type="forum")
     assert not article_over_comments(forum, fallback, html)
+
+
+# ------------------------------------------------------------------ a declared article the primary read well (issue 25)
+ABOUT = [
+    "Our agency has placed engineers, analysts and managers with companies of every size for twenty years, and we "
+    "know what a good hire looks like long before the first interview is booked with the candidate.",
+    "Every search starts with a call about the team, the budget and the timeline, and ends only when the new hire "
+    "has settled in: we check in after the first week, the first month and the first quarter of the job.",
+    "Clients tell us they value the honest shortlists most: three people who fit, not thirty who might, and a "
+    "plain account of what each of them would need to learn in their first months in the new role.",
+    "We work across the whole country and abroad, in person or remotely, and we keep every conversation private "
+    "until both sides are ready to talk: your current staff never hear about a search from us.",
+]
+
+
+def _service_page(meta: str, cards: bool = True) -> str:
+    about = "".join(f"<p>{p}</p>" for p in ABOUT * 2)
+    rail = f'<section class="top-stories"><h2>Top stories</h2>{_cards()}</section>' if cards else ""
+    return (f"<!doctype html><html lang=en><head><title>Ferry crews walk out</title>{meta}</head><body><div class=wrap>"
+            f'<div class="intro"><h2>Who we are</h2>{about}</div>'
+            f'<div class="story"><h1>Ferry crews walk out</h1><p>{STORY}</p></div>{rail}</div></body></html>')
+
+
+def _rs_like(quality: float) -> cands.Candidate:
+    return cands.Candidate("rs-trafilatura", STORY, STORY, quality, page_type="article")
+
+
+def test_a_declared_article_the_primary_rates_highly_is_not_replaced_by_the_page_around_it() -> None:
+    # The fallback finds three times more text (boxes of prose and a rail of cards) but no sign the primary missed
+    # the body: the page calls itself an article and the primary rates its result highly.
+    html = _service_page(NEWS_LD)
+    chosen, escalated = choose(_rs_like(0.95), html)
+    assert escalated and chosen is not None and chosen.name == "rs-trafilatura"
+
+
+@pytest.mark.parametrize(
+    ("meta", "quality", "cards"),
+    [
+        ("", 0.95, True),  # no declared article: the old rule (the fallback's much longer text wins)
+        (NEWS_LD, 0.5, True),  # the primary rates its own result low: it may have missed the body
+        (NEWS_LD, 0.95, False),  # running prose and no records at all: a story the primary skipped
+    ],
+)
+def test_without_the_evidence_the_fallback_still_replaces_the_primary(meta: str, quality: float, cards: bool) -> None:
+    chosen, escalated = choose(_rs_like(quality), _service_page(meta, cards))
+    assert escalated and chosen is not None and chosen.name == "dom"
+    assert "honest shortlists" in chosen.markdown

@@ -101,6 +101,7 @@ def choose(primary: Candidate | None, html: str) -> tuple[Candidate | None, bool
         and not article_beside_rail(primary, fallback, html)
         and not thread_already_read(primary, fallback, html)
         and not article_over_comments(primary, fallback, html)
+        and not article_read_well(primary, fallback, html)
     ):
         return fallback, True
     return primary, True
@@ -145,6 +146,23 @@ def article_beside_rail(primary: Candidate, fallback: Candidate, html: str) -> b
     if in_records >= RAIL_PRIMARY_IN_RECORDS or extra_records < RAIL_EXTRA_IN_RECORDS:
         return False
     return declares_article(html)
+
+ARTICLE_KEEP_QUALITY = 0.9  # on a declared article, a primary rating its own result this high read the body
+
+
+def article_read_well(primary: Candidate, fallback: Candidate, html: str) -> bool:
+    """Whether the primary read the body of a page that declares itself an article: it rates its own result
+    highly (rs-trafilatura's estimate), holds an article's prose, and the fallback's page is one of repeated
+    records (cards, posts, boxes) beside it. Then the fallback's extra text is the rest of the page, not a body the
+    primary missed. The evidence of a miss: the primary's own low rating, a result too short to be a body, a
+    fallback that found running prose and no records at all (the story the primary skipped for its FAQ box), or
+    (:func:`article_beside_rail`) a primary that is one of the records."""
+    if primary.quality < ARTICLE_KEEP_QUALITY or _ntokens(primary.text) < COMMENTS_MIN_ARTICLE_WORDS:
+        return False
+    if not fallback.records:
+        return False
+    return declares_article(html)
+
 
 def article_over_comments(primary: Candidate, fallback: Candidate, html: str) -> bool:
     """Whether the fallback's extra text is the reader comments under the article the primary found: the page names
