@@ -13,6 +13,8 @@
                   stories, comments). Then the primary stays: a short article is not a listing. Nor is a thread the
                   primary read post by post (its text from several records, the page declaring a discussion):
                   the fallback would only add each post's author card and quotes.
+                  Nor, on a page declaring itself an article, a primary that rates its own result highly, holds an
+                  article's prose and sits on a page of records: the fallback would add the page around the body.
     -  plain      a very large page of plain paragraphs skips 1-3 (:mod:`.plain`): nothing to choose there
     4. shell      when both found (next to) nothing, the page is an empty JavaScript shell: return an
                   empty document and let the pipeline report it, rather than a title as "content"
