@@ -58,6 +58,7 @@ from pathlib import Path
 import numpy as np
 from gate_qa import PAIRS, found  # one answer matcher for the benchmark and the CI gate
 from trawl.cache.embeddings import EmbeddingCache
+from trawl.cache.salt import cache_key
 from trawl.retrieve import Ranking, Retriever, fuse, select, static
 from trawl.retrieve.embed import embed_text
 from trawl.retrieve.tokenize import guess_lang, same_language, stopwords
@@ -417,7 +418,8 @@ def run_candidates(name: str, root: Path, args: argparse.Namespace) -> None:
     print(file=sys.stderr)
     pairs = sorted({p for _, _, p in rows}, key=lambda p: PAIRS.index(p) if p in PAIRS else 99)
     print(f"\n## {name}: fixed-N candidates (answer among the N / recall@5 / returned-set recall; tokens)")
-    print(f"{'method':20} {'N':>3} " + " ".join(f"{p + f' (n={ceiling[p].n})':>24}" for p in [*pairs, "all"]))
+    sizes_n = {p: ceiling[p].n for p in pairs} | {"all": sum(ceiling[p].n for p in pairs)}
+    print(f"{'method':20} {'N':>3} " + " ".join(f"{p + f' (n={sizes_n[p]})':>24}" for p in [*pairs, "all"]))
 
     def cells(get: Callable[[str], Cand | None], among: bool) -> str:
         out = []
@@ -455,7 +457,7 @@ def _rank_with(
     vecs: dict[str, np.ndarray],
 ) -> Ranking:
     """The real ranking with exactly these vectors in a fresh cache (``ranker``'s budget embeds nothing)."""
-    ranker._cache = EmbeddingCache(None, model_id, 1 << 30, 0)
+    ranker._cache = EmbeddingCache(None, model_id, 1 << 30, 0, secret=cache_key(ranker.settings.state_dir))
     ranker._cache.put_many(vecs)
     return ranker.rank(query, chunks, lang, None, page_key)
 
