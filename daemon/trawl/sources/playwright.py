@@ -92,6 +92,7 @@ class RequestGuard:
         self._private_hosts: dict[tuple[str, int], str] = {}  # hosts trawl's check found at a private address
         self._private_sent = ""  # the first private address a request the tab sent was checked at (addresses)
         self._call: contextvars.Context | None = None  # the agent call this tab serves (bind)
+        self._doc_key: tuple[str, int] | None = None  # host and port of the document the agent's URL opened (bind)
         self._doc_origins: set[str] = set()  # origins of the main-frame documents the exit rule let this tab open
         self._navigations = 0
 
@@ -100,6 +101,7 @@ class RequestGuard:
         the route handler runs in Playwright's. The origin of ``target`` was decided before the fetch."""
         self._call = contextvars.copy_context()
         self._doc_origins = {origin_of(target)}
+        self._doc_key = default_port(target)
         self._navigations = 0
 
     def exit_verdict(self, url: str, main: bool) -> TrawlError | None:
@@ -143,6 +145,23 @@ class RequestGuard:
             verdict = err
         return verdict
 
+    def public_to_private(self, url: str) -> TrawlError | None:
+        """A request a page at a public address makes itself to a loopback or private address (as trawl's check
+        resolved both) is refused, like Chromium's Local Network Access: a script include or a CORS-open answer
+        would hand a local service's data to the public page inside the agent's call, before the exit rule knows
+        the session read it, and the page's requests to its own origin are free (test_exit_review3)."""
+        key = default_port(url)
+        if self._doc_key is None or key == self._doc_key or key not in self._private_hosts:
+            return None
+        if self._doc_key in self._private_hosts:
+            return None  # a local page's own local requests (a dev server's front end and its API)
+        return TrawlError(
+            ErrorCode.BLOCKED_BY_POLICY,
+            f"refused by trawl's private-network rule: the page at a public address asked for {url[:120]} at "
+            f"{self._private_hosts[key]} (a public page may not read a local service)",
+            "trawl never lets a public page's own requests reach a loopback or private address.",
+        )
+
     async def route(self, route: Route) -> None:
         from playwright.async_api import Error as PlaywrightError
 
@@ -151,6 +170,8 @@ class RequestGuard:
         with contextlib.suppress(PlaywrightError):
             main = request.is_navigation_request() and request.frame.parent_frame is None
         err = await self.check(request.url)
+        if err is None and not main:
+            err = self.public_to_private(request.url)
         if err is None:
             if route_filter_drops(request):  # images, fonts, media: never loaded, so nothing to decide
                 await route_filter(route)
@@ -171,6 +192,8 @@ class RequestGuard:
 
     async def route_socket(self, ws: WebSocketRoute) -> None:
         err = await self.check(ws.url)
+        if err is None:
+            err = self.public_to_private(ws.url)
         if err is None:
             err = self.exit_verdict(ws.url, False)
             if err is None:
