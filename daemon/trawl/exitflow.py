@@ -335,7 +335,7 @@ class FlowMemory:
                 reasons.append("allowed by the user")
             elif s.private_sites == {origin_here} and not s.overflowed and not borrowed:
                 reasons.append("the private content's own origin")
-            elif site in s.granted or site in _CALL_GRANTS.get():
+            elif (grant := self._grant_key(url) if h == own_host else site) in s.granted or grant in _CALL_GRANTS.get():
                 reasons.append("the user said yes for this session")
             elif shown_by == "" or (shown_by and shown_by == origin_here):
                 reasons.append("a link a result showed (followed, not composed)")
@@ -382,7 +382,7 @@ class FlowMemory:
                 del self._holds[hid]
             elif h.session == s.key and h.url == url:
                 del self._holds[hid]
-                site = self._site_of(host_of(url))
+                site = self._grant_key(url)
                 if s.key in SHARED_SESSIONS:  # shared: this request only (its same-site redirect hops included)
                     _CALL_GRANTS.set(_CALL_GRANTS.get() | {site})
                 elif len(s.granted) < MAX_SITES:
@@ -390,6 +390,12 @@ class FlowMemory:
                 self.counters["granted"] += 1
                 return True
         return False
+
+    def _grant_key(self, url: str) -> str:
+        """What a yes to ``url`` vouches for: its registrable domain, but on a loopback, private or single-label
+        host only its exact origin (another port there is another service, possibly another user's listener)."""
+        host = host_of(url)
+        return self._own_key(url) if _private_host(host) else self._site_of(host)
 
     def describe(self) -> dict[str, Any]:
         tainted = sum(1 for s in self._sessions.values() if s.private)

@@ -20,7 +20,10 @@ from pathlib import Path
 
 import pytest
 from aiohttp import web
+from trawl.exitflow import FlowMemory, agent_session, host_of
+from trawl.exits import site_of
 from trawl.server.runner import RunningDaemon
+from trawl.settings import Settings
 from trawl.sources.http import HttpSource
 from trawl.sources.playwright import PlaywrightSource
 
@@ -234,3 +237,25 @@ async def test_a_forced_headless_fetch_cannot_relay_through_the_private_origins_
     assert body["ok"] is False and body["error"]["code"] == "exit_held", body  # held, as far as the agent sees
     assert any(h.startswith("/bounce/") for h in service.hits), service.hits  # the private origin was asked
     assert attacker.hits == [], f"the attacker received {attacker.hits}"
+
+
+def test_a_yes_for_one_port_of_a_local_host_does_not_vouch_for_its_other_ports() -> None:
+    """Sent before: the user's yes to ``http://127.0.0.1:8000`` (their own service) covered the host's registrable
+    "domain", the address itself, so every other port on it (any local user's listener) received the data."""
+    flow = FlowMemory(Settings(), site_of)
+    with agent_session("review3-grant"):
+        flow.observe("fetch", {"url": "/home/u/notes.md", "source": "file"})
+        asked = "http://127.0.0.1:8000/import?k=1"
+        assert not _sent(flow, asked)
+        flow.hold(asked)
+        assert flow.take_grant(asked)
+        assert _sent(flow, "http://127.0.0.1:8000/import?k=2")  # the yes stands for that origin ...
+        assert not _sent(flow, "http://127.0.0.1:9999/c?k=2")  # ... not for another port of the host
+        # A public site's yes still covers its registrable domain (SECURITY.md).
+        flow.hold("https://docs.example.com/a")
+        assert flow.take_grant("https://docs.example.com/a")
+        assert _sent(flow, "https://api.example.com/b")
+
+
+def _sent(flow: FlowMemory, url: str) -> bool:
+    return flow.decide(url, [host_of(url)], lambda _h: False).send
