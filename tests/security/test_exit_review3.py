@@ -8,7 +8,12 @@ itself answers with: none of them reaches the attacker's server.
 Sent before, fixed: a headless page read a local service *itself*, inside the agent's call, and sent what it read
 to its own origin. The exit rule judged the session as it was when the call began (clean), and a page's requests
 to the origin of its own document are free; the session was tainted only once the call's result was observed,
-after the data left. A page at a public address may no longer reach a loopback or private one.
+after the data left. A page at a public address may no longer reach a loopback or private one. Also fixed: a yes
+to one port of a local host vouched for all its ports.
+
+Open (``xfail(strict=True)``): the same page reaching the local service through a name Chromium resolves again
+(DNS rebinding), and an agent that forces ``source=playwright`` relaying through an open redirect of a vouched
+origin (Playwright routes no redirect hop).
 """
 
 from __future__ import annotations
