@@ -114,7 +114,8 @@ class LocalSite:
         app.router.add_post("/login", self._login)
         app.router.add_get("/private", self._private)
         app.router.add_route("GET", "/{tail:.*}", self._handle)
-        self.runner = web.AppRunner(app, access_log=None)
+        # A handler still streaming at the end (an endless page) is cancelled after 1 s, not aiohttp's default 60 s.
+        self.runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
         await self.runner.setup()
         site = web.TCPSite(self.runner, "127.0.0.1", 0)
         await site.start()
