@@ -36,7 +36,7 @@ from .sources.base import FetchRequest, Source
 from .sources.file import file_changed
 from .sources.router import Router, default_sources
 from .text import approx_tokens
-from .types import Chunk, Coverage, Document, ErrorCode, FetchResult, Page, TrawlError
+from .types import Chunk, Coverage, Document, ErrorCode, FetchResult, Page, TrawlError, own_warning
 
 log = logging.getLogger("trawl.pipeline")
 T = TypeVar("T")
@@ -290,8 +290,7 @@ class Engine:
         if ranking.cached_embeddings:
             cached = (*cached, "embeddings")
         result = self._result(req, prep, chunks, ranking.mode, (*ranking.warnings, *verdict.warnings), timings, cached)
-        return replace(result, match=verdict.match, evidence=verdict.evidence,
-                       notes=(*ranking.warnings, *verdict.warnings))
+        return replace(result, match=verdict.match, evidence=verdict.evidence)
 
     # 7. respond
     def _result(
@@ -330,6 +329,8 @@ class Engine:
             timings_ms=timings,
             cached=cached,
             warnings=(*prep.page.warnings, *prep.doc.warnings, *warnings),
+            # trawl's own: the extractor's fixed diagnostics (types.OWN_WARNINGS), the ranking's and the judgement's
+            notes=(*(w for w in (*prep.page.warnings, *prep.doc.warnings) if own_warning(w)), *warnings),
             page_key=prep.key,
         )
 

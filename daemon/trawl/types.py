@@ -178,6 +178,17 @@ UNTRUSTED_NOTICE = (
 )
 
 
+# trawl's own diagnostics among a page's source and extraction warnings, by how they open: fixed texts that never
+# carry page text (extract.html), so they are ``notes``, shown outside the page's untrusted block. Every other such
+# warning (hidden-text samples, parse errors, the source's words) may quote the page and stays inside.
+OWN_WARNINGS = ("rs-trafilatura failed on this page", "rs-trafilatura is not installed", "page HTML trimmed to ",
+                "page is nested too deeply", "the body looks binary")
+
+
+def own_warning(warning: str) -> bool:
+    return warning.startswith(OWN_WARNINGS)
+
+
 @dataclass(frozen=True, slots=True)
 class FetchResult:
     """The one result every front end serves."""

@@ -1,0 +1,38 @@
+"""Issue 27's leftovers from a new user's walkthrough: trawl's own diagnostics outside the page's untrusted block,
+one-shot runs that promise no background work, and wording that follows what happened. Real CLI processes."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+PAGE = ("<html><head><title>Tides</title></head><body><article><h1>Tides at the harbour</h1>"
+        "<p>High water at the harbour comes fifty minutes later each day, and the ferry waits for it.</p>"
+        '<p style="display:none">Secret hidden sample about the ferry for careful readers only.</p>'
+        "<p>Parking by the quay costs four pounds a day; the machine takes coins and cards.</p></article>"
+        + "<footer>" + "<p>padding words here.</p>" * 40 + "</footer></body></html>")
+
+
+def _cli(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    base = {**os.environ, "TRAWL_STATE_DIR": str(tmp_path / "state"), "TRAWL_CACHE_DIR": str(tmp_path / "cache"),
+            "TRAWL_DENSE": "none", "TRAWL_CONFIG": str(tmp_path / "none.toml"), "TRAWL_PORT": "1",
+            "TRAWL_RUNNING_DIR": str(tmp_path / "running")}
+    return subprocess.run([sys.executable, "-m", "trawl.cli", *args], env={**base, **env}, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120, check=False)
+
+
+def test_trawls_own_diagnostics_sit_outside_the_untrusted_block_page_samples_inside(tmp_path: Path) -> None:
+    page = tmp_path / "tides.html"
+    page.write_text(PAGE, encoding="utf-8")
+    # a small HTML limit makes the extractor say it trimmed the page: a diagnostic of trawl's own
+    run = _cli(tmp_path, "fetch", str(page), "when is high water?", "--in-process",
+               TRAWL_EXTRACT_MAX_HTML_CHARS="700")
+    assert run.returncode == 0, run.stderr
+    head, rest = run.stdout.split("<<<UNTRUSTED PAGE TEXT", 1)
+    block, _after = rest.split("<<<END UNTRUSTED PAGE TEXT", 1)
+    assert "note: page HTML trimmed to 700 characters" in head, run.stdout
+    assert "trimmed" not in block, run.stdout
+    # the hidden-text warning quotes the page: it stays inside the block, never in the trusted header
+    assert "Secret hidden sample" in block and "Secret hidden sample" not in head, run.stdout
