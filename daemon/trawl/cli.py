@@ -171,7 +171,8 @@ async def _fetch_here(settings: Settings, req: FetchIn) -> PageOut:
     from . import usage
     from .pipeline import Engine
 
-    engine = Engine(settings, on_status=_status)
+    # one shot: the process ends with the answer, so nothing would embed the rest of the page ahead (nor say so)
+    engine = Engine(settings.with_(embed_ahead=False), on_status=_status)
     t0 = time.perf_counter()
     try:
         result = await engine.fetch(req.url, req.query, k=req.k, max_age_s=req.max_age_s, source=req.source)

