@@ -63,9 +63,10 @@ def port_warning(settings: Settings) -> str:
     return foreign_port_warning(settings.port)
 
 
-def daemon_notice(settings: Settings, *, autostart: bool = True) -> str:
+def daemon_notice(settings: Settings, *, autostart: bool = True, answered_here: bool = False) -> str:
     """A sentence when this user runs a trawl daemon that ``settings`` do not point at (another state directory):
-    which one runs, which one this bridge will use (or start), and where to say which; "" when there is none."""
+    which one runs, which one this bridge will use (or start), and where to say which; "" when there is none.
+    ``answered_here``: said after a call this bridge answered in its own process (no daemon of its own started)."""
     others, ours_runs = running.others(settings.state_dir)
     if not others:
         return ""
@@ -77,8 +78,12 @@ def daemon_notice(settings: Settings, *, autostart: bool = True) -> str:
     here = f"state dir {settings.state_dir}, port {settings.port}"
     if ours_runs:
         return f"you run more than one trawl daemon: this bridge uses the one with {here}, not {theirs}. {fix}"
-    then = ("so it will start a second daemon there, with its own token and no browser paired"
-            if autostart else "so it will answer in its own process")
+    if answered_here:
+        then = "so it answered in its own process (no shared cache, no browser link)"
+    elif autostart:
+        then = "so it will start a second daemon there, with its own token and no browser paired"
+    else:
+        then = "so it will answer in its own process"
     given = [str(cfg)] if cfg.exists() else []
     given += sorted(location_variables())
     whence = f"from {', '.join(given)}" if given else f"the defaults: no {cfg}, no TRAWL_* variables"
@@ -216,7 +221,11 @@ class DaemonBackend:
         body = await self._call(op, payload)
         warnings = body.get("warnings")
         if self.notice and isinstance(warnings, list):
-            body = {**body, "warnings": [*warnings, f"trawl-mcp: {self.notice}"]}
+            # said again as things now stand: the daemon this bridge started, or its own process, answered
+            now = await asyncio.to_thread(daemon_notice, self.settings, autostart=self.autostart,
+                                          answered_here=self._info is None)
+            if now:
+                body = {**body, "warnings": [*warnings, f"trawl-mcp: {now}"]}
             self.notice = ""
         return body
 

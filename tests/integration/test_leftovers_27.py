@@ -8,6 +8,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+from mcp.client import Client
+from mcp.client.stdio import StdioServerParameters
+from trawl.capabilities import PageOut
+
+from .test_daemon import wait_healthy
+from .test_daemon_helpers import free_port, write_pages
+from .test_first_hour_27 import TRAWL_MCP, _minimal_env
+
 PAGE = ("<html><head><title>Tides</title></head><body><article><h1>Tides at the harbour</h1>"
         "<p>High water at the harbour comes fifty minutes later each day, and the ferry waits for it.</p>"
         '<p style="display:none">Secret hidden sample about the ferry for careful readers only.</p>'
@@ -54,3 +63,32 @@ def test_a_one_shot_run_promises_no_embedding_ahead(tmp_path: Path) -> None:
     assert "fifty minutes" in run.stdout, run.stdout
     assert "note: page not embedded yet" in run.stdout, run.stdout  # the long page took the first-answer path
     assert "embedded ahead" not in run.stdout, run.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(150)
+async def test_bridge_says_it_answered_in_its_own_process_not_that_it_will_start_a_daemon(tmp_path: Path) -> None:
+    """The user's daemon runs with another state directory on the bridge's own port: the bridge cannot start a
+    second daemon there, so it answers in its own process, and its first result says that, not a prediction."""
+    home, port = tmp_path / "home", free_port()
+    home.mkdir()
+    env = {**_minimal_env(home), "TRAWL_PORT": str(port), "TRAWL_STATE_DIR": str(tmp_path / "state"),
+           "TRAWL_DENSE": "none"}
+    daemon = subprocess.Popen([sys.executable, "-m", "trawl.cli", "daemon"], env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    page = write_pages(tmp_path / "site", 1)[0]
+    try:
+        wait_healthy(port)
+        bridge_env = {**_minimal_env(home), "TRAWL_PORT": str(port), "TRAWL_DENSE": "none",
+                      "TRAWL_FILE_ROOTS": str(tmp_path)}
+        async with Client(StdioServerParameters(command=TRAWL_MCP, args=[], env=bridge_env)) as c:
+            first = PageOut.model_validate((await c.call_tool(
+                "fetch_page", {"url": str(page), "query": "how do I install it?"})).structured_content)
+        assert first.ok, first
+        assert any("in the MCP bridge's own process" in w for w in first.warnings), first.warnings
+        said = [w for w in first.warnings if w.startswith("trawl-mcp:")]
+        assert len(said) == 1 and "answered in its own process" in said[0], first.warnings
+        assert "will start a second daemon" not in said[0], said
+    finally:
+        daemon.terminate()
+        daemon.wait(15)
