@@ -51,6 +51,12 @@ if TYPE_CHECKING:  # annotations only: settings.py validates allow_hosts with Ho
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 Resolver = Callable[[str, int], Awaitable[list[str]]]
 
+# Looked up only after a name failed to resolve, to tell a misspelled name from no DNS at all (IANA's reserved name).
+WELL_KNOWN_NAME = "example.com"
+SPELLING_HINT = "Check the spelling of the URL."
+NO_DNS_HINT = ("No network / DNS unavailable: no name resolves here, not even " + WELL_KNOWN_NAME
+               + ". Check the machine's network connection, then retry.")
+
 CLOUD_METADATA = frozenset(
     ipaddress.ip_address(a)
     for a in (
@@ -257,7 +263,7 @@ class NetGuard:
             addrs = [str(literal)] if literal is not None else await self.resolver(bare, port)
         except OSError as exc:
             raise TrawlError(ErrorCode.NETWORK_ERROR, f"cannot resolve host {host}: {exc}",
-                             "Check the spelling of the URL.") from None
+                             await self.unresolved_hint(exc)) from None
         if not addrs:
             raise TrawlError(ErrorCode.NETWORK_ERROR, f"cannot resolve host {host}: no addresses")
         for addr in addrs:
@@ -265,6 +271,17 @@ class NetGuard:
             if category is not None:
                 raise refusal(host, port, addr, category)
         return addrs
+
+    async def unresolved_hint(self, exc: OSError) -> str:
+        """A name that did not resolve is misspelled, unless the resolver says it is down (EAI_AGAIN) or a
+        well-known name does not resolve either: then there is no network or no DNS."""
+        if isinstance(exc, socket.gaierror) and exc.errno == socket.EAI_AGAIN:
+            return NO_DNS_HINT
+        try:
+            known = await asyncio.wait_for(self.resolver(WELL_KNOWN_NAME, 443), 5.0)
+        except (OSError, TimeoutError):
+            return NO_DNS_HINT
+        return SPELLING_HINT if known else NO_DNS_HINT
 
     async def check_url(self, url: str) -> list[str]:
         host, port = default_port(url)

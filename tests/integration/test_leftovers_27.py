@@ -4,6 +4,7 @@ one-shot runs that promise no background work, and wording that follows what hap
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -12,9 +13,12 @@ import pytest
 from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters
 from trawl.capabilities import PageOut
+from trawl.netguard import NO_DNS_HINT, SPELLING_HINT, WELL_KNOWN_NAME
+from trawl.pipeline import Engine
+from trawl.sources.http import HttpSource
 
 from .test_daemon import wait_healthy
-from .test_daemon_helpers import free_port, write_pages
+from .test_daemon_helpers import daemon_settings, free_port, write_pages
 from .test_first_hour_27 import TRAWL_MCP, _minimal_env
 
 PAGE = ("<html><head><title>Tides</title></head><body><article><h1>Tides at the harbour</h1>"
@@ -92,3 +96,30 @@ async def test_bridge_says_it_answered_in_its_own_process_not_that_it_will_start
     finally:
         daemon.terminate()
         daemon.wait(15)
+
+
+@pytest.mark.parametrize(("answers", "error", "hint"), [
+    ({WELL_KNOWN_NAME: ["93.184.216.34"]}, socket.EAI_NONAME, SPELLING_HINT),  # only the asked name fails
+    ({}, socket.EAI_NONAME, NO_DNS_HINT),  # no name resolves at all: no network, not a typo
+    ({WELL_KNOWN_NAME: ["93.184.216.34"]}, socket.EAI_AGAIN, NO_DNS_HINT),  # the resolver says it is down
+])
+async def test_a_failed_lookup_tells_a_typo_from_no_network(tmp_path: Path, answers: dict[str, list[str]],
+                                                            error: int, hint: str) -> None:
+    asked: list[str] = []
+
+    async def resolver(name: str, port: int) -> list[str]:  # the HTTP source's resolver seam: no real DNS
+        asked.append(name)
+        if name in answers:
+            return answers[name]
+        raise socket.gaierror(error, "lookup failed")
+
+    settings = daemon_settings(tmp_path)
+    engine = Engine(settings, sources=[HttpSource(settings, resolver=resolver)])
+    try:
+        result = await engine.fetch("https://exmaple-typo.org/page", "what is it?")
+    finally:
+        await engine.aclose()
+    assert result.error is not None and result.error.code == "network_error", result.error
+    assert "cannot resolve host exmaple-typo.org" in result.error.message, result.error
+    assert result.error.hint == hint, result.error
+    assert asked[0] == "exmaple-typo.org"

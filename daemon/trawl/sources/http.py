@@ -25,7 +25,7 @@ from urllib.parse import urljoin, urlsplit
 import httpx
 
 from ..exitflow import check_hop
-from ..netguard import NetGuard, PinnedTransport, Resolver, canonical_address, default_port, parse_ip
+from ..netguard import SPELLING_HINT, NetGuard, PinnedTransport, Resolver, canonical_address, default_port, parse_ip
 from ..policy import canonical_host, check_url
 from ..settings import Settings
 from ..types import ErrorCode, Page, PageKind, TrawlError
@@ -306,7 +306,7 @@ def _transport_error(exc: httpx.HTTPError, url: str, settings: Settings) -> Traw
     if isinstance(exc, httpx.ConnectError):
         text = str(exc)
         if "Name or service not known" in text or "nodename nor servname" in text or "getaddrinfo" in text:
-            return TrawlError(ErrorCode.NETWORK_ERROR, f"cannot resolve host {host}", "Check the spelling of the URL.")
+            return TrawlError(ErrorCode.NETWORK_ERROR, f"cannot resolve host {host}", SPELLING_HINT)
         return TrawlError(ErrorCode.NETWORK_ERROR, f"cannot connect to {host}: {text or type(exc).__name__}")
     return TrawlError(ErrorCode.NETWORK_ERROR, f"network error talking to {host}: {exc or type(exc).__name__}")
 
