@@ -13,6 +13,7 @@ import pytest
 from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters
 from trawl.capabilities import PageOut
+from trawl.capabilities.render import render_page
 from trawl.netguard import NO_DNS_HINT, SPELLING_HINT, WELL_KNOWN_NAME
 from trawl.pipeline import Engine
 from trawl.sources.http import HttpSource
@@ -50,6 +51,21 @@ def test_trawls_own_diagnostics_sit_outside_the_untrusted_block_page_samples_ins
     # the hidden-text warning quotes the page: it stays inside the block, never in the trusted header
     assert "Secret hidden sample" in block and "Secret hidden sample" not in head, run.stdout
 
+
+async def test_the_agents_rendering_puts_the_same_notes_outside_the_block(tmp_path: Path) -> None:
+    """What MCP clients read (render_page) of a real pipeline's result, not only the CLI's rendering."""
+    page = tmp_path / "tides.html"
+    page.write_text(PAGE, encoding="utf-8")
+    engine = Engine(daemon_settings(tmp_path, extract_max_html_chars=700, file_roots=(str(tmp_path),)))
+    try:
+        result = await engine.fetch(str(page), "when is high water?")
+    finally:
+        await engine.aclose()
+    text = render_page(PageOut.of(result))
+    head, rest = text.split("<<<UNTRUSTED PAGE TEXT", 1)
+    block = rest.split("<<<END UNTRUSTED PAGE TEXT", 1)[0]
+    assert "note: page HTML trimmed to 700 characters" in head and "trimmed" not in block, text
+    assert "Secret hidden sample" in block and "Secret hidden sample" not in head, text
 
 def test_a_one_shot_run_promises_no_embedding_ahead(tmp_path: Path) -> None:
     """The CLI answering in its own process exits with the answer: nothing embeds the rest of the page after it."""
