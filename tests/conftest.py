@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from trawl import Settings
 from trawl.chromium import find_chromium
+from trawl.exitflow import end_call
 
 ROOT = Path(__file__).resolve().parent.parent
 # The developer's own ~/.config/trawl/config.toml stays out of the tests and the processes they start (a test that
@@ -21,6 +22,14 @@ os.environ.setdefault("TRAWL_RUNNING_DIR", tempfile.mkdtemp(prefix="trawl-runnin
 # the tests, nor in the daemons they start: tests of the table build a small one and name it.
 os.environ.setdefault("TRAWL_STATIC_TABLE", "off")
 DEMO_PAGE = ROOT / "daemon" / "trawl" / "data" / "demo.html"
+
+
+@pytest.fixture(autouse=True)
+def _no_exit_call_record_left_behind() -> object:
+    """A test that began an agent call by hand (``guard.begin_read()``, not through a face) ends it, so pages served
+    to later tests in this process are not counted as that call's reads."""
+    yield
+    end_call()
 
 
 @pytest.fixture(scope="session")

@@ -463,6 +463,12 @@ def begin_call() -> None:
     _READS.set([])
 
 
+def end_call() -> None:
+    """Stop recording (the call's result was observed): a later read in this context, or in a task started from it
+    (the list is shared by reference), is no part of that call."""
+    _READS.set(None)
+
+
 def note_read(url: str, addresses: tuple[str, ...]) -> None:
     """The pipeline serves a page to the current call: its URL and the addresses its source connected to for it
     (``Page.addresses``: the HTTP source's connection for every hop, every response of a headless page). Nothing

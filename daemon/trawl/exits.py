@@ -64,7 +64,7 @@ from urllib.parse import parse_qsl, unquote, unquote_plus, urlsplit
 
 from tld import get_fld
 
-from .exitflow import FlowMemory, Verdict, begin_call
+from .exitflow import FlowMemory, Verdict, begin_call, end_call
 from .policy import canonical_host
 from .settings import Settings
 from .types import ErrorCode, TrawlError
@@ -489,6 +489,10 @@ class ExitGuard:
         self._reads += 1
         _CURRENT_READ.set(self._reads)
         begin_call()  # and the record of what the sources connected to for this call's pages (exitflow.note_read)
+
+    def end_read(self) -> None:
+        """The call's result was observed: what is read from now on belongs to no call of this context."""
+        end_call()
 
     def observe_text(self, text: str, origin_url: str) -> None:
         if not text:

@@ -286,8 +286,11 @@ async def execute(svc: Services, registry: Registry, name: str, payload: Any) ->
             svc.tasks.discard(task)
     elapsed = (time.perf_counter() - t0) * 1000.0
     failed = body.get("error")
-    if failed is None:
-        guard.observe_result(body, op=name)  # what the agent now knows, for the exit guard
+    try:
+        if failed is None:
+            guard.observe_result(body, op=name)  # what the agent now knows, for the exit guard
+    finally:
+        guard.end_read()
     if isinstance(payload, dict) and isinstance(payload.get("url"), str):  # the status page: no secrets, ever
         payload = {**payload, "url": guard.masked(payload["url"])}
     _report(svc, name, payload, body, elapsed)
