@@ -84,12 +84,10 @@ class Engine:
         max_age_s: float | None = None,
         source: str | None = None,
         files: FileAccess | None = None,
-        hops_first: bool = False,
     ) -> FetchResult:
-        """``files`` limits local files to an agent's roots (roots.py); None is the user's own call (CLI, library).
-        ``hops_first``: the agent's session read private content (``FetchRequest.hops_first``)."""
+        """``files`` limits local files to an agent's roots (roots.py); None is the user's own call (CLI, library)."""
         req = FetchRequest(target=target.strip(), query=query.strip(), k=k, max_age_s=max_age_s, source=source,
-                           files=files, hops_first=hops_first)
+                           files=files)
         timings: dict[str, float] = {}
         try:
             with self.retriever.serving():  # embedding ahead (an earlier page's) waits for this request

@@ -26,9 +26,6 @@ class FetchRequest:
     k: int | None = None
     max_age_s: float | None = None  # accept a cached page up to this old; 0 = refetch
     source: str | None = None  # force one source by name
-    # the session read private content: a forced source that follows redirect hops unrouted (``hops_unrouted``:
-    # headless Chromium) is tried after the HTTP source, which decides every hop before it is sent
-    hops_first: bool = False
     files: FileAccess | None = None  # agent requests: which local files may be read (None: the user's own call)
 
 

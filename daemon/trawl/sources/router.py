@@ -32,10 +32,6 @@ class Router:
         if req.source:
             for s in self.sources:
                 if s.name == req.source:
-                    http = next((h for h in self.sources if h.name == "http"), None)
-                    if req.hops_first and getattr(s, "hops_unrouted", False) and http is not None:
-                        return [(http, "decides every redirect hop before it is sent (the session read private "
-                                       f"content; {s.name} follows hops unrouted)"), (s, "forced by request")]
                     return [(s, "forced by request")]
             names = ", ".join(s.name for s in self.sources)
             raise TrawlError(ErrorCode.INVALID_REQUEST, f"unknown source {req.source!r} (have: {names})")
