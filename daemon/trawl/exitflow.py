@@ -343,6 +343,11 @@ class FlowMemory:
                 return Verdict(False, f"the session read private content ({private})", h)
         return Verdict(True, "; ".join(dict.fromkeys(reasons)))
 
+    def read_private(self) -> bool:
+        """Whether this call's session counts as having read private content (its own reads, or borrowed)."""
+        s = self.session()
+        return bool(s.private or self._borrowed_taint(s))
+
     def _borrowed_taint(self, s: SessionFlow) -> str:
         """For a shared session (the unbound one, the daemon's /mcp): why it counts as having read private content
         because another session did ("" when none did, and always for a session of its own)."""

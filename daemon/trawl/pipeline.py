@@ -84,10 +84,12 @@ class Engine:
         max_age_s: float | None = None,
         source: str | None = None,
         files: FileAccess | None = None,
+        hops_first: bool = False,
     ) -> FetchResult:
-        """``files`` limits local files to an agent's roots (roots.py); None is the user's own call (CLI, library)."""
+        """``files`` limits local files to an agent's roots (roots.py); None is the user's own call (CLI, library).
+        ``hops_first``: the agent's session read private content (``FetchRequest.hops_first``)."""
         req = FetchRequest(target=target.strip(), query=query.strip(), k=k, max_age_s=max_age_s, source=source,
-                           files=files)
+                           files=files, hops_first=hops_first)
         timings: dict[str, float] = {}
         try:
             with self.retriever.serving():  # embedding ahead (an earlier page's) waits for this request
@@ -212,6 +214,7 @@ class Engine:
 
         # 2-4 from each planned source in turn, falling back when one cannot give content.
         failures: list[tuple[str, TrawlError]] = []
+        await self._walk_hops_first(req, plan[0][0])
         for i, (source, reason) in enumerate(plan):
             try:
                 if failures:
@@ -229,6 +232,20 @@ class Engine:
                     raise _most_telling(failures) from None
                 self._status(f"{source.name}: {err.code}; trying {plan[i + 1][0].name}")
         raise AssertionError("unreachable: the router never returns an empty plan")
+
+    async def _walk_hops_first(self, req: FetchRequest, first: Source) -> None:
+        """In a session that read private content, a source that follows redirect hops unrouted (headless Chromium)
+        is preceded by the HTTP source, which decides every hop (the exit rule) before it is sent; its page is
+        dropped. A refusal is final; any other failure leaves the decision to the source's own after-the-fact
+        check. The cost: one more request to a host the exit rule let through."""
+        http = next((s for s in self.router.sources if s.name == "http"), None)
+        if not req.hops_first or not getattr(first, "hops_unrouted", False) or http is None or http is first:
+            return
+        try:
+            await http.fetch(replace(req, source=http.name), self.settings)
+        except TrawlError as err:
+            if err.code in _FINAL_CODES:
+                raise _final(err, http.name, []) from None
 
     async def _prepare_from(
         self, source: Source, reason: str, req: FetchRequest, timings: dict[str, float]

@@ -9,11 +9,12 @@ Sent before, fixed: a headless page read a local service *itself*, inside the ag
 to its own origin. The exit rule judged the session as it was when the call began (clean), and a page's requests
 to the origin of its own document are free; the session was tainted only once the call's result was observed,
 after the data left. A page at a public address may no longer reach a loopback or private one. Also fixed: a yes
-to one port of a local host vouched for all its ports.
+to one port of a local host vouched for all its ports. And an agent that forced ``source=playwright`` relayed through
+an open redirect of a vouched origin (Playwright routes no redirect hop): in a session that read private content the
+HTTP source walks the hops first, deciding each before it is sent.
 
 Open (``xfail(strict=True)``): the same page reaching the local service through a name Chromium resolves again
-(DNS rebinding), and an agent that forces ``source=playwright`` relaying through an open redirect of a vouched
-origin (Playwright routes no redirect hop).
+(DNS rebinding).
 """
 
 from __future__ import annotations
@@ -221,15 +222,6 @@ async def test_a_rebinding_name_cannot_carry_a_local_service_to_a_public_page(
     assert not any(TOKEN in h for h in sent), f"the page's origin received {sent} (local service asked: {local})"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason=(
-        "open: Playwright routes no redirect hop, and the agent may force source=playwright, so the HTTP source "
-        "(which decides every hop before it is sent) is not tried first: an open redirect on a vouched origin (here "
-        "the private read's own) sends the composed URL's data to the attacker once, before the page is held"
-    ),
-)
 async def test_a_forced_headless_fetch_cannot_relay_through_the_private_origins_redirect(
     tmp_path: Path, chromium: str, service: Server, attacker: Server
 ) -> None:

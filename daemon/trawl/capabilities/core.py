@@ -119,8 +119,8 @@ async def _fetch(svc: Services, req: FetchIn) -> PageOut:
         if passed is not None:  # data from earlier reads went out to a vouched-for host: the user sees that too
             await _tell_browser(svc, "exit_let_through", passed.url, f"{passed.action}; {passed.reason}")
     with hop_checks(guard.check_hop):  # every redirect hop and the final URL: the same decision (exitflow.py)
-        result = await svc.engine.fetch(read, req.query, k=req.k,
-                                        max_age_s=req.max_age_s, source=req.source, files=files)
+        result = await svc.engine.fetch(read, req.query, k=req.k, max_age_s=req.max_age_s, source=req.source,
+                                        files=files, hops_first=svc.settings.exit_guard and guard.flow.read_private())
     return PageOut.of(result)
 
 

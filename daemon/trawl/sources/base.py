@@ -26,6 +26,9 @@ class FetchRequest:
     k: int | None = None
     max_age_s: float | None = None  # accept a cached page up to this old; 0 = refetch
     source: str | None = None  # force one source by name
+    # the session read private content: before a source that follows redirect hops unrouted (``hops_unrouted``:
+    # headless Chromium) the HTTP source walks the hops, deciding each before it is sent, and its page is dropped
+    hops_first: bool = False
     files: FileAccess | None = None  # agent requests: which local files may be read (None: the user's own call)
 
 

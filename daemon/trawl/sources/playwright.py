@@ -327,6 +327,7 @@ class GuardedTab(Tab):
 class PlaywrightSource:
     name = "playwright"
     priority = 30
+    hops_unrouted = True  # Chromium follows redirect hops without routing them: the exit rule sees them only after
 
     def __init__(self, settings: Settings | None = None, *, extra_args: tuple[str, ...] = ()) -> None:
         self.settings = settings or Settings.from_env()
