@@ -261,6 +261,19 @@ def launch_plain_chromium(chromium: str, user_data_dir: Path, ext: Path, *extra:
     return PlainChromium(proc, user_data_dir)
 
 
+async def page_until(page: Any, fn: str, arg: object = None, timeout_s: float = 30.0) -> None:
+    """Return as soon as the JavaScript function ``fn(arg)`` is true in ``page``; fail after ``timeout_s``. Polled
+    from here through ``evaluate``, not with Playwright's ``wait_for_function``: its in-page poller compiles the
+    predicate with eval, which an extension page's CSP forbids, so it failed whenever the first check was false
+    (a loaded machine)."""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout_s
+    while not await page.evaluate(fn, arg):
+        if loop.time() >= end:
+            raise AssertionError(f"still false after {timeout_s:g} s: {fn} ({arg!r})")
+        await asyncio.sleep(0.05)
+
+
 async def until(pred: Callable[[], object], timeout_s: float = 30.0) -> bool:
     """True as soon as ``pred()`` holds, False when it still does not after ``timeout_s`` (a bound for a loaded
     machine: the wait ends at the condition, not at the bound)."""

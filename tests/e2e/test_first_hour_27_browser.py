@@ -8,7 +8,7 @@ from trawl import labels
 from trawl import policy as site_policy
 from trawl.browser import PINNED_EXTENSION_ID
 
-from .conftest import Linked, until
+from .conftest import Linked, page_until, until
 
 pytestmark = [pytest.mark.e2e]
 
@@ -21,7 +21,7 @@ async def test_popup_separates_agent_reads_from_read_ahead(linked: Linked) -> No
     await worker.evaluate("(e) => chrome.storage.session.set({recent: e})", entries)
     popup = await linked.context.new_page()
     await popup.goto(f"chrome-extension://{PINNED_EXTENSION_ID}/popup/popup.html")
-    await popup.wait_for_function("document.querySelectorAll('#recent li .url').length === 2", timeout=30_000)
+    await page_until(popup, "() => document.querySelectorAll('#recent li .url').length === 2")
     agents = await popup.eval_on_selector_all("#recent li .url", "els => els.map(e => e.textContent)")
     ahead = await popup.eval_on_selector_all("#recent-ahead li .url", "els => els.map(e => e.textContent)")
     assert agents == ["https://example.org/agent/0", "https://example.org/agent/3"]
@@ -36,11 +36,9 @@ async def test_mode_labels_are_one_declaration_in_popup_options_and_status(linke
     popup = await linked.context.new_page()
     await popup.goto(f"chrome-extension://{PINNED_EXTENSION_ID}/popup/popup.html")
     switch = words["pause"]["switch"]
-    await popup.wait_for_function("(w) => document.getElementById('paused-label').textContent === w", arg=switch,
-                                  timeout=15_000)
+    await page_until(popup, "(w) => document.getElementById('paused-label').textContent === w", switch)
     await popup.check("#paused")
-    await popup.wait_for_function("(w) => document.getElementById('detail').textContent.includes(w)",
-                                  arg=words["pause"]["state"], timeout=15_000)
+    await page_until(popup, "(w) => document.getElementById('detail').textContent.includes(w)", words["pause"]["state"])
     # The daemon hears the state frame: its status line then says the popup's words.
     assert await until(lambda: linked.hub.paused, 30), "the daemon never heard that the user paused trawl"
     assert labels.paused() in linked.hub.summary(), linked.hub.summary()
@@ -48,7 +46,7 @@ async def test_mode_labels_are_one_declaration_in_popup_options_and_status(linke
 
     options = await linked.context.new_page()
     await options.goto(f"chrome-extension://{PINNED_EXTENSION_ID}/options/options.html")
-    await options.wait_for_function("document.querySelector('[data-mode-label]').textContent !== ''", timeout=15_000)
+    await page_until(options, "() => document.querySelector('[data-mode-label]').textContent !== ''")
     shown = await options.eval_on_selector_all(
         "input[name=mode]", "els => els.map(e => [e.value, e.parentElement.querySelector('[data-mode-label]')"
                             ".textContent])")

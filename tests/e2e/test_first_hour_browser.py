@@ -15,7 +15,7 @@ from trawl.capabilities.models import TabsOut
 from trawl.capabilities.render import render_tabs
 from trawl.types import ErrorCode
 
-from .conftest import Linked, LocalSite
+from .conftest import Linked, LocalSite, page_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(150)]
 
@@ -84,7 +84,7 @@ async def test_popup_says_which_port_it_tried_and_what_to_do(linked: Linked) -> 
     assert f"127.0.0.1:{port}" in todo and "trawl daemon" in todo
     options = await linked.context.new_page()
     await options.goto(f"chrome-extension://{PINNED_EXTENSION_ID}/options/options.html")
-    await options.wait_for_function(f"document.getElementById('port').value === '{port}'", timeout=30_000)
+    await page_until(options, "(p) => document.getElementById('port').value === p", str(port))
     assert f"in use: {port}" in await options.inner_text("#port-note")
 
 
@@ -99,7 +99,7 @@ async def test_popup_log_keeps_urls_whole_and_scrolls(linked: Linked) -> None:
     popup = await linked.context.new_page()
     await popup.set_viewport_size({"width": 364, "height": 600})
     await popup.goto(f"chrome-extension://{PINNED_EXTENSION_ID}/popup/popup.html")
-    await popup.wait_for_function("document.querySelectorAll('#recent li .url').length === 20", timeout=30_000)
+    await page_until(popup, "() => document.querySelectorAll('#recent li .url').length === 20")
     shape = await popup.evaluate("""() => {
         const list = document.getElementById('recent');
         const urls = [...list.querySelectorAll('.url')];

@@ -21,7 +21,7 @@ from trawl.browser import PINNED_EXTENSION_ID
 from trawl.policy import now_revision, policy_path
 from trawl.types import ErrorCode
 
-from tests.e2e.conftest import Linked, LocalSite, close_linked, e2e_settings, launch_linked
+from tests.e2e.conftest import Linked, LocalSite, close_linked, e2e_settings, launch_linked, page_until
 
 from .test_private_hosts import SPELLINGS, html
 
@@ -249,7 +249,7 @@ async def _launch_on_wrong_port(tmp_path: Path, chromium: str, settings: Any) ->
 async def _save_port_in_options(linked: Linked, port: int, deny: str | None = None) -> None:
     options = await linked.context.new_page()
     await options.goto(f"chrome-extension://{PINNED_EXTENSION_ID}/options/options.html")
-    await options.wait_for_function("document.getElementById('deny').value.length > 0")
+    await page_until(options, "() => document.getElementById('deny').value.length > 0")
     if deny is not None:
         await options.fill("#deny", deny)
     await options.fill("#port", str(port))
