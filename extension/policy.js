@@ -247,6 +247,9 @@ export async function acceptPolicy(msg) {
     return "synced";
   }
   if (ours.base === ourHash || msg.base === ourHash) {
+    // The hashes above took time: a copy stored meanwhile (the options page, another sync) is not overwritten.
+    const now = await loadPolicy();
+    if (!sameRules(now, ours) || now.base !== ours.base) return "resend";
     await chrome.storage.local.set({ policy: { ...theirs, base: theirHash } });
     return "taken";
   }

@@ -161,6 +161,15 @@ async def test_a_copy_edited_apart_in_the_browser_is_merged_not_taken_over_the_f
     linked = await launch_linked(tmp_path, chromium, settings=settings)
     try:
         assert await linked.hub.wait_attached(15)
+
+        async def adopted() -> dict[str, Any] | None:
+            policy = await extension_policy(linked)
+            return policy if policy.get("deny") == ["kept.example"] else None
+
+        # The attach exchange ends first (the extension adopts the file, as it does for a never-edited copy): a
+        # copy stored while the daemon's reply is being taken can be overwritten by it, which is not what this
+        # test is about.
+        await until("the extension to adopt the daemon's file on attach", adopted)
         worker = await linked.worker()
         # A copy that does not descend from the file arrives from the browser (a second profile that was offline,
         # stored before copies carried a base), with a newer clock: neither side's list is dropped.
