@@ -193,6 +193,19 @@ function refuseHops(policy, hops) {
   for (const url of hops) refuseByPolicy(policy, url, `the page went through ${url}`);
 }
 
+// A tab trawl opened may not leave the site of the URL it was sent to (keepOnSite blocks it before the request
+// goes out): a hop or a tab URL elsewhere is refused by name, the policy's refusal first.
+function refuseOffSite(policy, checkedUrl, urls) {
+  for (const url of urls) {
+    if (!url || url === "about:blank") continue;
+    refuseByPolicy(policy, url, `${checkedUrl} sent the tab to ${url}`);
+    if (siteOf(url) !== siteOf(checkedUrl)) {
+      throw new CaptureError("blocked_by_policy", `${checkedUrl} sent the tab to ${url}, another site; trawl opens ` +
+        "only the site it checked against your site policy, and did not send that request (ask for that URL itself)");
+    }
+  }
+}
+
 function pdfCheck(policy) {
   return (url, hop) => refuseByPolicy(policy, url, hop ? `the PDF link redirected to ${url}` : "");
 }
@@ -251,47 +264,50 @@ async function sweepOrphanTabs() {
   await releaseSite(null); // the rules of tabs a dead worker left
 }
 
-// ---------------------------------------------------------------- a loaded capture tab stays on its site
-// Once the page a background tab was opened for has loaded, the tab may not load a page of another site: two
-// session rules scoped to that tab (declarativeNetRequest) block every main-frame request but those to the
-// loaded page's own site (host, a leading "www." aside, and port: siteOf), before it is sent. So a page that
-// navigates to a denied site after load sends it nothing (not the page, not a favicon request), instead of one
-// request the capture then refused. Same-site navigations still load (they are read as the same page). The
-// rules go with the tab; the user's own tabs are never touched.
-let nextRuleId = 1;
+// ---------------------------------------------------------------- a capture tab stays on its site
+// A background tab may load no page of another site than the one checked: before it is navigated away from
+// about:blank, two session rules scoped to that tab (declarativeNetRequest) block every main-frame request but
+// those to the checked URL's own site (host, a leading "www." aside, and port: siteOf), before it is sent. So a
+// redirect hop, or a page that navigates after (or before) its load, to a denied site sends it nothing (not the
+// page, not a favicon request); a hop to another site is refused by name (offSiteHop). Same-site navigations
+// still load (they are read as the same page). The rules go with the tab; the user's own tabs are never touched.
+// Rule ids come from the tab id (tab ids are never reused in a browser session, session rules last as long): no
+// two captures, nor a restarted worker and the rules a dead one left, can share one.
 const siteRules = new Map(); // tab id -> its rule ids
 
 const escapeRe = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 
+/**
+ * @param {number} tabId
+ * @param {string} url the URL checked against the policy, before the tab goes there
+ */
 async function keepOnSite(tabId, url) {
-  let u;
-  try {
-    u = new URL(url);
-  } catch (e) {
-    return;
+  const u = new URL(url);
+  if (u.protocol !== "http:" && u.protocol !== "https:") {
+    throw new CaptureError("blocked_by_policy", `${url} is not a web page; trawl reads only http(s) pages`);
   }
-  if ((u.protocol !== "http:" && u.protocol !== "https:") || siteRules.has(tabId)) return;
   const host = u.hostname.toLowerCase().replace(/^www\./, "");
   const port = u.port ? `:${u.port}` : "";
-  const ids = [nextRuleId++, nextRuleId++];
+  const ids = [2 * tabId + 1, 2 * tabId + 2];
   const condition = { tabIds: [tabId], resourceTypes: [/** @type {any} */ ("main_frame")] };
   siteRules.set(tabId, ids);
-  await chrome.declarativeNetRequest.updateSessionRules({
-    addRules: [
-      { id: ids[0], priority: 1, action: { type: /** @type {any} */ ("block") }, condition },
-      {
-        id: ids[1], priority: 2, action: { type: /** @type {any} */ ("allow") },
-        condition: { ...condition, regexFilter: `^https?://(www\\.)?${escapeRe(host)}${port}([/?#]|$)` },
-      },
-    ],
-  }).catch(() => siteRules.delete(tabId)); // no rule: the capture's own checks still refuse the move
+  try {
+    await chrome.declarativeNetRequest.updateSessionRules({
+      removeRuleIds: ids,
+      addRules: [
+        { id: ids[0], priority: 1, action: { type: /** @type {any} */ ("block") }, condition },
+        {
+          id: ids[1], priority: 2, action: { type: /** @type {any} */ ("allow") },
+          condition: { ...condition, regexFilter: `^https?://(www\\.)?${escapeRe(host)}${port}([/?#]|$)` },
+        },
+      ],
+    });
+  } catch (e) {
+    // No block, no capture: the tab is never sent anywhere unguarded.
+    throw new CaptureError("capture_failed", `cannot keep the capture tab on ${host}${port}: ` +
+      `${/** @type {any} */ (e).message || e}`);
+  }
 }
-
-// The moment a capture tab has loaded (not at the capture's next poll): a page that navigates away right after
-// its load event finds the rules already there.
-chrome.tabs.onUpdated.addListener((tabId, info, tab) => {
-  if (info.status === "complete" && opened.has(tabId) && tab.url) keepOnSite(tabId, tab.url).catch(() => {});
-});
 
 // Drops a tab's rules (null: every rule whose tab this worker no longer has open).
 async function releaseSite(tabId) {
@@ -406,6 +422,7 @@ async function capture(msg, policy) {
     const created = await openBackgroundTab(deadline);
     const hops = trackHops(created.id);
     try {
+      await keepOnSite(/** @type {number} */ (created.id), msg.url); // before the tab sends any request
       await chrome.tabs.update(created.id, { url: msg.url });
       return await readTab(created, hops, msg, policy, deadline, timings, warnings, t0);
     } finally {
@@ -443,7 +460,7 @@ async function readTab(tab, hops, msg, policy, deadline, timings, warnings, t0) 
     const loading = created || tab.status !== "complete";
     if (loading) {
       const load = await waitForLoad(tab.id, deadline, watch, created);
-      if (created && load.loaded) await keepOnSite(load.tab.id, load.tab.url || "");
+      if (created) refuseOffSite(policy, msg.url, [...hops.hops(), String(load.tab.url || load.tab.pendingUrl || "")]);
       timings.load = Date.now() - t0;
       if (!load.loaded) warnings.push(`the page did not finish loading within ${msg.timeout_ms} ms; captured it as it was`);
       tab = load.tab;
