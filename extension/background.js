@@ -271,9 +271,17 @@ async function sweepOrphanTabs() {
 // redirect hop, or a page that navigates after (or before) its load, to a denied site sends it nothing (not the
 // page, not a favicon request); a hop to another site is refused by name (offSiteHop). Same-site navigations
 // still load (they are read as the same page). The rules go with the tab; the user's own tabs are never touched.
-// Rule ids come from the tab id (tab ids are never reused in a browser session, session rules last as long): no
-// two captures, nor a restarted worker and the rules a dead one left, can share one.
+// Rule ids are the lowest free ones, free of every session rule the browser holds (a dead worker's included) and
+// of those another capture of this worker took and has not installed yet: no two captures can share one.
 const siteRules = new Map(); // tab id -> its rule ids
+
+async function freeRuleIds(n) {
+  const used = new Set((await chrome.declarativeNetRequest.getSessionRules()).map((r) => r.id));
+  for (const taken of siteRules.values()) for (const id of taken) used.add(id);
+  const ids = [];
+  for (let id = 1; ids.length < n; id++) if (!used.has(id)) ids.push(id);
+  return ids; // taken by the caller before it awaits anything (siteRules)
+}
 
 const escapeRe = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 
@@ -288,12 +296,11 @@ async function keepOnSite(tabId, url) {
   }
   const host = u.hostname.toLowerCase().replace(/^www\./, "");
   const port = u.port ? `:${u.port}` : "";
-  const ids = [2 * tabId + 1, 2 * tabId + 2];
   const condition = { tabIds: [tabId], resourceTypes: [/** @type {any} */ ("main_frame")] };
-  siteRules.set(tabId, ids);
   try {
+    const ids = await freeRuleIds(2);
+    siteRules.set(tabId, ids);
     await chrome.declarativeNetRequest.updateSessionRules({
-      removeRuleIds: ids,
       addRules: [
         { id: ids[0], priority: 1, action: { type: /** @type {any} */ ("block") }, condition },
         {
