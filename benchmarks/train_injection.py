@@ -178,16 +178,21 @@ def lofo(c: Corpus, rows: list[dict[str, str]]) -> dict[str, tuple[bool, str]]:
     x = matrix(pos + c.fit_neg)
     y = np.concatenate([np.ones(len(pos)), np.zeros(len(c.fit_neg))]).astype(np.float32)
     calib = matrix(c.calib_neg)
-    fams = sorted({r["family"] for r in rows})
     out: dict[str, tuple[bool, str]] = {}
-    for fam in fams:
-        keep = np.array([i for i in range(x.n) if i >= len(rows) or rows[i]["family"] != fam])
+    for fam, held in folds(rows):
+        keep = np.concatenate([np.flatnonzero(~held), np.arange(len(rows), x.n)])
         w, b = fit_matrix(subset(x, keep), y[keep])
         model = learned.Model(weights=w, bias=b, threshold=threshold(w, b, calib))
-        for r, p in zip(rows, pos, strict=True):
-            if r["family"] == fam:
-                out[r["id"]] = (model.best(p)[0] >= model.threshold, fam)
+        for i in np.flatnonzero(held):
+            out[rows[i]["id"]] = (model.best(pos[i])[0] >= model.threshold, fam)
     return out
+
+
+def folds(rows: list[dict[str, str]]) -> list[tuple[str, np.ndarray]]:
+    """The leave-one-family-out split, the one place it is made: per family (sorted), the mask of ``rows``
+    held out (that family's attacks); every other attack is that fold's to train on."""
+    fam = np.array([r["family"] for r in rows])
+    return [(f, fam == f) for f in sorted(set(fam))]
 
 
 @dataclass
@@ -377,13 +382,11 @@ def lofo_dense(d: Dense, struct: bool, l2: float = DENSE_L2) -> dict[str, object
     rows = d.rows
     att, placed = d.feats["attacks"], d.feats["placed"]
     benign, hard_fit, hard_cal = d.feats["fit"], d.feats["hard_train"][0::2], d.feats["hard_train"][1::2]
-    fam = np.array([r["family"] for r in rows])
     dims = att.shape[1] - len(learned.STRUCT_NAMES) if struct else att.shape[1]
     vecs = att[:, :dims] if dims > 1 else np.zeros((len(att), 1), np.float32)  # no vector: no near-dups
     unit = vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-9)
     out: dict[str, object] = {"alone": {}, "placed": {}, "fp_test": [], "fp_hard": [], "dropped": 0}
-    for f in sorted(set(fam)):
-        held = fam == f
+    for _, held in folds(rows):
         near = (unit @ unit[held].T).max(axis=1) >= NEAR_DUP_COSINE if dims > 1 else np.zeros(len(att), bool)
         train = ~held & ~near
         out["dropped"] = int(out["dropped"]) + int((~held & near).sum())  # type: ignore[call-overload]
@@ -397,4 +400,108 @@ def lofo_dense(d: Dense, struct: bool, l2: float = DENSE_L2) -> dict[str, object
                 out["placed"][rows[i]["id"]] = bool(placed[i] @ w + b >= thr)  # type: ignore[index]
         out["fp_test"].append(int((d.feats["test"] @ w + b >= thr).sum()))  # type: ignore[union-attr]
         out["fp_hard"].append(int((d.feats["hard_test"] @ w + b >= thr).sum()))  # type: ignore[union-attr]
+    return out
+
+
+# ------------------------------------------------------------------ sentence windows (issue 24, the dilution lead)
+WINDOW_SENTENCES = 3  # a window is 1..WINDOW_SENTENCES consecutive sentences of a delivered chunk
+
+
+def sentence_windows(sents: list[str], k: int = 0) -> list[tuple[int, int]]:
+    """(start, end) sentence ranges of every window of 1..k (WINDOW_SENTENCES) consecutive sentences."""
+    k = k or WINDOW_SENTENCES
+    return [(i, i + n) for n in range(1, k + 1) for i in range(len(sents) - n + 1)] or [(0, 0)]
+
+
+def placed_sentences(host: str, attack: str) -> tuple[list[str], range]:
+    """``attack`` after the first sentence of ``host`` (as :func:`placed_texts` places it), as sentences, and
+    the range of the attack's own sentences."""
+    h, a = learned.sentences(host), learned.sentences(attack)
+    return [*h[:1], *a, *h[1:]], range(min(1, len(h)), min(1, len(h)) + len(a))
+
+
+def window_features(texts: list[str], struct: bool, rules: bool) -> np.ndarray:
+    """One row per window: the static table's vector, then (optionally) the structural cues and whether the
+    phrase rules match the window."""
+    from trawl.sanitise.detect import find_instructions
+
+    parts = [static_table().embed(texts) if texts else np.zeros((0, 256), np.float32)]
+    if struct:
+        parts.append(np.stack([learned.struct_features(t) for t in texts]) if texts else
+                     np.zeros((0, len(learned.STRUCT_NAMES)), np.float32))
+    if rules:
+        parts.append(np.array([[1.0 if find_instructions(t) else 0.0] for t in texts], np.float32).reshape(-1, 1))
+    return np.concatenate(parts, axis=1).astype(np.float32)
+
+
+class Windows:
+    """Texts cut into sentence windows, each window's row looked up once (``rows``) and kept per text."""
+
+    def __init__(self, struct: bool, rules: bool) -> None:
+        self.struct, self.rules = struct, rules
+        self.index: dict[str, int] = {}
+        self.texts: list[str] = []
+
+    def add(self, sents: list[str]) -> list[int]:
+        out = []
+        for i, j in sentence_windows(sents):
+            w = " ".join(sents[i:j])
+            out.append(self.index.setdefault(w, len(self.texts)))
+            if out[-1] == len(self.texts):
+                self.texts.append(w)
+        return out
+
+    def rows(self) -> np.ndarray:
+        return window_features(self.texts, self.struct, self.rules)
+
+
+def lofo_windows(bench: Path, struct: bool, rules: bool, l2: float = DENSE_L2) -> dict[str, object]:
+    """Leave one family out, the detector scoring sentence windows (max over windows of 1..3 sentences) and
+    trained with placement augmentation: each attack is also placed inside a benign *fit* passage and every
+    window holding any of its sentences is a positive (the windows of the host's own sentences are negatives);
+    the test places it inside a never-fitted *test* passage (:func:`placed_texts`' hosts), cut the same way.
+    Folds from :func:`folds`; threshold as :func:`dense_threshold`, on the calibration passages' and the
+    calibrating hard negatives' best windows: no attack involved."""
+    sets = embedding_sets(bench)
+    rows = attacks()
+    wins = Windows(struct, rules)
+    fit_hosts, test_hosts = sets["fit"], sets["test"]
+    pos_win: list[list[int]] = []  # per attack: its training windows (alone and placed in a fit host)
+    alone_win: list[list[int]] = []
+    placed_win: list[list[int]] = []
+    neg_aug: list[int] = []
+    for n, a in enumerate(sets["attacks"]):
+        alone_win.append(wins.add(learned.sentences(a)))
+        sents, span = placed_sentences(fit_hosts[(11 * n + 3) % len(fit_hosts)], a)
+        ranges = sentence_windows(sents)
+        ids = wins.add(sents)
+        pos_win.append(alone_win[-1] + [k for k, (i, j) in zip(ids, ranges, strict=True)
+                                        if i < span.stop and j > span.start])
+        neg_aug += [k for k, (i, j) in zip(ids, ranges, strict=True) if not (i < span.stop and j > span.start)]
+        placed_win.append(wins.add(placed_sentences(test_hosts[(7 * n) % len(test_hosts)], a)[0]))
+    per_text = {name: [wins.add(learned.sentences(t)) for t in sets[name]]
+                for name in ("fit", "calib", "test", "hard_train", "hard_test")}
+    x = wins.rows()
+    hard_fit, hard_cal = per_text["hard_train"][0::2], per_text["hard_train"][1::2]
+    benign = sorted({k for ws in per_text["fit"] for k in ws} | set(neg_aug))
+    hard_rows = sorted({k for ws in hard_fit for k in ws})
+    out: dict[str, object] = {"alone": {}, "placed": {}, "fp_test": [], "fp_hard": [], "windows": len(wins.texts),
+                              "n_test": len(sets["test"]), "n_hard": len(sets["hard_test"])}
+
+    def best(s: np.ndarray, groups: list[list[int]]) -> np.ndarray:
+        return np.array([s[g].max() for g in groups]) if groups else np.zeros(0)
+
+    for _, held in folds(rows):
+        p_rows = sorted({k for n in np.flatnonzero(~held) for k in pos_win[n]})
+        xs = np.concatenate([x[p_rows], x[benign], x[hard_rows]])
+        y = np.concatenate([np.ones(len(p_rows)), np.zeros(len(benign) + len(hard_rows))]).astype(np.float32)
+        w, b = fit_dense(xs, y, l2=l2, cw=group_weights(len(p_rows), len(benign), len(hard_rows)))
+        s = x @ w + b
+        thr = dense_threshold(np.ones(1, np.float32), 0.0, best(s, per_text["calib"])[:, None],
+                              best(s, hard_cal)[:, None])
+        for n in np.flatnonzero(held):
+            out["alone"][rows[n]["id"]] = bool(s[alone_win[n]].max() >= thr)  # type: ignore[index]
+            out["placed"][rows[n]["id"]] = bool(s[placed_win[n]].max() >= thr)  # type: ignore[index]
+        out["fp_test"].append(int((best(s, per_text["test"]) >= thr).sum()))  # type: ignore[union-attr]
+        out["fp_hard"].append(int((best(s, per_text["hard_test"]) >= thr).sum()))  # type: ignore[union-attr]
     return out
