@@ -342,6 +342,9 @@ async def test_busy_looping_page_times_out_and_its_tab_is_closed(tmp_path: Path,
         assert "the page did not answer" in err.value.message, err.value.message
         # The extension closes the tab before it answers.
         assert all(t["url"] != url for t in await page_targets(stack)), "the busy tab was left open"
+        # and its block (the session rules that keep it on its site) with it
+        worker = await stack.worker()
+        assert await worker.evaluate("chrome.declarativeNetRequest.getSessionRules().then((r) => r.length)") == 0
         end = time.monotonic() + 60  # a wait with a deadline, not a speed check: the renderer must go at all
         while _alive(spinner) and time.monotonic() < end:
             await asyncio.sleep(0.1)

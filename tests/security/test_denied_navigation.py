@@ -87,6 +87,12 @@ async def test_a_redirect_hop_to_another_site_is_blocked_before_its_request_and_
             await linked.hub.capture(url=to_other)
         assert err.value.code == ErrorCode.BLOCKED_BY_POLICY, f"{err.value.code} {err.value.message}"
         assert "another site" in err.value.message and other.url("/guide") in err.value.message
+        # A script that leaves before the page has loaded is blocked the same way.
+        script = f"<script>location.href = {json.dumps(mail.url('/inbox'))};</script>"
+        early = site.add("/early", article("Early", script + "<p>" + "Leaving at once. " * 30 + "</p>"))
+        with pytest.raises(TrawlError) as err:
+            await linked.hub.capture(url=early)
+        assert err.value.code == ErrorCode.BLOCKED_BY_POLICY, f"{err.value.code} {err.value.message}"
         assert mail.hits == {} and other.hits == {}, (mail.hits, other.hits)
         # A hop on the same site is followed as before.
         got = await linked.hub.capture(url=same)
