@@ -198,10 +198,11 @@ function refuseHops(policy, hops) {
 function refuseOffSite(policy, checkedUrl, urls) {
   for (const url of urls) {
     if (!url || url === "about:blank") continue;
-    refuseByPolicy(policy, url, `${checkedUrl} sent the tab to ${url}`);
+    refuseByPolicy(policy, url, `the tab went to ${url} from ${checkedUrl}`);
     if (siteOf(url) !== siteOf(checkedUrl)) {
-      throw new CaptureError("blocked_by_policy", `${checkedUrl} sent the tab to ${url}, another site; trawl opens ` +
-        "only the site it checked against your site policy, and did not send that request (ask for that URL itself)");
+      throw new CaptureError("blocked_by_policy", `the tab went to ${url} from ${checkedUrl}, another site; trawl ` +
+        "reads only the page it checked against your site policy, and did not send that request (ask for that URL " +
+        "itself)");
     }
   }
 }
@@ -506,7 +507,7 @@ async function readTab(tab, hops, msg, policy, deadline, timings, warnings, t0) 
     const after = await chrome.tabs.get(tab.id).catch(() => null);
     if (!after) throw new CaptureError("tab_not_found", "the tab was closed during capture");
     refuseIfMoved(policy, settledUrl, after.url || settledUrl, "during capture");
-    if (created) refuseHops(policy, hops.hops());
+    if (created) refuseOffSite(policy, msg.url, hops.hops()); // a hop elsewhere was blocked: the page tried to leave
     if (out.hidden) {
       timings.hidden_marked = out.hidden.marked;
       timings.hidden_scanned = out.hidden.scanned;
