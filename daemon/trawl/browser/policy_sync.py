@@ -80,6 +80,10 @@ class PolicySync:
                 await self.push(theirs)
                 return
             merged = merge(ours, theirs)
+            if ours.same_rules(merged):
+                # The copy adds nothing to the file (it was merged already and arrived again): no new merge.
+                await self.push(ours)
+                return
             self.save(merged)
         except (OSError, TrawlError) as exc:
             log.error("site policy sync failed: %s", exc)
