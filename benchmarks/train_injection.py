@@ -413,6 +413,12 @@ def sentence_windows(sents: list[str], k: int = 0) -> list[tuple[int, int]]:
     return [(i, i + n) for n in range(1, k + 1) for i in range(len(sents) - n + 1)] or [(0, 0)]
 
 
+def window_texts(text: str) -> list[str]:
+    """The sentence windows of ``text`` (:func:`sentence_windows`), as texts."""
+    sents = learned.sentences(text)
+    return [" ".join(sents[i:j]) for i, j in sentence_windows(sents)]
+
+
 def placed_sentences(host: str, attack: str) -> tuple[list[str], range]:
     """``attack`` after the first sentence of ``host`` (as :func:`placed_texts` places it), as sentences, and
     the range of the attack's own sentences."""
