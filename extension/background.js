@@ -270,18 +270,19 @@ async function sweepOrphanTabs() {
 // about:blank, two session rules scoped to that tab (declarativeNetRequest) block every main-frame request but
 // those to the checked URL's own site (host, a leading "www." aside, and port: siteOf), before it is sent. So a
 // redirect hop, or a page that navigates after (or before) its load, to a denied site sends it nothing (not the
-// page, not a favicon request); a hop to another site is refused by name (offSiteHop). Same-site navigations
+// page, not a favicon request); a hop to another site is refused by name (refuseOffSite). Same-site navigations
 // still load (they are read as the same page). The rules go with the tab; the user's own tabs are never touched.
 // Rule ids are the lowest free ones, free of every session rule the browser holds (a dead worker's included) and
 // of those another capture of this worker took and has not installed yet: no two captures can share one.
 const siteRules = new Map(); // tab id -> its rule ids
 
-async function freeRuleIds(n) {
+async function reserveRuleIds(tabId, n) {
   const used = new Set((await chrome.declarativeNetRequest.getSessionRules()).map((r) => r.id));
   for (const taken of siteRules.values()) for (const id of taken) used.add(id);
   const ids = [];
   for (let id = 1; ids.length < n; id++) if (!used.has(id)) ids.push(id);
-  return ids; // taken by the caller before it awaits anything (siteRules)
+  siteRules.set(tabId, ids); // reserved in the same task that found them free
+  return ids;
 }
 
 const escapeRe = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
@@ -299,8 +300,7 @@ async function keepOnSite(tabId, url) {
   const port = u.port ? `:${u.port}` : "";
   const condition = { tabIds: [tabId], resourceTypes: [/** @type {any} */ ("main_frame")] };
   try {
-    const ids = await freeRuleIds(2);
-    siteRules.set(tabId, ids);
+    const ids = await reserveRuleIds(tabId, 2);
     await chrome.declarativeNetRequest.updateSessionRules({
       addRules: [
         { id: ids[0], priority: 1, action: { type: /** @type {any} */ ("block") }, condition },

@@ -103,11 +103,8 @@ class PolicySync:
         return self.store.path.with_name(self.store.path.name + BACKUP_SUFFIX)
 
     def save(self, policy: SitePolicy) -> None:
-        """Write ``policy``, keeping the file's previous version (as it is on disk) in ``<file>.bak``. A policy with
-        the file's rules (a merge the browser's copy added nothing to, e.g. that copy arriving twice) writes nothing,
-        so the backup keeps the version before the change."""
-        if self.store.path.exists() and self.store.current().same_rules(policy):
-            return
+        """Write ``policy``, keeping the file's previous version (as it is on disk) in ``<file>.bak``. Called only
+        with rules the file does not hold (``on_policy``), so the backup is the version before a change."""
         with contextlib.suppress(FileNotFoundError):
             write_atomic(self.backup_path, self.store.path.read_bytes())
         self.store.save(policy)
