@@ -284,3 +284,8 @@ async def until(pred: Callable[[], object], timeout_s: float = 30.0) -> bool:
             return True
         await asyncio.sleep(0.05)
     return bool(pred())
+
+
+async def session_rule_count(worker: Any) -> int:
+    """How many session declarativeNetRequest rules the extension's worker holds (a capture tab's block)."""
+    return int(await worker.evaluate("chrome.declarativeNetRequest.getSessionRules().then((r) => r.length)"))

@@ -38,6 +38,7 @@ from ..e2e.conftest import (
     e2e_settings,
     launch_linked,
     launch_plain_chromium,
+    session_rule_count,
     start_daemon,
 )
 from ..e2e.test_extension_capture import _set_policy, article
@@ -344,7 +345,7 @@ async def test_busy_looping_page_times_out_and_its_tab_is_closed(tmp_path: Path,
         assert all(t["url"] != url for t in await page_targets(stack)), "the busy tab was left open"
         # and its block (the session rules that keep it on its site) with it
         worker = await stack.worker()
-        assert await worker.evaluate("chrome.declarativeNetRequest.getSessionRules().then((r) => r.length)") == 0
+        assert await session_rule_count(worker) == 0
         end = time.monotonic() + 60  # a wait with a deadline, not a speed check: the renderer must go at all
         while _alive(spinner) and time.monotonic() < end:
             await asyncio.sleep(0.1)

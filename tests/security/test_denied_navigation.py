@@ -24,7 +24,7 @@ from trawl.sources.playwright import PlaywrightSource
 from trawl.types import ErrorCode, TrawlError
 
 from ..e2e import conftest as e2e_fixtures
-from ..e2e.conftest import Linked, LocalSite
+from ..e2e.conftest import Linked, LocalSite, session_rule_count
 from ..e2e.test_extension_capture import _set_policy
 from .test_capture_leaks import INBOX, _pause, article, navigates_after_load
 
@@ -56,7 +56,7 @@ async def test_a_denied_site_gets_no_request_from_a_page_that_navigates_there_af
     assert mail.hits == {}, mail.hits
     # The blocks die with the capture tabs: the user's own tab may still go there (the policy binds agents).
     worker = await linked.worker()
-    assert await worker.evaluate("chrome.declarativeNetRequest.getSessionRules().then((r) => r.length)") == 0
+    assert await session_rule_count(worker) == 0
 
 
 def _redirect_to(target: str) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
@@ -98,7 +98,7 @@ async def test_a_redirect_hop_to_another_site_is_blocked_before_its_request_and_
         got = await linked.hub.capture(url=same)
         assert "sailing boats" in (got.html or "") and got.final_url == site.url("/innocent")
         worker = await linked.worker()
-        assert await worker.evaluate("chrome.declarativeNetRequest.getSessionRules().then((r) => r.length)") == 0
+        assert await session_rule_count(worker) == 0
     finally:
         await other.stop()
 

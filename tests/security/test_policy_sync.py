@@ -166,9 +166,8 @@ async def test_a_copy_edited_apart_in_the_browser_is_merged_not_taken_over_the_f
             policy = await extension_policy(linked)
             return policy if policy.get("deny") == ["kept.example"] else None
 
-        # The attach exchange ends first (the extension adopts the file, as it does for a never-edited copy): a
-        # copy stored while the daemon's reply is being taken can be overwritten by it, which is not what this
-        # test is about.
+        # The attach exchange ends first (the extension adopts the file, as it does for a never-edited copy), so
+        # the copy stored below meets a settled file: this test is about the merge, not the attach exchange.
         await until("the extension to adopt the daemon's file on attach", adopted)
         worker = await linked.worker()
         # A copy that does not descend from the file arrives from the browser (a second profile that was offline,
