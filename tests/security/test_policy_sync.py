@@ -140,7 +140,8 @@ async def test_daemon_file_wins_when_newer_and_edits_are_pushed_to_the_browser(
         await tab.close()
         options = await linked.context.new_page()
         await options.goto(f"chrome-extension://{PINNED_EXTENSION_ID}/options/options.html")
-        assert pattern in await options.input_value("#deny")
+        # The page fills its form from storage after it loads: wait for the pattern to show (fails after 30 s).
+        await page_until(options, "(p) => document.querySelector('#deny').value.includes(p)", pattern)
         await options.close()
         hits = bank.hits.get("/statement", 0)
         res = await linked.engine.fetch(bank.url("/statement"), "account", source="http")
