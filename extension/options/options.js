@@ -25,14 +25,17 @@ async function load() {
   }
   const policy = await loadPolicy();
   loaded = policy;
-  for (const radio of /** @type {NodeListOf<HTMLInputElement>} */ (document.querySelectorAll('input[name="mode"]'))) radio.checked = radio.value === policy.mode;
-  $("deny").value = policy.deny.join("\n");
-  $("allow").value = policy.allow.join("\n");
+  // What the user typed before the stored copy arrived stays (a slow load must not undo an edit in progress).
+  if (!dirty) {
+    for (const radio of /** @type {NodeListOf<HTMLInputElement>} */ (document.querySelectorAll('input[name="mode"]'))) radio.checked = radio.value === policy.mode;
+    $("deny").value = policy.deny.join("\n");
+    $("allow").value = policy.allow.join("\n");
+  }
   // The port the extension really uses (a stored choice, else the unpacked copy's config.json, else 8765).
   const status = /** @type {{port?: number}} */ (await chrome.runtime.sendMessage({ cmd: "status" }));
   const { port } = /** @type {{port?: number}} */ (await chrome.storage.local.get("port"));
   const inUse = Number(port) || Number(status && status.port) || 8765;
-  $("port").value = String(inUse);
+  if (!portTouched) $("port").value = String(inUse);
   const origin = port ? "set here" : inUse === 8765 ? "the default" : "from this copy's config.json";
   $("port-note").textContent = `in use: ${inUse} (${origin})` +
     "; set it to the daemon's TRAWL_PORT if you changed that";
@@ -48,8 +51,10 @@ $("save").addEventListener("click", async () => {
   // Each part is saved only when the user changed it: a port change leaves the policy alone (it must not offer
   // this page's copy over a daemon file edited meanwhile), and saving the policy alone must not pin the port,
   // nor reconnect the link. The port field shows the port in use; only a port the user typed is stored.
+  // The form is read before anything is awaited: the page's own load may fill it meanwhile.
+  const edit = { mode, deny: lines($("deny").value), allow: lines($("allow").value) };
   const shown = loaded || (await loadPolicy()); // saved before the page finished loading: it showed the stored copy
-  const saved = await savePolicy({ mode, deny: lines($("deny").value), allow: lines($("allow").value) }, shown);
+  const saved = await savePolicy(edit, shown);
   loaded = saved;
   const port = Number($("port").value);
   if (portTouched && port >= 1 && port <= 65535) await chrome.storage.local.set({ port });
@@ -67,6 +72,7 @@ $("port").addEventListener("input", () => (portTouched = true));
 // The daemon may send a newer copy of the policy (its file was edited): show it unless the user is typing.
 let dirty = false;
 for (const id of ["deny", "allow"]) $(id).addEventListener("input", () => (dirty = true));
+for (const radio of document.querySelectorAll('input[name="mode"]')) radio.addEventListener("change", () => (dirty = true));
 $("save").addEventListener("click", () => (dirty = false));
 chrome.storage.onChanged.addListener((changes, area) => {
   if (area === "local" && (changes.policy || changes.policy_notice) && !dirty) {

@@ -187,6 +187,38 @@ async def test_a_copy_edited_apart_in_the_browser_is_merged_not_taken_over_the_f
         await close_linked(linked)
 
 
+async def test_an_edit_typed_and_saved_before_the_options_page_read_storage_is_kept(
+    tmp_path: Path, chromium: str
+) -> None:
+    # A slow load (a busy machine) fills the form after the user typed and pressed Save: the typing is saved and
+    # stays on the page; the load does not put the stored copy back over it.
+    linked = await launch_linked(tmp_path, chromium)
+    try:
+        assert await linked.hub.wait_attached(15), linked.hub.describe()
+        options = await linked.context.new_page()
+        # The page's reads of storage answer 1.5 s late (the page's own world; the extension itself is unchanged).
+        await options.add_init_script("""(() => {
+            const area = chrome.storage.local, get = area.get.bind(area);
+            area.get = (...a) => new Promise((r) => setTimeout(r, 1500)).then(() => get(...a));
+        })()""")
+        await options.goto(f"chrome-extension://{PINNED_EXTENSION_ID}/options/options.html")
+        await options.fill("#deny", "typed-early.example")
+        await options.click("#save")
+        await options.wait_for_selector("#saved:has-text('Saved')")
+        await page_until(options, "() => document.getElementById('port').value !== ''")  # the page's load is done
+        assert await options.evaluate("document.getElementById('deny').value") == "typed-early.example"
+        await options.close()
+        policy = await until("the typed edit stored", lambda: _denies(linked, "typed-early.example"))
+        assert policy["deny"] == ["typed-early.example"]
+    finally:
+        await close_linked(linked)
+
+
+async def _denies(linked: Linked, pattern: str) -> dict[str, Any] | None:
+    policy = await extension_policy(linked)
+    return policy if pattern in policy.get("deny", []) else None
+
+
 async def test_the_daemon_checks_the_url_of_the_document_the_browser_captured(
     tmp_path: Path, chromium: str, bank: LocalSite
 ) -> None:
