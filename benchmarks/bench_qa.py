@@ -310,6 +310,42 @@ def _all(a: Ask) -> np.ndarray:
     return np.arange(len(a.chunks))
 
 
+def split(first: list[int], second: list[int] | None, n: int) -> list[int] | None:
+    """Half of the N from ``first`` (its best N/2), the rest from ``second`` in its order, each chunk once,
+    filled from either when the two overlap (``second`` None: no table, no row)."""
+    if second is None:
+        return None
+    out: list[int] = []
+    for i in [*first[: n // 2], *second, *first]:
+        if len(out) >= n:
+            break
+        if i not in out:
+            out.append(i)
+    return out
+
+
+def _current(a: Ask, n: int) -> list[int]:
+    return select.blind_order(a.bm, a.chunks, a.sections, n)
+
+
+def _static(a: Ask, n: int) -> list[int] | None:
+    return None if a.st is None else _top(a.st, len(a.chunks))
+
+
+def _bm_static(a: Ask, n: int) -> list[int] | None:
+    return None if a.st is None else _top(fuse.combine(a.bm, a.st, _all(a), a.weight), len(a.chunks))
+
+
+def _bm_lex(a: Ask, n: int) -> list[int] | None:
+    return None if a.bm_lex is None else _top(a.bm_lex, len(a.chunks))
+
+
+def _bm_lex_static(a: Ask, n: int) -> list[int] | None:
+    if a.st is None or a.bm_lex is None:
+        return None
+    return _top(fuse.combine(a.bm_lex, a.st, _all(a), a.weight), len(a.chunks))
+
+
 METHODS: dict[str, Callable[[Ask, int], list[int] | None]] = {
     # what Retriever._dense picks today for a question BM25 is blind to (every cross-language one), no clock
     "current order": lambda a, n: select.blind_order(a.bm, a.chunks, a.sections, n),
@@ -320,12 +356,30 @@ METHODS: dict[str, Callable[[Ask, int], list[int] | None]] = {
     "BM25+lex + static": lambda a, n: (
         None if a.st is None or a.bm_lex is None else _top(fuse.combine(a.bm_lex, a.st, _all(a), a.weight), n)
     ),
+    # half the current order's picks, half another method's (each chunk once, filled up to N)
+    "split cur|static": lambda a, n: split(_current(a, n), _static(a, n), n),
+    "split cur|BM25+st": lambda a, n: split(_current(a, n), _bm_static(a, n), n),
+    "split cur|BM25+lex": lambda a, n: split(_current(a, n), _bm_lex(a, n), n),
+    "split cur|lex+st": lambda a, n: split(_current(a, n), _bm_lex_static(a, n), n),
+    "split BM25+lex|st": lambda a, n: None if a.bm_lex is None else split(_top(a.bm_lex, n), _static(a, n), n),
     "mapped": lambda a, n: None if a.mapped is None else _top(a.mapped, n),
     "mapped, both sides": lambda a, n: None if a.mapped_both is None else _top(a.mapped_both, n),
     "BM25 + mapped": lambda a, n: (
         None if a.mapped is None else _top(fuse.combine(a.bm, a.mapped, _all(a), a.weight), n)
     ),
 }
+
+
+TABLE_FREE = frozenset({"current order", "BM25 alone"})  # the methods that do not read the static table
+
+
+def _table_tag(path: str) -> str:
+    """A table's label in the report: its piece count from the manifest (``64k``), else its file's folder."""
+    try:
+        m = json.loads(Path(path).with_suffix(".json").read_text(encoding="utf-8"))
+        return f"{round(m['pieces'] / 1000)}k"
+    except (OSError, ValueError, KeyError):
+        return Path(path).parent.name
 
 
 @dataclass
@@ -346,9 +400,12 @@ def run_candidates(name: str, root: Path, args: argparse.Namespace) -> None:
     # Ranks with the vectors it is handed and embeds nothing more (the budget is spent before it starts).
     ranker = Retriever(base.with_(static_table="off", dense_budget_s=1e-9, cache_dir=Path(tempfile.mkdtemp())))
     ranker.warm()
-    table = static.get(base.with_(static_table=args.table), build_missing=False) if args.table else None
-    if args.table and table is None:
-        raise SystemExit(f"no static table at {args.table}")
+    # --table a,b: each table's methods side by side in one run (the first table's also for --map)
+    tables: list[tuple[str, static.Table | None]] = [
+        (_table_tag(t), static.Table(Path(t))) for t in args.table.split(",") if t
+    ]
+    tables = tables or [("", None)]
+    tagged = len(tables) > 1
     wmap = np.load(args.map) if args.map else None
     pages = load_questions(root, args.limit, args.pairs)
     rows: dict[tuple[str, int, str], Cand] = defaultdict(Cand)
@@ -368,11 +425,14 @@ def run_candidates(name: str, root: Path, args: argparse.Namespace) -> None:
         keys = [full._cache.key(t) for t in texts]
         have = full._cache.get_many(keys)
         vec = {k: have[k] for k in keys}
-        page_st = table.embed(texts) if table is not None else None
-        lex = static.PageLexicon(table, texts) if table is not None else None
-        mapped_rows = None
-        if page_st is not None and wmap is not None:
-            mapped_rows = static.apply_map(page_st, wmap)
+        per_table = []
+        for ti, (tag, table) in enumerate(tables):
+            page_st = table.embed(texts) if table is not None else None
+            lex = static.PageLexicon(table, texts) if table is not None else None
+            mapped_rows = None
+            if page_st is not None and wmap is not None and ti == 0:
+                mapped_rows = static.apply_map(page_st, wmap)
+            per_table.append((tag, table, page_st, lex, mapped_rows))
         index, _ = full._index(page_key, chunks)
         plang = lang or guess_lang(" ".join(c.text for c in chunks[:8])[:3000])
         for q in qs:
@@ -384,42 +444,49 @@ def run_candidates(name: str, root: Path, args: argparse.Namespace) -> None:
             same = same_language(qlang, plang)
             weight = fuse.fusion_weight(fuse.bm25_weight(same, index.coverage(qterms, stopwords(qlang))), same)
             qvec = full._query_vec(query)
-            bm_lex = None
-            if lex is not None:
-                extra = lex.expand(query, stopwords(qlang), args.lex_per_word, args.lex_min_cos)
-                bm_lex = index.scores(index.terms(query + " " + " ".join(extra))) if extra else bm
-            ask = Ask(
-                query,
-                bm,
-                bm_lex,
-                weight,
-                chunks,
-                qvec,
-                full._section_rank(chunks, qvec, float("inf")),
-                None if table is None else (page_st @ table.embed([query])[0]),
-                None if mapped_rows is None else mapped_rows @ qvec,
-                None
-                if mapped_rows is None or table is None or wmap is None
-                else mapped_rows @ static.apply_map(table.embed([query]), wmap)[0],
-            )
-
+            sections = full._section_rank(chunks, qvec, float("inf"))
             page = (ranker, str(model_id), query, chunks, lang, page_key)
             _tally(ceiling[pair], q["answers"], _rank_with(*page, {k: vec[k] for k in keys}), None)
-            for method, pick in METHODS.items():
-                for n in sizes:
-                    ids = pick(ask, n)
-                    if ids is None:
+            for ti, (tag, table, page_st, lex, mapped_rows) in enumerate(per_table):
+                bm_lex = None
+                if lex is not None:
+                    extra = lex.expand(query, stopwords(qlang), args.lex_per_word, args.lex_min_cos)
+                    bm_lex = index.scores(index.terms(query + " " + " ".join(extra))) if extra else bm
+                qst = None if table is None else table.embed([query])
+                ask = Ask(
+                    query,
+                    bm,
+                    bm_lex,
+                    weight,
+                    chunks,
+                    qvec,
+                    sections,
+                    None if page_st is None or qst is None else page_st @ qst[0],
+                    None if mapped_rows is None else mapped_rows @ qvec,
+                    None
+                    if mapped_rows is None or qst is None or wmap is None
+                    else mapped_rows @ static.apply_map(qst, wmap)[0],
+                )
+                for method, pick in METHODS.items():
+                    if ti and method in TABLE_FREE:
                         continue
-                    assert len(ids) == min(n, len(chunks)), (method, n, len(ids))
-                    h = _rank_with(*page, {keys[i]: vec[keys[i]] for i in ids})
-                    _tally(rows[(method, n, pair)], q["answers"], h, [chunks[i] for i in ids])
+                    label = method if not tagged or method in TABLE_FREE else f"{method} [{tag}]"
+                    for n in sizes:
+                        ids = pick(ask, n)
+                        if ids is None:
+                            continue
+                        assert len(ids) == min(n, len(chunks)), (method, n, len(ids))
+                        h = _rank_with(*page, {keys[i]: vec[keys[i]] for i in ids})
+                        _tally(rows[(label, n, pair)], q["answers"], h, [chunks[i] for i in ids])
             done += 1
         print(f"\r[{name}] page {pi + 1}/{len(pages)}  questions {done}", end="", file=sys.stderr, flush=True)
     print(file=sys.stderr)
     pairs = sorted({p for _, _, p in rows}, key=lambda p: PAIRS.index(p) if p in PAIRS else 99)
     print(f"\n## {name}: fixed-N candidates (answer among the N / recall@5 / returned-set recall; tokens)")
     sizes_n = {p: ceiling[p].n for p in pairs} | {"all": sum(ceiling[p].n for p in pairs)}
-    print(f"{'method':20} {'N':>3} " + " ".join(f"{p + f' (n={sizes_n[p]})':>24}" for p in [*pairs, "all"]))
+    labels = list(dict.fromkeys(m for m, _, _ in rows))
+    width = max([20, *(len(m) for m in labels)])
+    print(f"{'method':{width}} {'N':>3} " + " ".join(f"{p + f' (n={sizes_n[p]})':>24}" for p in [*pairs, "all"]))
 
     def cells(get: Callable[[str], Cand | None], among: bool) -> str:
         out = []
@@ -438,11 +505,11 @@ def run_candidates(name: str, root: Path, args: argparse.Namespace) -> None:
         out.append(_cell(tot, among) if tot.n else f"{'-':>24}")
         return " ".join(out)
 
-    for method in METHODS:
+    for method in labels:
         for n in sizes:
             if any((method, n, p) in rows for p in pairs):
-                print(f"{method:20} {n:3d} " + cells(lambda p, m=method, k=n: rows.get((m, k, p)), True))
-    print(f"{'every chunk':20} {'-':>3} " + cells(lambda p: ceiling.get(p), False))
+                print(f"{method:{width}} {n:3d} " + cells(lambda p, m=method, k=n: rows.get((m, k, p)), True))
+    print(f"{'every chunk':{width}} {'-':>3} " + cells(lambda p: ceiling.get(p), False))
     full.close()
     ranker.close()
 

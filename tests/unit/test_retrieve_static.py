@@ -157,3 +157,14 @@ def test_fit_map_recovers_a_linear_relation() -> None:
     assert np.allclose(got[:-1], w, atol=1e-3) and np.allclose(got[-1], b, atol=1e-3)
     y = static.apply_map(x[:5], got)
     assert np.allclose(y, (x[:5] @ w + b) / np.linalg.norm(x[:5] @ w + b, axis=1, keepdims=True), atol=1e-3)
+
+
+def test_kept_states_are_read_back_by_the_next_build(tmp_path: Path) -> None:
+    # --states names the file the forward passes are kept in; numpy would write "<name>.npz" beside a name
+    # without that suffix, and the next build would not find it and run every forward pass again.
+    keep = tmp_path / "states.npy"
+    first = static.build(tmp_path / "a.npz", only=[QUESTION, ANSWER], states_file=keep)
+    assert keep.exists() and not first["states_reused"]
+    again = static.build(tmp_path / "b.npz", only=[QUESTION, ANSWER], states_file=keep)
+    assert again["states_reused"]
+    assert np.array_equal(np.load(static.rows_path(tmp_path / "a.npz")), np.load(static.rows_path(tmp_path / "b.npz")))

@@ -212,8 +212,9 @@ def _states(
         states[start : start + len(part)] = model.forward(batch)[:, 1, :]
         if progress is not None:
             _write_progress(progress, start + len(part), len(ids), t0)
-    if keep is not None:
-        np.savez(keep, ids=ids, states=states)
+    if keep is not None:  # through a handle: np.savez given a path not ending in .npz writes "<path>.npz"
+        with keep.open("wb") as f:
+            np.savez(f, ids=ids, states=states)
     return states, False
 
 
