@@ -214,13 +214,12 @@ class Engine:
 
         # 2-4 from each planned source in turn, falling back when one cannot give content.
         failures: list[tuple[str, TrawlError]] = []
-        await self._walk_hops_first(req, plan[0][0])
         for i, (source, reason) in enumerate(plan):
             try:
                 if failures:
                     reason += " (after " + ", ".join(f"{name}: {getattr(e, 'fallback', '') or e.code}"
                                                      for name, e in failures) + ")"
-                prep, got = await self._prepare_from(source, reason, req, timings)
+                prep, got = await self._prepare_from(source, reason, req, timings, first=i == 0)
                 return _browser_skipped(prep, source.name, failures), got
             except TrawlError as err:
                 if err.code in _FINAL_CODES:  # a refusal is final: no other source may try to read it
@@ -237,8 +236,9 @@ class Engine:
         """In a session that read private content, a source that follows redirect hops unrouted (headless Chromium)
         is preceded by the HTTP source, which decides every hop (the exit rule) before it is sent; its page is
         dropped. A refusal is final; any other failure leaves the decision to the source's own after-the-fact
-        check. The cost: one more request to a host the exit rule let through."""
-        http = next((s for s in self.router.sources if s.name == "http"), None)
+        check. The cost: one more request to a host the exit rule let through, on a page-cache miss only (a cached
+        page sends nothing). Later sources in a plan come after the HTTP source or its failure: it walked them."""
+        http = self.router.named("http")
         if not req.hops_first or not getattr(first, "hops_unrouted", False) or http is None or http is first:
             return
         try:
@@ -248,7 +248,7 @@ class Engine:
                 raise _final(err, http.name, []) from None
 
     async def _prepare_from(
-        self, source: Source, reason: str, req: FetchRequest, timings: dict[str, float]
+        self, source: Source, reason: str, req: FetchRequest, timings: dict[str, float], *, first: bool
     ) -> tuple[Prepared, tuple[str, ...]]:
         # 2. fetch (page cache first)
         t = time.perf_counter()
@@ -257,6 +257,8 @@ class Engine:
         if page is not None:
             cached = ("page",)
         else:
+            if first:
+                await self._walk_hops_first(req, source)
             self._status(f"fetching {req.target} via {source.name}")
             page = await source.fetch(req, self.settings)
         # What came back, not only what was asked for: the final URL after redirects, and the URL of the

@@ -23,6 +23,9 @@ class Router:
         kept = [s for s in self.sources if s.name != source.name]
         self.sources = sorted([*kept, source], key=lambda s: s.priority)
 
+    def named(self, name: str) -> Source | None:
+        return next((s for s in self.sources if s.name == name), None)
+
     def plan(self, req: FetchRequest) -> list[tuple[Source, str]]:
         if not req.target:
             raise TrawlError(ErrorCode.INVALID_REQUEST, "no URL or path given")
@@ -30,9 +33,8 @@ class Router:
         if target.kind == "http":
             validate_http_url(req.target)  # a malformed URL fails here, whatever source would take it
         if req.source:
-            for s in self.sources:
-                if s.name == req.source:
-                    return [(s, "forced by request")]
+            if (forced := self.named(req.source)) is not None:
+                return [(forced, "forced by request")]
             names = ", ".join(s.name for s in self.sources)
             raise TrawlError(ErrorCode.INVALID_REQUEST, f"unknown source {req.source!r} (have: {names})")
         plan = [(s, r) for s in self.sources if (r := s.accepts(req))]
