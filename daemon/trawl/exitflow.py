@@ -48,6 +48,7 @@ when even that fills, every new session starts tainted.
 from __future__ import annotations
 
 import hashlib
+import logging
 import secrets
 import time
 import unicodedata
@@ -63,6 +64,8 @@ from .netguard import is_private as _private_ip
 from .netguard import parse_ip
 from .policy import canonical_host
 from .settings import Settings
+
+log = logging.getLogger("trawl.exitflow")
 
 DEFAULT_SESSION = "local"
 # Calls that name no daemon-minted session (the CLI, a bare HTTP API call): nothing tells which agent sent them, so
@@ -127,16 +130,6 @@ def host_of(url: str) -> str:
         return (urlsplit(url).hostname or "").lower().rstrip(".")
     except ValueError:
         return ""
-
-
-def _hostport(url: str) -> tuple[str, str]:
-    try:
-        parts = urlsplit(url)
-        host = (parts.hostname or "").lower().rstrip(".")
-        port = parts.port
-    except ValueError:
-        return "", ""
-    return host, f"{host}:{port}" if port else host
 
 
 @dataclass(slots=True)
@@ -227,7 +220,7 @@ class FlowMemory:
         a host that is public by its spelling *and* by every address the source connected to for it."""
         if source not in PUBLIC_SOURCES:
             return False
-        host = _hostport(url)[0]
+        host = host_of(url)
         if not host:
             return False
         if self._named_public(url):
@@ -236,8 +229,13 @@ class FlowMemory:
 
     def _named_public(self, url: str) -> bool:
         """The user named this host (or host:port) in ``TRAWL_EXIT_PUBLIC_HOSTS``: a local mirror of public pages."""
-        host, hostport = _hostport(url)
-        return bool(host) and (host in self._public_hosts() or hostport in self._public_hosts())
+        try:
+            host = canonical_host(urlsplit(url).hostname or "")
+        except ValueError:
+            return False
+        port = port_of(url)
+        return bool(host) and any(e.covers(host, port, subdomains=False)
+                                  for e in host_entries(self.settings.exit_public_hosts))
 
     def _own_key(self, url: str) -> str:
         """The origin a private read came from, as the own-site allowance compares it: scheme, host (in the one
@@ -246,9 +244,6 @@ class FlowMemory:
         of which may be someone else's (user content hosts, a forgotten subdomain); and on an address or a private
         host another port is another service, possibly another user's listener. Local files are ``file:``."""
         return origin_of(url) or self._site_of(url)
-
-    def _public_hosts(self) -> set[str]:
-        return {h.strip().lower().rstrip(".") for h in self.settings.exit_public_hosts if h.strip()}
 
     def observe(self, op: str, body: dict[str, Any]) -> None:
         """A result handed to this session: private or not, and the links it showed."""
@@ -420,6 +415,59 @@ def origin_of(url: str) -> str:
     except ValueError:
         return ""
     return f"{scheme}://{host}:{port}" if scheme in ("http", "https") and host else ""
+
+
+@dataclass(frozen=True, slots=True)
+class HostEntry:
+    """One ``host`` or ``host:port`` of a settings list (TRAWL_EXIT_ALLOW_HOSTS, TRAWL_EXIT_PUBLIC_HOSTS), in the
+    canonical form URLs are compared in (``policy.canonical_host``): ``127.1`` is 127.0.0.1, ``[::1]:8000`` an
+    IPv6 loopback port, ``Bücher.example`` its punycode. No port: every port of the host."""
+
+    host: str
+    port: int | None
+
+    def covers(self, host: str, port: int | None, *, subdomains: bool) -> bool:
+        """Whether ``host`` (canonical) at ``port`` (None: not known, as for a host named inside a URL) is this
+        entry's; ``subdomains``: a name's subdomains are too (an address has none)."""
+        if self.port is not None and port != self.port:
+            return False
+        if host == self.host:
+            return True
+        return subdomains and not _is_address(self.host) and host.endswith("." + self.host)
+
+
+def host_entries(raw: tuple[str, ...]) -> tuple[HostEntry, ...]:
+    """The entries of a settings list; one that is not a host (``a b``, ``host:port:x``, a port out of range) is
+    logged and left out: a list of hosts someone vouched for never grows by a misreading."""
+    out = []
+    for item in raw:
+        text = item.strip()
+        if not text:
+            continue
+        try:
+            parts = urlsplit("//" + text)
+            port = parts.port
+            host = canonical_host(parts.hostname or "")
+        except ValueError:
+            host, port = "", None
+        if not host or any(c in text for c in "/\\@?# \t"):
+            log.warning("ignored %r in a list of hosts: not a host or host:port", text)
+            continue
+        out.append(HostEntry(host, port))
+    return tuple(out)
+
+
+def port_of(url: str) -> int | None:
+    """An http(s)/ws(s) URL's port, the scheme's default when none is written."""
+    try:
+        parts = urlsplit(url)
+        return parts.port or {"http": 80, "https": 443, "ws": 80, "wss": 443}.get(parts.scheme.lower())
+    except ValueError:
+        return None
+
+
+def _is_address(host: str) -> bool:
+    return host.startswith("[") or host.replace(".", "").isdigit()
 
 
 def _origin_on_host(origins: set[str], host: str) -> str:

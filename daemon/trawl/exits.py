@@ -55,7 +55,7 @@ import time
 import unicodedata
 import zlib
 from collections import OrderedDict, deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
@@ -64,7 +64,7 @@ from urllib.parse import parse_qsl, unquote, unquote_plus, urlsplit
 
 from tld import get_fld
 
-from .exitflow import FlowMemory, Verdict, begin_call, end_call
+from .exitflow import FlowMemory, Verdict, begin_call, end_call, host_entries, port_of
 from .policy import canonical_host
 from .settings import Settings
 from .types import ErrorCode, TrawlError
@@ -599,17 +599,16 @@ class ExitGuard:
                     add(f"it carries {_what(kind)} ({_mask(shown)!s}) from {_where(sites)}", part)
         return found
 
-    def allowed_host(self, host: str) -> bool:
-        """The user vouched for ``host`` as a place data may go: TRAWL_EXIT_ALLOW_HOSTS (the explicit exit list),
-        or the allow list of their site policy *while that list is in force* (``deny_all_except_allowed``: the
-        user named the only sites agents may use at all). In the default mode the allow list decides nothing about
-        reading, so it vouches for nothing either: an entry left over from the other mode, or one that only ever
-        meant "readable", is not a yes to sending data there."""
-        host = canonical_host(host).strip("[]")
-        for allowed in self.settings.exit_allow_hosts:
-            a = allowed.strip().lower().rstrip(".")
-            if a and (host == a or host.endswith("." + a)):
-                return True
+    def allowed_host(self, host: str, port: int | None = None) -> bool:
+        """The user vouched for ``host`` (at ``port``; None: a host named inside a URL, whose port is not known) as
+        a place data may go: TRAWL_EXIT_ALLOW_HOSTS (the explicit exit list: a host and its subdomains on any port,
+        or ``host:port`` that port only), or the allow list of their site policy *while that list is in force*
+        (``deny_all_except_allowed``: the user named the only sites agents may use at all). In the default mode the
+        allow list decides nothing about reading, so it vouches for nothing either: an entry left over from the
+        other mode, or one that only ever meant "readable", is not a yes to sending data there."""
+        host = canonical_host(host)
+        if any(e.covers(host, port, subdomains=True) for e in host_entries(self.settings.exit_allow_hosts)):
+            return True
         try:
             from .policy import pattern_matches, policy_store
 
@@ -618,7 +617,17 @@ class ExitGuard:
             return False
         if policy.mode != "deny_all_except_allowed":
             return False
-        return any(pattern_matches(p, host, host) for p in policy.allow)
+        bare = host.strip("[]")
+        return any(pattern_matches(p, bare, bare) for p in policy.allow)
+
+    def allowed_for(self, url: str) -> Callable[[str], bool]:
+        """:meth:`allowed_host` for the hosts of ``url``: its own at its port, one named inside it at none."""
+        own, port = _host_of(url), port_of(url)
+        return lambda h: self.allowed_host(h, port if h == own else None)
+
+    def verdict(self, url: str) -> Verdict:
+        """The flow decision on ``url``: its own host and every host named inside it."""
+        return self.flow.decide(url, [_host_of(url), *nested_hosts(url)], self.allowed_for(url))
 
     async def check(self, url: str, *, grant: bool = False) -> ExitEvent | None:
         """The exit decision on an agent's URL (see :meth:`decide`)."""
@@ -635,15 +644,15 @@ class ExitGuard:
         url = normalise_url(url)  # one spelling for every check below (``HTTP://`` is http)
         self.counters["checked"] += 1
         host = _host_of(url)
-        hosts = [host, *nested_hosts(url)]
-        verdict = self.flow.decide(url, hosts, self.allowed_host)
+        hosts, allowed = [host, *nested_hosts(url)], self.allowed_for(url)
+        verdict = self.flow.decide(url, hosts, allowed)
         if not verdict.send and grant and self.flow.take_grant(url):
             verdict = Verdict(True, "the user said yes when asked")
         # Content matching is the second signal: the reason text, and a hard stop for secrets of a known format.
         found = self.findings(url)
         masked = _masked_url(url, found) if found else url
         hard = [f for f in found if f.reason.startswith(("trawl's own", "it carries what looks like"))]
-        if hard and not all(self.allowed_host(h) for h in hosts):
+        if hard and not all(allowed(h) for h in hosts):
             self._event("refused", host, found, masked)
             raise TrawlError(
                 ErrorCode.EXIT_REFUSED,
@@ -684,8 +693,7 @@ class ExitGuard:
         if not is_http(url):
             return
         host = _host_of(url)
-        hosts = [host, *nested_hosts(url)]
-        verdict = self.flow.decide(url, hosts, self.allowed_host)
+        verdict = self.verdict(url)
         if verdict.send:
             return
         shown = _mask(verdict.host) if verdict.host != host else host

@@ -9,7 +9,7 @@ from typing import ClassVar
 from pydantic import AliasChoices, Field
 
 from ..exitflow import SHARED_SESSIONS, current_session, hop_checks, one_call
-from ..exits import _host_of, guard_of, nested_hosts, normalise_url
+from ..exits import _host_of, guard_of, normalise_url
 from ..roots import file_access
 from ..sources.file import local_path
 from ..sources.urls import classify
@@ -135,7 +135,7 @@ async def exit_check(svc: Services, req: ExitCheckIn) -> ExitCheckOut:
     except TrawlError:
         return ExitCheckOut(url=target)  # refused by the policy: the fetch says so; nobody is asked about it
     host = _host_of(target)
-    verdict = guard.flow.decide(target, [host, *nested_hosts(target)], guard.allowed_host)
+    verdict = guard.verdict(target)
     if verdict.send:
         return ExitCheckOut(url=target, host=host)
     guard.flow.hold(target)
