@@ -188,13 +188,9 @@ function refuseIfMoved(policy, settledUrl, href, when) {
   }
 }
 
-// Every main-frame request a background tab made (redirect hops included) must be allowed.
-function refuseHops(policy, hops) {
-  for (const url of hops) refuseByPolicy(policy, url, `the page went through ${url}`);
-}
-
 // A tab trawl opened may not leave the site of the URL it was sent to (keepOnSite blocks it before the request
-// goes out): a hop or a tab URL elsewhere is refused by name, the policy's refusal first.
+// goes out): every main-frame request it made (redirect hops included) and its own URL must be allowed and on that
+// site; one that is not is refused by name, the policy's refusal first.
 function refuseOffSite(policy, checkedUrl, urls) {
   for (const url of urls) {
     if (!url || url === "about:blank") continue;
@@ -454,7 +450,7 @@ async function readTab(tab, hops, msg, policy, deadline, timings, warnings, t0) 
     // A tab that navigated explains many failures ("Frame with ID 0 was removed"): when it went somewhere the
     // policy denies, or to another site, that is the answer.
     if (settledUrl && !(e instanceof CaptureError && e.code === "blocked_by_policy")) {
-      if (created) refuseHops(policy, hops.hops());
+      if (created) refuseOffSite(policy, msg.url, hops.hops());
       const now = await chrome.tabs.get(/** @type {number} */ (tab.id)).catch(() => null);
       const where = now ? now.pendingUrl || now.url : "";
       if (where) refuseIfMoved(policy, settledUrl, where, "during capture");
@@ -475,7 +471,7 @@ async function readTab(tab, hops, msg, policy, deadline, timings, warnings, t0) 
     }
     await checkReadable(tab, policy);
     settledUrl = tab.url;
-    if (created) refuseHops(policy, hops.hops());
+    if (created) refuseOffSite(policy, msg.url, hops.hops());
     let pdf = false;
     if (loading) {
       const settleEnd = Math.min(deadline, Date.now() + msg.settle_max_ms);
