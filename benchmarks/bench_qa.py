@@ -61,6 +61,7 @@ from trawl.cache.embeddings import EmbeddingCache
 from trawl.cache.salt import cache_key
 from trawl.retrieve import Ranking, Retriever, fuse, select, static
 from trawl.retrieve.embed import embed_text
+from trawl.retrieve.first import alternate
 from trawl.retrieve.tokenize import guess_lang, same_language, stopwords
 from trawl.settings import Settings
 from trawl.stages import prepare
@@ -300,6 +301,7 @@ class Ask:
     st: np.ndarray | None  # the table's cosine per chunk
     mapped: np.ndarray | None  # cosine of the mapped table vectors to qvec
     mapped_both: np.ndarray | None  # the same to the question's mapped table vector (no transformer at all)
+    st_sections: list[tuple[str, ...]] | None = None  # heading paths by the table's liking
 
 
 def _top(scores: np.ndarray, n: int) -> list[int]:
@@ -311,21 +313,21 @@ def _all(a: Ask) -> np.ndarray:
 
 
 def split(first: list[int], second: list[int] | None, n: int) -> list[int] | None:
-    """Half of the N from ``first`` (its best N/2), the rest from ``second`` in its order, each chunk once,
-    filled from either when the two overlap (``second`` None: no table, no row)."""
-    if second is None:
-        return None
-    out: list[int] = []
-    for i in [*first[: n // 2], *second, *first]:
-        if len(out) >= n:
-            break
-        if i not in out:
-            out.append(i)
-    return out
+    """N chunks from ``first`` and ``second`` in turn (``first.alternate``, the daemon's own rule; ``second``
+    None: no table, no row)."""
+    return None if second is None else alternate(first, second, n)
 
 
 def _current(a: Ask, n: int) -> list[int]:
     return select.blind_order(a.bm, a.chunks, a.sections, n)
+
+
+def _current_st(a: Ask, n: int) -> list[int] | None:
+    """The current order with its sections ranked by the static table instead of the transformer (free), as
+    ``Retriever._static_picks`` takes it (its limit the daemon's ``dense_candidates``)."""
+    if a.st_sections is None:
+        return None
+    return select.blind_order(a.bm, a.chunks, a.st_sections, max(n, Settings().dense_candidates))[:n]
 
 
 def _static(a: Ask, n: int) -> list[int] | None:
@@ -362,6 +364,11 @@ METHODS: dict[str, Callable[[Ask, int], list[int] | None]] = {
     "split cur|BM25+lex": lambda a, n: split(_current(a, n), _bm_lex(a, n), n),
     "split cur|lex+st": lambda a, n: split(_current(a, n), _bm_lex_static(a, n), n),
     "split BM25+lex|st": lambda a, n: None if a.bm_lex is None else split(_top(a.bm_lex, n), _static(a, n), n),
+    "cur, st sections": _current_st,
+    # what Retriever._static_picks takes with first.STATIC_PICKS = "alternate" (the table's pick first)
+    "split BM25+st|cur,st sec": lambda a, n: (
+        None if a.st_sections is None else split(_bm_static(a, n) or [], _current_st(a, n), n)
+    ),
     "mapped": lambda a, n: None if a.mapped is None else _top(a.mapped, n),
     "mapped, both sides": lambda a, n: None if a.mapped_both is None else _top(a.mapped_both, n),
     "BM25 + mapped": lambda a, n: (
@@ -404,6 +411,8 @@ def run_candidates(name: str, root: Path, args: argparse.Namespace) -> None:
     tables: list[tuple[str, static.Table | None]] = [
         (_table_tag(t), static.Table(Path(t))) for t in args.table.split(",") if t
     ]
+    tags = [tag for tag, _ in tables]
+    tables = [(tag if tags.count(tag) == 1 else f"{tag}#{i}", tb) for i, (tag, tb) in enumerate(tables)]
     tables = tables or [("", None)]
     tagged = len(tables) > 1
     wmap = np.load(args.map) if args.map else None
@@ -466,6 +475,7 @@ def run_candidates(name: str, root: Path, args: argparse.Namespace) -> None:
                     None
                     if mapped_rows is None or qst is None or wmap is None
                     else mapped_rows @ static.apply_map(qst, wmap)[0],
+                    None if table is None else static.section_rank(table, query, chunks),
                 )
                 for method, pick in METHODS.items():
                     if ti and method in TABLE_FREE:

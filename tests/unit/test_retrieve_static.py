@@ -168,3 +168,12 @@ def test_kept_states_are_read_back_by_the_next_build(tmp_path: Path) -> None:
     again = static.build(tmp_path / "b.npz", only=[QUESTION, ANSWER], states_file=keep)
     assert again["states_reused"]
     assert np.array_equal(np.load(static.rows_path(tmp_path / "a.npz")), np.load(static.rows_path(tmp_path / "b.npz")))
+
+
+def test_alternate_takes_the_two_orders_in_turn_each_chunk_once() -> None:
+    from trawl.retrieve.first import alternate
+
+    assert alternate([1, 2, 3, 4], [5, 6, 7, 8], 4) == [1, 5, 2, 6]
+    assert alternate([1, 2, 3, 4], [2, 1, 7, 8], 4) == [1, 2, 3, 7]  # a chunk in both is taken once
+    assert alternate([1], [5, 6, 7], 4) == [1, 5, 6, 7]  # one order runs out: the other fills
+    assert alternate([1, 2], [2, 1], 5) == [1, 2]  # no more chunks than the two orders hold

@@ -48,7 +48,16 @@ from .ahead import EmbedAhead
 from .bm25 import BM25Index
 from .embed import CALIBRATION_TEXT, Embedder, EmbedError, embed_text, make_embedder
 from .expand import Expander, blend
-from .first import FIRST_DENSE_WEIGHT, FIRST_HEAD, First, bm25_sure, candidates_first, with_bm25_set
+from .first import (
+    FIRST_DENSE_WEIGHT,
+    FIRST_HEAD,
+    STATIC_PICKS,
+    First,
+    alternate,
+    bm25_sure,
+    candidates_first,
+    with_bm25_set,
+)
 from .rerank import Reranker, RerankError, apply_scores
 from .tokenize import guess_lang, same_language, script_of, stopwords
 
@@ -361,7 +370,7 @@ class Retriever:
             limit = min(limit, AHEAD_HEAD)
         picks = None
         if first is not None and long_page and s.first_answer == "words" and prior is None:
-            picks = self._static_picks(query, texts, bm, first)
+            picks = self._static_picks(query, chunks, texts, bm, first, limit)
         if picks is not None:  # across languages: the static table picks what the dense model compares
             todo = [i for i in picks if keys[i] not in vecs][:limit]
             got, late = self._embed_within(todo, keys, texts, min(deadline, t0 + s.first_cross_s), at_least=1)
@@ -400,13 +409,21 @@ class Retriever:
                 raise EmbedError(f"cached vectors have dimension {m.shape[1]}, the query {qvec.shape[0]}")
         return dense, have
 
-    def _static_picks(self, query: str, texts: list[str], bm: np.ndarray, first: First) -> list[int] | None:
-        """Every chunk ordered by BM25 fused with the static table (:mod:`.static`), when the table is ready."""
+    def _static_picks(
+        self, query: str, chunks: list[Chunk], texts: list[str], bm: np.ndarray, first: First, limit: int
+    ) -> list[int] | None:
+        """What the dense model compares on a first question across languages, when the static table is ready
+        (:mod:`.static`): BM25 fused with the table and the current pick order (:func:`select.blind_order`, its
+        sections ranked by the table), in turn (:data:`first.STATIC_PICKS`)."""
         table = static.ready(self.settings)  # never waits: loading or building runs in the background
         if table is None:
             return None
         first.static = fuse.combine(bm, static.scores(table, query, texts), range(len(texts)), first.weight)
-        return fuse.order_by(first.static)
+        by_table = fuse.order_by(first.static)
+        if STATIC_PICKS == "table":
+            return by_table
+        current = select.blind_order(bm, chunks, static.section_rank(table, query, chunks), limit)
+        return alternate(by_table, current, len(chunks))
 
     def _embed_within(
         self, todo: list[int], keys: list[str], texts: list[str], deadline: float, at_least: int = 0

@@ -10,6 +10,9 @@ not. The returned set keeps what BM25 alone would return (:func:`with_bm25_set`)
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Literal
+
 import numpy as np
 
 from . import fuse
@@ -24,6 +27,10 @@ FIRST_HEAD = 12  # at most this many chunks embedded for a first answer
 # (250) recall@1 0.960 / 0.972, returned 0.980 / 0.980, p50 9.5 / 11 ms; paraphrase-dev (153, users' own
 # words: BM25 is unsure of most) returned 0.797 / 0.830, recall@1 0.556 / 0.614, p50 9 / 1,318 ms.
 FIRST_SURE_MARGIN = 1.3
+# With the static table ready, what the dense model compares on a first question across languages: "table" (BM25
+# fused with the table) or "alternate" (that and the current pick order in turn, :func:`alternate`; the current
+# order's sections ranked by the table, not the transformer). Measured: see below.
+STATIC_PICKS: Literal["table", "alternate"] = "alternate"
 
 
 def bm25_sure(bm: np.ndarray) -> bool:
@@ -80,3 +87,20 @@ def candidates_first(fused: np.ndarray, picks: np.ndarray) -> np.ndarray:
     90 cross-language questions: returned-set recall 0.522 against 0.778 without the table)."""
     span = float(picks.max() - picks.min()) or 1.0
     return fused.astype(np.float64) + 1e-3 * (picks - picks.min()) / span
+
+
+def alternate(first: Sequence[int], second: Sequence[int], n: int) -> list[int]:
+    """``n`` chunk ids taken from ``first`` and ``second`` in turn, each once, filled from either when one runs out:
+    half of each when they do not overlap, and an order a clock can cut anywhere (the dense budget decides how many
+    of them are embedded). ``bench_qa.py --candidates`` measures it as the "split" methods."""
+    out: list[int] = []
+    seen: set[int] = set()
+    for i in (j for pair in zip(first, second, strict=False) for j in pair):
+        if i not in seen and len(out) < n:
+            seen.add(i)
+            out.append(i)
+    for i in (*first, *second):
+        if i not in seen and len(out) < n:
+            seen.add(i)
+            out.append(i)
+    return out

@@ -42,13 +42,16 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ..settings import Settings
+from ..types import Chunk
 from .e5bin import META
+from .select import section_keys
 
 log = logging.getLogger("trawl.retrieve.static")
 
@@ -440,6 +443,16 @@ def scores(table: Table, query: str, texts: list[str]) -> np.ndarray:
     """Cosine of each text to the question in the table's space (float32, one per text)."""
     q = table.embed([query])[0]
     return (table.embed(texts) @ q).astype(np.float32)
+
+
+def section_rank(table: Table, query: str, chunks: Sequence[Chunk]) -> list[tuple[str, ...]]:
+    """The page's heading paths ranked by the table (``Retriever._section_rank`` ranks them by the transformer,
+    about a quarter of a chunk's dense cost each: a first answer's budget holds a dozen chunks)."""
+    paths = section_keys(chunks, 24)
+    if len(paths) < 2:
+        return []
+    sims = table.embed([" > ".join(p)[:200] for p in paths]) @ table.embed([query])[0]
+    return [paths[i] for i in np.argsort(-sims, kind="stable")]
 
 
 def main(argv: list[str] | None = None) -> int:
