@@ -13,8 +13,8 @@ to one port of a local host vouched for all its ports. And an agent that forced 
 an open redirect of a vouched origin (Playwright routes no redirect hop): in a session that read private content the
 HTTP source walks the hops first, deciding each before it is sent.
 
-Open (``xfail(strict=True)``): the same page reaching the local service through a name Chromium resolves again
-(DNS rebinding).
+Sent before the daemon's headless proxy, fixed: the same page reaching the local service through a name Chromium
+resolved again (DNS rebinding). Chromium now resolves nothing: the proxy connects to the address trawl checked.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from trawl.sources.playwright import PlaywrightSource
 from tests.integration.test_daemon_helpers import daemon_settings
 from tests.security.test_exits import TOKEN, Server, fetch, page, serve
 from tests.security.test_exits import attacker as attacker  # the fixture
-from tests.security.test_private_hosts import Rebinding, v1_fetch
+from tests.security.test_private_hosts import Internet, Rebinding, v1_fetch
 
 FILLER = "The harbour office lists the ferry times to the outer islands for every day of the week."
 
@@ -127,8 +127,9 @@ async def test_a_public_headless_page_cannot_read_a_local_service_and_send_it_ho
             return web.Response(text="the collector answered")
         return web.Response(text=page("Harbour", f"<p id=out></p>{script}"), content_type="text/html")
 
-    # The attacker's page listens on 127.0.0.2. "public": a name trawl's resolver places on the internet while
-    # Chromium's reaches 127.0.0.2 (a public site, as far as every check can tell); "local": the address itself.
+    # The attacker's page listens on 127.0.0.2. "public": a name trawl's resolver places on the internet, at an
+    # address the test's internet serves from 127.0.0.2 (a public site, as far as every check can tell; Chromium's
+    # own resolver, which the daemon's proxy never lets it use, would say 127.0.0.2 too); "local": the address.
     monkeypatch.setattr(socket, "getaddrinfo", Rebinding([["93.184.215.14"]]))
     app = web.Application()
     app.router.add_get("/{tail:.*}", handle)
@@ -136,6 +137,7 @@ async def test_a_public_headless_page_cannot_read_a_local_service_and_send_it_ho
     await runner.setup()
     await web.TCPSite(runner, "127.0.0.2", 0).start()
     port = int(runner.addresses[0][1])
+    Internet({("93.184.215.14", port): ("127.0.0.2", port)}).install(monkeypatch)
     settings = daemon_settings(
         tmp_path, chromium_path=chromium, render_empty_wait_s=40.0, render_timeout_s=50.0, request_timeout_s=90.0
     )
@@ -162,18 +164,17 @@ async def test_a_public_headless_page_cannot_read_a_local_service_and_send_it_ho
         assert any(TOKEN in h for h in sent), sent
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason=(
-        "open (DNS rebinding, SECURITY.md known limits): Chromium resolves a name again itself, so a name trawl's "
-        "check placed on the internet can reach a local service when the page's request is sent; the page is "
-        "judged private afterwards (Page.addresses), but its script already sent what it read to its own origin"
-    ),
-)
+@pytest.mark.parametrize("proxied", [True, False], ids=["proxy", "no-proxy"])
 async def test_a_rebinding_name_cannot_carry_a_local_service_to_a_public_page(
-    tmp_path: Path, chromium: str, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, chromium: str, monkeypatch: pytest.MonkeyPatch, proxied: bool
 ) -> None:
+    """Sent before the daemon's proxy: the attacker's public page includes ``http://rebind.test:<port>/env.js``;
+    trawl's check resolved the name to a public address, Chromium resolved it again (the rebinding answer, here
+    ``--host-resolver-rules``) to the local dev server on 127.0.0.2, and the page's script sent the secret it read
+    to its own origin within the call (the page was judged private only afterwards). Now Chromium never resolves:
+    the proxy connects to the public address trawl checked, which serves nothing on that port, and the local
+    service is never asked. ``no-proxy`` (``use_proxy=False``, what the daemon never runs) mounts the same attack
+    without the proxy and shows it lands: the test would fail without the proxy."""
     hits: list[str] = []
     local: list[str] = []
 
@@ -204,12 +205,15 @@ async def test_a_rebinding_name_cannot_carry_a_local_service_to_a_public_page(
         runners.append(runner)
         ports.append(int(runner.addresses[0][1]))
     dev_port, port = ports
+    # On the internet, the public address serves the attacker's page (its port only).
+    internet = Internet({("93.184.215.14", port): ("127.0.0.2", port)}).install(monkeypatch)
     settings = daemon_settings(
         tmp_path, chromium_path=chromium, render_empty_wait_s=40.0, render_timeout_s=50.0, request_timeout_s=90.0
     )
     sources = [
         HttpSource(settings),
-        PlaywrightSource(settings, extra_args=("--host-resolver-rules=MAP rebind.test 127.0.0.2",)),
+        PlaywrightSource(settings, extra_args=("--host-resolver-rules=MAP rebind.test 127.0.0.2",),
+                         use_proxy=proxied),
     ]
     try:
         async with RunningDaemon(settings, sources=sources, warm=False) as d:
@@ -218,8 +222,15 @@ async def test_a_rebinding_name_cannot_carry_a_local_service_to_a_public_page(
         for runner in runners:
             await runner.cleanup()
     sent = [h for h in hits if h.startswith("/c")]
-    assert sent or body["ok"] is False, (hits, body)  # the script ran to its fetch, or the page was refused
-    assert not any(TOKEN in h for h in sent), f"the page's origin received {sent} (local service asked: {local})"
+    assert sent, (hits, body)  # the page's script ran to its fetch home
+    if not proxied:  # the attack, as it landed before the proxy
+        assert local and any(TOKEN in h for h in sent), (local, sent)
+        return
+    assert body["ok"] is True and "collector answered" in str(body["chunks"]), body
+    assert local == [], f"the local service was asked: {local}"
+    assert not any(TOKEN in h for h in sent), f"the page's origin received {sent}"
+    # The proxy connected to the address trawl checked, for the page and for the script it included.
+    assert ("93.184.215.14", port) in internet.asked and ("93.184.215.14", dev_port) in internet.asked
 
 
 async def test_a_forced_headless_fetch_cannot_relay_through_the_private_origins_redirect(

@@ -7,6 +7,7 @@ themselves (plain HTTP and the headless Chromium): a "secret" local server liste
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import socket
@@ -22,9 +23,10 @@ from aiohttp import web
 from mcp.client import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
-from trawl.netguard import NetGuard, classify
+from trawl.netguard import NetGuard, classify, is_private
 from trawl.server.runner import RunningDaemon
 from trawl.settings import Settings, SettingsError
+from trawl.sources import proxy
 from trawl.sources.base import FetchRequest
 from trawl.sources.http import HttpSource
 from trawl.sources.playwright import PlaywrightSource
@@ -282,6 +284,30 @@ class Rebinding:
         return out
 
 
+class Internet:
+    """The internet as the daemon's headless proxy reaches it in a test (``proxy.open_upstream``, the one seam):
+    each listed public address and port is served by a local listener; any other public address refuses the
+    connection (the machine may have no network). Loopback and private addresses are connected to for real: a
+    local service is reached only when the proxy connects to its address."""
+
+    def __init__(self, routes: dict[tuple[str, int], tuple[str, int]]) -> None:
+        self.routes = routes
+        self.asked: list[tuple[str, int]] = []  # public addresses the proxy connected to
+        self._real = proxy.open_upstream
+
+    async def __call__(self, addr: str, port: int, timeout: float) -> Any:
+        if is_private(addr):
+            return await self._real(addr, port, timeout)
+        self.asked.append((addr, port))
+        if (addr, port) not in self.routes:
+            raise ConnectionRefusedError(f"{addr}:{port} is not served in this test")
+        return await self._real(*self.routes[(addr, port)], timeout)
+
+    def install(self, monkeypatch: pytest.MonkeyPatch) -> Internet:
+        monkeypatch.setattr(proxy, "open_upstream", self)
+        return self
+
+
 @pytest.mark.parametrize("answers", [
     [["93.184.215.14"], ["127.0.0.1"]],  # public when checked, loopback when connecting (time of check/use)
     [["93.184.215.14", "127.0.0.1"]],  # both at once: whichever the client would try
@@ -300,18 +326,24 @@ async def test_dns_rebinding_resolver_refused_by_the_http_source(
     assert secret.hits == [], "the connection went to an address other than the one checked"
 
 
-async def test_dns_rebinding_in_headless_chromium_is_caught_by_the_address_check(
-    tmp_path: Path, chromium: str, secret: Server, monkeypatch: pytest.MonkeyPatch
+async def test_dns_rebinding_in_headless_chromium_reaches_only_the_checked_address(
+    tmp_path: Path, chromium: str, secret: Server, public: Server, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # trawl's resolver says public; Chromium's own resolver (as after a rebinding) says loopback.
+    """trawl's resolver says public; Chromium's own resolver (as after a rebinding) says loopback, where the secret
+    server listens. Before the proxy, Chromium connected to loopback and read the secret (the page was refused
+    only afterwards, by its address). Now Chromium never resolves: the daemon's proxy connects to the address
+    trawl checked, so the page read is the public one and the secret server is never asked."""
     monkeypatch.setattr(socket, "getaddrinfo", Rebinding([["93.184.215.14"]]))
+    public.pages["/secret"] = html("Harbour", f"<p>{PUBLIC}</p>" * 3)
+    internet = Internet({("93.184.215.14", secret.port): ("127.0.0.1", public.port)}).install(monkeypatch)
     s = settings_for(tmp_path, allow_private_hosts=False, chromium_path=chromium)
     headless = PlaywrightSource(s, extra_args=("--host-resolver-rules=MAP rebind.test 127.0.0.1",))
     async with RunningDaemon(s, sources=[headless], warm=False) as d:
         body = await v1_fetch(d, secret.url("/secret", "rebind.test"), query="")
-    assert_refused(body)
-    assert "127.0.0.1" in body["error"]["message"]
-    assert secret.hits, "the browser never reached the rebound address: the attack was not mounted"
+    assert body["ok"] is True and "ferry times" in str(body["chunks"]), body
+    assert SECRET not in str(body)
+    assert ("93.184.215.14", secret.port) in internet.asked
+    assert secret.hits == [], f"the browser reached the rebound address: {secret.hits}"
 
 
 def test_bad_private_hosts_setting_is_refused_naming_the_variable(tmp_path: Path) -> None:
@@ -359,7 +391,8 @@ async def test_headless_subresource_redirected_into_a_private_address_spoils_the
     tmp_path: Path, chromium: str, secret: Server, public: Server
 ) -> None:
     # fetch() of an allowed URL that redirects to a loopback service: Chromium follows the hop without routing
-    # it (a blind request reaches the service), but a page that read from it is refused as a whole.
+    # it; the daemon's proxy refuses the hop before it is sent (before the proxy a blind request reached the
+    # service), and the page is refused as a whole.
     async def bounce(request: web.Request) -> web.StreamResponse:
         raise web.HTTPFound(secret.url("/api"))
 
@@ -381,3 +414,39 @@ async def test_headless_subresource_redirected_into_a_private_address_spoils_the
         body = await v1_fetch(d, public.url("/page"), source="playwright", query="")
     assert_refused(body)
     assert "DNS rebinding" in body["error"]["message"] or "127.0.0.1" in body["error"]["message"]
+    assert secret.hits == [], f"the hop reached the private server: {secret.hits}"
+    assert "/bounce" in public.hits
+
+
+@pytest.mark.parametrize("how", ["http", "https"])
+async def test_headless_document_redirected_into_a_private_address_is_refused_before_the_hop_is_sent(
+    tmp_path: Path, chromium: str, secret: Server, public: Server, how: str
+) -> None:
+    """The agent's URL (an allowed host) redirects the document to a loopback service. Chromium follows the hop
+    itself (Playwright routes no hop); before the proxy that hop reached the service once, blind. Now the proxy
+    decides the hop (an absolute-form GET for http, a CONNECT for https) and refuses it before it is sent."""
+    accepted: list[str] = []  # https: a TLS service's connections, counted as the kernel hands them over
+
+    def on_connect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        accepted.append(str(writer.get_extra_info("peername")))
+        writer.close()
+
+    tls = await asyncio.start_server(on_connect, "127.0.0.1", 0)
+    port = secret.port if how == "http" else int(tls.sockets[0].getsockname()[1])
+    target = secret.url("/admin") if how == "http" else f"https://127.0.0.1:{port}/admin"
+
+    async def jump(request: web.Request) -> web.StreamResponse:
+        raise web.HTTPFound(target)
+
+    public.pages["/jump"] = jump
+    s = settings_for(tmp_path, allow_private_hosts="none", allow_hosts=(f"127.0.0.1:{public.port}",),
+                     chromium_path=chromium, render_timeout_s=40.0)
+    try:
+        async with RunningDaemon(s, warm=False) as d:
+            body = await v1_fetch(d, public.url("/jump"), source="playwright", query="")
+    finally:
+        tls.close()
+    assert_refused(body)
+    assert f"127.0.0.1:{port}" in body["error"]["message"], body["error"]
+    assert "/jump" in public.hits  # the attack was mounted: the redirect was answered
+    assert secret.hits == [] and accepted == [], f"the hop reached the private server: {secret.hits} {accepted}"

@@ -58,6 +58,7 @@ from .playwright_page import (
     route_filter,
     settle,
 )
+from .proxy import GuardProxy, ProxyClient
 
 if TYPE_CHECKING:  # playwright is imported on first use: it costs ~0.2-0.4 s
     from playwright.async_api import Browser, BrowserContext, Playwright, Request, Response, Route, WebSocketRoute
@@ -88,7 +89,11 @@ class RequestGuard:
         self.nav_failures: list[tuple[str, str]] = []  # (url, Chromium's error) of main-frame navigations that failed
         self.held: list[tuple[str, TrawlError]] = []  # requests of the page the exit rule held (never sent)
         self.addresses: tuple[str, ...] = ()  # where the page's responses came from (verify), canonical
-        self._verdicts: dict[tuple[str, int], TrawlError | None] = {}
+        # One resolution per host:port for the tab, shared by the route handler's check and the proxy's connection
+        self._resolved: dict[tuple[str, int], asyncio.Future[list[str]]] = {}
+        self._routed: set[tuple[str, int]] = set()  # hosts the route handler let a request go to
+        self.proxy: ProxyClient | None = None  # what the daemon's proxy connected to for this tab (admit)
+        self.proxy_address: tuple[str, int] | None = None  # the proxy's own address (Response.server_addr)
         self._private_hosts: dict[tuple[str, int], str] = {}  # hosts trawl's check found at a private address
         self._private_sent = ""  # the first private address a request the tab sent was checked at (addresses)
         self._call: contextvars.Context | None = None  # the agent call this tab serves (bind)
@@ -130,20 +135,53 @@ class RequestGuard:
         try:
             check_url(url, self.settings)
             host, port = default_port(url)
-            key = (host, port)
-            if key not in self._verdicts:
-                try:
-                    addrs = await self.net.check_host(host, port)
-                    self._verdicts[key] = None
-                    if private := private_addresses(addrs):
-                        self._private_hosts[key] = private
-                except TrawlError as err:
-                    # A name this machine cannot resolve is Chromium's to fail; refusals stand.
-                    self._verdicts[key] = err if err.code == ErrorCode.BLOCKED_BY_POLICY else None
-            verdict = self._verdicts[key]
+            try:
+                await self.resolve(host, port)
+                verdict = None
+            except TrawlError as err:
+                # A name this machine cannot resolve is the proxy's to fail (the source reports why); refusals stand.
+                verdict = err if err.code == ErrorCode.BLOCKED_BY_POLICY else None
         except TrawlError as err:
             verdict = err
         return verdict
+
+    async def resolve(self, host: str, port: int) -> list[str]:
+        """The addresses ``host`` resolved to for this tab, checked by the private-network rule (TrawlError when
+        refused or unresolvable). Resolved once per host and port: the route handler's check and the proxy's
+        connection use the same answer, so a DNS answer that changes in between changes nothing."""
+        key = (host.strip("[]").lower(), port)
+        fut = self._resolved.get(key)
+        if fut is None:
+            fut = self._resolved[key] = asyncio.ensure_future(self._resolve(*key))
+        return list(await asyncio.shield(fut))
+
+    async def _resolve(self, host: str, port: int) -> list[str]:
+        try:
+            addrs = await self.net.check_host(host, port)
+        except TrawlError as err:
+            bare = host.rstrip(".")
+            if err.code == ErrorCode.BLOCKED_BY_POLICY or not bare.endswith(".localhost"):
+                raise
+            addrs = ["127.0.0.1"]  # Chromium answers *.localhost with loopback itself (check_host judged that)
+        if private := private_addresses(addrs):
+            self._private_hosts[(host, port)] = private
+        return addrs
+
+    async def admit(self, host: str, port: int, url: str | None) -> list[str]:
+        """The daemon's proxy asks before it connects for this tab (``proxy.py``): ``url`` for plain http, None for a
+        CONNECT. The site policy and the private-network rule on the tab's one resolution of the name; a request
+        the route handler never saw (a redirect hop Chromium followed itself) also meets the public-to-private
+        rule. Returns the addresses to connect to; raises TrawlError to refuse (the proxy answers 403)."""
+        key = (host.strip("[]").lower(), port)
+        routed = key in self._routed
+        if url is not None:
+            check_url(url, self.settings)
+        elif not routed:
+            check_url(f"https://{_authority(host, port)}/", self.settings)
+        addrs = await self.resolve(*key)
+        if not routed and (err := self.public_to_private(url or f"https://{_authority(host, port)}/")) is not None:
+            raise err
+        return addrs
 
     def public_to_private(self, url: str) -> TrawlError | None:
         """A request a page at a public address makes itself to a loopback or private address (as trawl's check
@@ -209,6 +247,7 @@ class RequestGuard:
     def _note_sent(self, url: str) -> None:
         """A request goes out: when trawl's check found its host at a private address, the page may carry what that
         service answered (kept even when the page makes more requests than are verified one by one)."""
+        self._routed.add(default_port(url))
         if not self._private_sent:
             self._private_sent = self._private_hosts.get(default_port(url), "")
 
@@ -265,18 +304,28 @@ class RequestGuard:
             except Exception:
                 return resp.url, None
 
+        if (refused := self.proxy_refusal()) is not None:
+            raise refused
         seen: list[str] = []
+        checks: list[tuple[str, int, str]] = []  # (host, port, address) every connection of the tab went to
+        # The daemon's proxy made the tab's connections: what it connected to is where the page's data came from.
+        if self.proxy is not None:
+            checks.extend(self.proxy.connected)
         for url, where in await asyncio.gather(*(addr(r) for r in self.responses)):
+            check_url(url, self.settings)  # a redirect hop Chromium followed without routing it
             if not where or not where.get("ipAddress"):
                 continue
             host, port = default_port(url)
-            check_url(url, self.settings)  # a redirect hop Chromium followed without routing it
             ip = str(where["ipAddress"]).strip("[]")
             # The port the connection went to, not the URL's: a hop Chromium followed can come back under the first
             # URL (seen under load: /bounce answered from the loopback service it redirected to), and a rule that
             # opens one host:port must not open every port the page is redirected to.
             with contextlib.suppress(TypeError, ValueError):
                 port = int(where.get("port") or port)
+            if self.proxy_address is not None and (canonical_address(ip), port) == self.proxy_address:
+                continue  # through the proxy: its record above says where the connection went
+            checks.append((host, port, ip))  # a connection Chromium made itself (none is expected)
+        for host, port, ip in checks:
             if (canonical := canonical_address(ip)) and canonical not in seen:
                 seen.append(canonical)  # the exit rule's private-content test (Page.addresses)
             try:
@@ -295,6 +344,25 @@ class RequestGuard:
         private = [a for a in [self._private_sent, *seen] if a and private_addresses((a,))]
         self.addresses = tuple(dict.fromkeys([*private, *seen]))[:64]
 
+    def proxy_refusal(self) -> TrawlError | None:
+        """The first request of the tab the daemon's proxy refused before sending it (a redirect hop into a refused
+        address, a name that moved): the page is refused as a whole, as when a hop's answer was read."""
+        if self.proxy is None or not self.proxy.refused:
+            return None
+        asked, err = self.proxy.refused[0]
+        return TrawlError(err.code, f"{err.message} (the browser asked for {asked[:120]}; trawl refused it before it "
+                                    "was sent)", err.hint)
+
+    def proxy_failure(self, url: str) -> TrawlError | None:
+        """Why the proxy could not reach ``url``'s host (it does not resolve, the connection was refused), when it
+        never reached it; None otherwise."""
+        if self.proxy is None:
+            return None
+        host, port = default_port(url)
+        if any(h == host and p == port for h, p, _a in self.proxy.connected):
+            return None
+        return next((err for h, p, err in self.proxy.failed if h == host and p == port), None)
+
     def warnings(self) -> list[str]:
         out = []
         sub = [url for url, _err, main in self.refused if not main]
@@ -306,6 +374,10 @@ class RequestGuard:
             out.append(f"{len(self.held)} request(s) the page made itself were held by trawl's exit rule (this "
                        f"session read private content; not sent to: {', '.join(h[:60] for h in hosts[:5])})")
         return out
+
+
+def _authority(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 def route_filter_drops(request: Request) -> bool:
@@ -329,9 +401,15 @@ class PlaywrightSource:
     priority = 30
     hops_unrouted = True  # Chromium follows redirect hops without routing them: the exit rule sees them only after
 
-    def __init__(self, settings: Settings | None = None, *, extra_args: tuple[str, ...] = ()) -> None:
+    def __init__(self, settings: Settings | None = None, *, extra_args: tuple[str, ...] = (),
+                 use_proxy: bool = True) -> None:
         self.settings = settings or Settings.from_env()
-        self.extra_args = extra_args  # more Chromium flags (tests: --host-resolver-rules to mount DNS rebinding)
+        # More Chromium flags (tests: --host-resolver-rules, the answer Chromium's own resolver would give; with the
+        # proxy Chromium never asks it)
+        self.extra_args = extra_args
+        # False only to measure what the proxy costs (bench_headless) or show what it closes: Chromium then
+        # resolves and connects itself, and the page is judged by Response.server_addr after the fact.
+        self.use_proxy = use_proxy
         self.stats = SettleStats()
         self.cold_start_ms: float | None = None  # first launch of this source
         self.last_launch_ms: float | None = None
@@ -345,6 +423,7 @@ class PlaywrightSource:
         self._closing: set[asyncio.Task[None]] = set()
         self._spare: asyncio.Task[GuardedTab] | None = None  # the next request's tab, opened ahead of time
         self._spare_browser: Browser | None = None  # the browser the spare was opened in
+        self._proxy: GuardProxy | None = None  # every context's connections go through it (proxy.py)
 
     # ---------------------------------------------------------------- Source
     def accepts(self, req: FetchRequest) -> str | None:
@@ -394,7 +473,8 @@ class PlaywrightSource:
         spare, self._spare = self._spare, None
         if spare is not None:
             with contextlib.suppress(BaseException):
-                self._close_later((await spare).ctx)
+                tab = await spare
+                self._close_later(tab.ctx, tab.guard)
         if self._closing:
             await asyncio.wait(list(self._closing), timeout=5)
         if browser is not None:
@@ -403,6 +483,9 @@ class PlaywrightSource:
         if pw is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(pw.stop(), 10)
+        proxy, self._proxy = self._proxy, None
+        if proxy is not None:
+            await proxy.aclose()
 
     def status(self) -> dict[str, Any]:
         """For the status page and ``trawl doctor``."""
@@ -426,11 +509,16 @@ class PlaywrightSource:
             self._browser = self._pw = None
             self._spare = None
             self._closing = set()
+            self._proxy = None  # its server belonged to the old loop
         self._loop = loop
         self._lock = asyncio.Lock()
         self._slots = asyncio.Semaphore(max(1, self.settings.browser_pages))
 
     async def _browser_for(self, settings: Settings) -> Browser:
+        if self.use_proxy:
+            if self._proxy is None:
+                self._proxy = GuardProxy(connect_timeout_s=settings.connect_timeout_s)
+            await self._proxy.start()
         browser = self._browser
         if browser is not None and browser.is_connected():
             return browser
@@ -490,21 +578,33 @@ class PlaywrightSource:
         from playwright.async_api import Error as PlaywrightError
 
         ctx = None
+        proxy = self._proxy
+        guard = RequestGuard(settings)
+        options: dict[str, Any] = {}
+        if proxy is not None:
+            # Chromium never resolves a name itself: every connection goes through the daemon's proxy, which
+            # connects to the address trawl's check resolved (DNS rebinding) and refuses a redirect hop before it
+            # is sent.
+            guard.proxy = proxy.register(guard.admit)
+            guard.proxy_address = ("127.0.0.1", proxy.port)
+            options["proxy"] = proxy.playwright_proxy(guard.proxy)
         try:
             ctx = await browser.new_context(
                 service_workers="block",
                 accept_downloads=False,
                 user_agent=settings.browser_user_agent or None,
                 viewport={"width": 1280, "height": 900},
+                **options,
             )
             await ctx.add_init_script(INIT_SCRIPT)
-            guard = RequestGuard(settings)
             await ctx.route("**/*", guard.route)
             await ctx.route_web_socket("**/*", guard.route_socket)
             tab = GuardedTab(browser, ctx, await ctx.new_page(), guard)
         except PlaywrightError as exc:
             if ctx is not None:
-                self._close_later(ctx)
+                self._close_later(ctx, guard)
+            elif proxy is not None and guard.proxy is not None:
+                proxy.forget(guard.proxy)
             raise _BrowserGone() if not browser.is_connected() else internal_error(exc) from exc
         tab.page.on("request", tab.track)
         tab.page.on("requestfinished", tab.untrack)
@@ -531,7 +631,7 @@ class PlaywrightSource:
                 spare.add_done_callback(self._close_spare)
             if tab is not None and (tab.browser is not browser or tab.page.is_closed()
                                     or tab.guard.settings != settings):
-                self._close_later(tab.ctx)
+                self._close_later(tab.ctx, tab.guard)
                 tab = None
         if tab is None:
             tab = await self._open_tab(browser, settings)
@@ -548,11 +648,12 @@ class PlaywrightSource:
 
     def _close_spare(self, task: asyncio.Task[GuardedTab]) -> None:
         if not task.cancelled() and task.exception() is None:
-            self._close_later(task.result().ctx)
+            self._close_later(task.result().ctx, task.result().guard)
 
-    def _close_later(self, ctx: BrowserContext) -> None:
-        """Closing takes tens of ms: do it after answering (``aclose`` waits for stragglers)."""
-        task = asyncio.create_task(_close_context(ctx))
+    def _close_later(self, ctx: BrowserContext, guard: RequestGuard | None = None) -> None:
+        """Closing takes tens of ms: do it after answering (``aclose`` waits for stragglers). The context's proxy
+        credentials end with it."""
+        task = asyncio.create_task(_close_context(ctx, self._proxy, guard.proxy if guard is not None else None))
         self._closing.add(task)
         task.add_done_callback(self._closing.discard)
 
@@ -561,7 +662,7 @@ class PlaywrightSource:
         try:
             return await self._render_in(tab, req, settings, deadline)
         finally:
-            self._close_later(tab.ctx)
+            self._close_later(tab.ctx, tab.guard)
             if SPARE_AFTER_CAPTURE:
                 self._open_spare(browser, settings)
 
@@ -582,11 +683,16 @@ class PlaywrightSource:
                     ErrorCode.TIMEOUT, f"no response from {req.target} within {settings.render_timeout_s:g} s"
                 ) from None
             except PlaywrightError as exc:
-                refused = tab.guard.navigation_refusal()
+                refused = (tab.guard.navigation_refusal() or tab.guard.proxy_refusal()
+                           or tab.guard.proxy_failure(req.target))
                 if refused is not None:
                     raise refused from None
                 raise _BrowserGone() if not browser.is_connected() else nav_error(exc, req.target) from exc
             status = resp.status if resp is not None else None
+            if (refused := tab.guard.proxy_refusal()) is not None:
+                raise refused  # a hop of the document refused by the proxy: its 403 is not the page
+            if status == 502 and (failed := tab.guard.proxy_failure(page.url or req.target)) is not None:
+                raise failed  # the proxy's answer, not the site's: the host did not resolve or answer
             ctype = (await resp.header_value("content-type") or "") if resp is not None else ""
             check_response(req.target, status, ctype, warnings)
             host = urlsplit(page.url).hostname or ""
@@ -619,9 +725,14 @@ class PlaywrightSource:
             addresses=tab.guard.addresses,
         )
 
-async def _close_context(ctx: BrowserContext) -> None:
-    with contextlib.suppress(Exception):
-        await asyncio.wait_for(ctx.close(), 5)
+async def _close_context(ctx: BrowserContext, proxy: GuardProxy | None = None,
+                         client: ProxyClient | None = None) -> None:
+    try:
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(ctx.close(), 5)
+    finally:
+        if proxy is not None and client is not None:
+            proxy.forget(client)
 
 
 def _running_loop() -> asyncio.AbstractEventLoop:
