@@ -51,7 +51,6 @@ import hashlib
 import logging
 import secrets
 import time
-import unicodedata
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -60,6 +59,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 from urllib.parse import parse_qsl, unquote, urlsplit
 
+from .exittaint import fold
 from .netguard import is_private as _private_ip
 from .netguard import parse_ip
 from .policy import canonical_host
@@ -119,10 +119,6 @@ def one_call() -> Iterator[None]:
         yield
     finally:
         _CALL_GRANTS.reset(token)
-
-
-def _fold(text: str) -> str:
-    return "".join(c for c in unicodedata.normalize("NFKC", text).casefold() if c.isalnum())
 
 
 def host_of(url: str) -> str:
@@ -282,7 +278,7 @@ class FlowMemory:
         s = self.session()
         if s.links_frozen:
             return
-        folded = _fold(unquote(url))
+        folded = fold(unquote(url))
         if any(p in folded for p in s.sent_parts):
             return  # it repeats what this session sent: an echo, not a link someone wrote
         if url in s.links:
@@ -301,7 +297,7 @@ class FlowMemory:
         if url in s.links or unquote(url) in s.links:
             return
         for part in _url_values(url):
-            f = _fold(part)
+            f = fold(part)
             if len(f) >= MIN_PART:
                 if len(s.sent_parts) >= MAX_SENT_PARTS:
                     s.links_frozen = True

@@ -1,5 +1,5 @@
 """The exit guard's memory under attack: one site's flood of fresh text must not make the guard forget what other
-sites or local files gave the agent (exits.TaintStore), and the site boundary follows the Public Suffix List."""
+sites or local files gave the agent (exittaint.TaintStore), and the site boundary follows the Public Suffix List."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import string
 from pathlib import Path
 
 import pytest
-from trawl.exits import FILE_ORIGIN, ExitGuard, TaintStore, normalise_url, site_of
+from trawl.exits import ExitGuard, normalise_url, site_of
+from trawl.exittaint import FILE_ORIGIN, TaintStore
 from trawl.types import ErrorCode, TrawlError
 
 from tests.integration.test_daemon_helpers import daemon_settings
