@@ -12,15 +12,21 @@ every answer checked), then the exit rule (``exitflow.py``): once the agent's se
 request the page makes to a host nobody vouched for is held (aborted, never sent), unless it goes to the origin
 of the document the agent's URL opened (that origin was sent the URL already; the page knows nothing else of the
 agent's). A later main-frame navigation is decided like a redirect hop of the agent's fetch. A refused or held
-request is aborted. Two things escape the route handler: Chromium resolves the name again itself (a DNS answer
-that changes in between), and Playwright does not route redirect hops (Chromium follows them internally, for the
-document and for subresources alike: measured with Playwright 1.65). Both are closed for reading: the URL and
-the address of every response (``Response.server_addr``, redirects included) are checked before the page is
-returned, and a page that touched a refused site or address, or a hop the exit rule holds, is refused as a whole,
-as is a final URL the policy refuses (pipeline). Residual risk: such a request still reaches its target once (a
-blind GET, nothing read back); WebRTC and other non-HTTP channels are outside what Playwright lets trawl
-intercept. The addresses every response came from are kept on the page (``Page.addresses``): a page that read
-from a loopback or private address is private content for the exit rule, whatever its name.
+request is aborted.
+
+Chromium resolves no name itself: every context goes through the daemon's forward proxy (``proxy.py``) with its
+own credentials, and the proxy connects to an address of the tab's one resolution of the name
+(:meth:`RequestGuard.resolve`, shared with the route handler's check), so a DNS answer that changes in between
+(rebinding) changes nothing. Playwright does not route redirect hops (Chromium follows them internally, for the
+document and for subresources alike: measured with Playwright 1.65); the proxy decides each hop before it is
+sent (:meth:`RequestGuard.admit`: the site policy, the private-network rule, and a public page's request to a
+private address), answers 403 to a refused one, and the page is then refused as a whole. After the capture the URL
+of every hop and response is checked again, and every address the proxy connected to (``Response.server_addr`` is
+the proxy's own; any other address would be a connection Chromium made itself, and is checked too); a final URL
+the policy refuses is refused too (pipeline). Residual risk: WebRTC and other non-HTTP channels are outside what
+the proxy and Playwright let trawl intercept; the exit rule judges a hop only after it was sent. The addresses
+the tab connected to are kept on the page (``Page.addresses``): a page that read from a loopback or private
+address is private content for the exit rule, whatever its name.
 
 How a page is waited for and captured: see ``playwright_page.py``. Shadow
 roots arrive as ``<template shadowrootmode>``, the same shape as the

@@ -176,10 +176,13 @@ class GuardProxy:
                         return
                     await _answer(writer, 407, "proxy credentials required", auth=True, keep=True)
                     continue
-                if method == "CONNECT":
-                    await self._connect(client, target, reader, writer)
-                else:
-                    await self._forward(client, method, target, headers, lines, reader, writer)
+                try:
+                    if method == "CONNECT":
+                        await self._connect(client, target, reader, writer)
+                    else:
+                        await self._forward(client, method, target, headers, lines, reader, writer)
+                except _Bad as bad:
+                    await _answer(writer, bad.status, str(bad))
                 return
         except (ConnectionError, TimeoutError, asyncio.IncompleteReadError):
             pass
