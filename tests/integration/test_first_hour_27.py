@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -46,17 +47,33 @@ def users_daemon(tmp_path: Path) -> Iterator[tuple[Path, int, int]]:
     home, port = tmp_path / "home", free_port()
     _write_config(home, port=port, state_dir=str(tmp_path / "state"), cache_dir=str(tmp_path / "cache"),
                   dense="none", file_roots=[str(tmp_path)])
-    proc = subprocess.Popen([sys.executable, "-m", "trawl.cli", "daemon"], env=_minimal_env(home),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    with daemon_process(_minimal_env(home), port) as pid:
+        yield home, port, pid
+
+
+@contextmanager
+def daemon_process(env: dict[str, str], port: int) -> Iterator[int]:
+    """``trawl daemon`` in a process of its own with ``env`` and nothing else, healthy on ``port``; its pid."""
+    proc = subprocess.Popen([sys.executable, "-m", "trawl.cli", "daemon"], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
     try:
         wait_healthy(port)
-        yield home, port, proc.pid
+        yield proc.pid
     finally:
         proc.terminate()
         try:
             proc.wait(15)
         except subprocess.TimeoutExpired:
             proc.kill()
+
+
+def env_daemon(tmp_path: Path) -> tuple[Path, int, dict[str, str]]:
+    """A home with nothing in it, a free port, and the environment of a daemon started with TRAWL_* variables an
+    MCP client never passes on (state in ``tmp_path/state``)."""
+    home, port = tmp_path / "home", free_port()
+    home.mkdir()
+    return home, port, {**_minimal_env(home), "TRAWL_PORT": str(port), "TRAWL_STATE_DIR": str(tmp_path / "state"),
+                        "TRAWL_DENSE": "none"}
 
 
 @pytest.mark.slow
@@ -84,16 +101,10 @@ async def test_bridge_with_a_minimal_environment_finds_the_users_daemon(
 async def test_bridge_pointed_elsewhere_says_which_daemon_runs(tmp_path: Path) -> None:
     """The user's daemon was started with TRAWL_* variables the MCP client never passes on: the bridge says so on
     stderr, in its instructions and in its first result, and names the file that fixes it."""
-    home, port = tmp_path / "home", free_port()
-    home.mkdir()
-    env = {**_minimal_env(home), "TRAWL_PORT": str(port), "TRAWL_STATE_DIR": str(tmp_path / "state"),
-           "TRAWL_DENSE": "none"}
-    daemon = subprocess.Popen([sys.executable, "-m", "trawl.cli", "daemon"], env=env, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL)
+    home, port, env = env_daemon(tmp_path)
     page = write_pages(tmp_path / "site", 1)[0]
     config = home / ".config" / "trawl" / "config.toml"
-    try:
-        wait_healthy(port)
+    with daemon_process(env, port) as pid:
         bridge_env = {**_minimal_env(home), "TRAWL_DENSE": "none", "TRAWL_FILE_ROOTS": str(tmp_path)}
         quiet = subprocess.run([TRAWL_MCP, "--no-start"], env=bridge_env, input="", capture_output=True, text=True,
                                timeout=60)
@@ -101,7 +112,7 @@ async def test_bridge_pointed_elsewhere_says_which_daemon_runs(tmp_path: Path) -
         assert str(config) in quiet.stderr and "answer in its own process" in quiet.stderr
         params = StdioServerParameters(command=TRAWL_MCP, args=["--no-start"], env=bridge_env)
         async with Client(params) as c:
-            assert f"pid {daemon.pid}, port {port}" in (c.instructions or ""), c.instructions
+            assert f"pid {pid}, port {port}" in (c.instructions or ""), c.instructions
             first = PageOut.model_validate((await c.call_tool(
                 "fetch_page", {"url": str(page), "query": "how do I install it?"})).structured_content)
             second = PageOut.model_validate((await c.call_tool(
@@ -109,9 +120,6 @@ async def test_bridge_pointed_elsewhere_says_which_daemon_runs(tmp_path: Path) -
         said = [w for w in first.warnings if w.startswith("trawl-mcp:")]
         assert len(said) == 1 and str(config) in said[0] and f"port = {port}" in said[0], first.warnings
         assert not any(w.startswith("trawl-mcp:") for w in second.warnings)  # once is enough
-    finally:
-        daemon.terminate()
-        daemon.wait(15)
 
 
 # -- item 6: the CLI's start-up ---------------------------------------------------------------------------------

@@ -18,9 +18,8 @@ from trawl.netguard import NO_DNS_HINT, SPELLING_HINT, WELL_KNOWN_NAME
 from trawl.pipeline import Engine
 from trawl.sources.http import HttpSource
 
-from .test_daemon import wait_healthy
-from .test_daemon_helpers import daemon_settings, free_port, write_pages
-from .test_first_hour_27 import TRAWL_MCP, _minimal_env
+from .test_daemon_helpers import daemon_settings, write_pages
+from .test_first_hour_27 import TRAWL_MCP, _minimal_env, daemon_process, env_daemon
 
 PAGE = ("<html><head><title>Tides</title></head><body><article><h1>Tides at the harbour</h1>"
         "<p>High water at the harbour comes fifty minutes later each day, and the ferry waits for it.</p>"
@@ -90,15 +89,9 @@ def test_a_one_shot_run_promises_no_embedding_ahead(tmp_path: Path) -> None:
 async def test_bridge_says_it_answered_in_its_own_process_not_that_it_will_start_a_daemon(tmp_path: Path) -> None:
     """The user's daemon runs with another state directory on the bridge's own port: the bridge cannot start a
     second daemon there, so it answers in its own process, and its first result says that, not a prediction."""
-    home, port = tmp_path / "home", free_port()
-    home.mkdir()
-    env = {**_minimal_env(home), "TRAWL_PORT": str(port), "TRAWL_STATE_DIR": str(tmp_path / "state"),
-           "TRAWL_DENSE": "none"}
-    daemon = subprocess.Popen([sys.executable, "-m", "trawl.cli", "daemon"], env=env, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL)
+    home, port, env = env_daemon(tmp_path)
     page = write_pages(tmp_path / "site", 1)[0]
-    try:
-        wait_healthy(port)
+    with daemon_process(env, port):
         bridge_env = {**_minimal_env(home), "TRAWL_PORT": str(port), "TRAWL_DENSE": "none",
                       "TRAWL_FILE_ROOTS": str(tmp_path)}
         async with Client(StdioServerParameters(command=TRAWL_MCP, args=[], env=bridge_env)) as c:
@@ -109,9 +102,6 @@ async def test_bridge_says_it_answered_in_its_own_process_not_that_it_will_start
         said = [w for w in first.warnings if w.startswith("trawl-mcp:")]
         assert len(said) == 1 and "answered in its own process" in said[0], first.warnings
         assert "will start a second daemon" not in said[0], said
-    finally:
-        daemon.terminate()
-        daemon.wait(15)
 
 
 @pytest.mark.parametrize(("answers", "error", "hint"), [
