@@ -60,8 +60,8 @@ from typing import Any, Protocol
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from .exittaint import fold
+from .netguard import HostRule, parse_ip
 from .netguard import is_private as _private_ip
-from .netguard import parse_ip
 from .policy import canonical_host
 from .settings import Settings
 
@@ -226,7 +226,7 @@ class FlowMemory:
     def _named_public(self, url: str) -> bool:
         """The user named this host (or host:port) in ``TRAWL_EXIT_PUBLIC_HOSTS``: a local mirror of public pages."""
         try:
-            host = canonical_host(urlsplit(url).hostname or "")
+            host = bare_host(urlsplit(url).hostname or "")
         except ValueError:
             return False
         port = port_of(url)
@@ -413,44 +413,27 @@ def origin_of(url: str) -> str:
     return f"{scheme}://{host}:{port}" if scheme in ("http", "https") and host else ""
 
 
-@dataclass(frozen=True, slots=True)
-class HostEntry:
-    """One ``host`` or ``host:port`` of a settings list (TRAWL_EXIT_ALLOW_HOSTS, TRAWL_EXIT_PUBLIC_HOSTS), in the
-    canonical form URLs are compared in (``policy.canonical_host``): ``127.1`` is 127.0.0.1, ``[::1]:8000`` an
-    IPv6 loopback port, ``Bücher.example`` its punycode. No port: every port of the host."""
-
-    host: str
-    port: int | None
-
-    def covers(self, host: str, port: int | None, *, subdomains: bool) -> bool:
-        """Whether ``host`` (canonical) at ``port`` (None: not known, as for a host named inside a URL) is this
-        entry's; ``subdomains``: a name's subdomains are too (an address has none)."""
-        if self.port is not None and port != self.port:
-            return False
-        if host == self.host:
-            return True
-        return subdomains and not _is_address(self.host) and host.endswith("." + self.host)
-
-
-def host_entries(raw: tuple[str, ...]) -> tuple[HostEntry, ...]:
-    """The entries of a settings list; one that is not a host (``a b``, ``host:port:x``, a port out of range) is
-    logged and left out: a list of hosts someone vouched for never grows by a misreading."""
+def host_entries(raw: tuple[str, ...]) -> tuple[HostRule, ...]:
+    """The entries of an exit list (TRAWL_EXIT_ALLOW_HOSTS, TRAWL_EXIT_PUBLIC_HOSTS) in the canonical form URLs are
+    compared in (``policy.canonical_host``, IPv6 without brackets: ``127.1`` is 127.0.0.1, ``Bücher.example`` its
+    punycode). Settings refuse an entry that is not a host; one that gets here anyway is logged and left out: a
+    list of hosts someone vouched for never grows by a misreading."""
     out = []
     for item in raw:
-        text = item.strip()
-        if not text:
+        if not item.strip():
             continue
         try:
-            parts = urlsplit("//" + text)
-            port = parts.port
-            host = canonical_host(parts.hostname or "")
-        except ValueError:
-            host, port = "", None
-        if not host or any(c in text for c in "/\\@?# \t"):
-            log.warning("ignored %r in a list of hosts: not a host or host:port", text)
+            rule = HostRule.parse(item)
+        except ValueError as err:
+            log.warning("ignored in a list of hosts: %s", err)
             continue
-        out.append(HostEntry(host, port))
+        out.append(HostRule(bare_host(rule.host), rule.port))
     return tuple(out)
+
+
+def bare_host(host: str) -> str:
+    """``host`` in the canonical form, an IPv6 address without its brackets (as :class:`HostRule` keeps it)."""
+    return canonical_host(host).strip("[]")
 
 
 def port_of(url: str) -> int | None:
@@ -460,10 +443,6 @@ def port_of(url: str) -> int | None:
         return parts.port or {"http": 80, "https": 443, "ws": 80, "wss": 443}.get(parts.scheme.lower())
     except ValueError:
         return None
-
-
-def _is_address(host: str) -> bool:
-    return host.startswith("[") or host.replace(".", "").isdigit()
 
 
 def _origin_on_host(origins: set[str], host: str) -> str:

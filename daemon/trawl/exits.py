@@ -36,7 +36,7 @@ from urllib.parse import unquote, unquote_plus, urlsplit
 
 from tld import get_fld
 
-from .exitflow import FlowMemory, Verdict, begin_call, end_call, host_entries, port_of
+from .exitflow import FlowMemory, Verdict, bare_host, begin_call, end_call, host_entries, port_of
 from .exittaint import (
     FILE_ORIGIN,
     MAX_TEXT_CHARS,
@@ -302,7 +302,7 @@ class ExitGuard:
         (``deny_all_except_allowed``: the user named the only sites agents may use at all). In the default mode the
         allow list decides nothing about reading, so it vouches for nothing either: an entry left over from the
         other mode, or one that only ever meant "readable", is not a yes to sending data there."""
-        host = canonical_host(host)
+        host = bare_host(host)
         if any(e.covers(host, port, subdomains=True) for e in host_entries(self.settings.exit_allow_hosts)):
             return True
         try:
@@ -313,8 +313,7 @@ class ExitGuard:
             return False
         if policy.mode != "deny_all_except_allowed":
             return False
-        bare = host.strip("[]")
-        return any(pattern_matches(p, bare, bare) for p in policy.allow)
+        return any(pattern_matches(p, host, host) for p in policy.allow)
 
     def allowed_for(self, url: str) -> Callable[[str], bool]:
         """:meth:`allowed_host` for the hosts of ``url``: its own at its port, one named inside it at none."""

@@ -175,11 +175,15 @@ def private_mode(settings: Settings) -> str:
 
 @dataclass(frozen=True, slots=True)
 class HostRule:
-    host: str  # lower-case name or canonical address text
+    """One entry of a settings list of hosts (``TRAWL_ALLOW_HOSTS``, the exit lists): ``host`` (every port) or
+    ``host:port`` (that port only), a URL's scheme and path ignored. The one parser of such entries."""
+
+    host: str  # lower-case name or canonical address text (IPv6 without brackets)
     port: int | None
 
     @classmethod
     def parse(cls, text: str) -> HostRule:
+        """The entry; ValueError naming it when it is not a host (``a b``, ``user@host``, a bad or missing port)."""
         raw = text.strip().lower()
         if "://" in raw:
             raw = raw.split("://", 1)[1]
@@ -187,20 +191,34 @@ class HostRule:
         port: int | None = None
         if raw.startswith("["):
             host, _, rest = raw[1:].partition("]")
-            if rest.startswith(":") and rest[1:].isdigit():
-                port = int(rest[1:])
+            if rest and not (rest.startswith(":") and rest[1:].isdigit()):
+                raise ValueError(f"not a host or host:port: {text!r}")
+            port = int(rest[1:]) if rest else None
         elif raw.count(":") == 1:
             host, _, p = raw.partition(":")
             if not p.isdigit():
-                raise ValueError(f"bad port in allowed host {text!r}")
+                raise ValueError(f"bad port in host {text!r}")
             port = int(p)
         else:
             host = raw
+        if not host or any(c in host for c in " \t@?#\\") or (port is not None and not 0 < port < 65536):
+            raise ValueError(f"not a host or host:port: {text!r}")
         ip = parse_ip(host)
+        if ip is None and ":" in host:  # several colons and no brackets: only a bare IPv6 address may
+            raise ValueError(f"not a host or host:port: {text!r}")
         return cls(str(canonical_ip(ip)) if ip is not None else host.rstrip("."), port)
 
     def matches(self, names: Iterable[str], port: int) -> bool:
         return (self.port is None or self.port == port) and self.host in names
+
+    def covers(self, host: str, port: int | None, *, subdomains: bool) -> bool:
+        """Whether ``host`` (canonical, IPv6 without brackets) at ``port`` (None: not known, as for a host named
+        inside a URL) is this entry's; ``subdomains``: a name's subdomains are too (an address has none)."""
+        if self.port is not None and port != self.port:
+            return False
+        if host == self.host:
+            return True
+        return subdomains and parse_ip(self.host) is None and host.endswith("." + self.host)
 
 
 def _names(host: str) -> set[str]:

@@ -321,7 +321,7 @@ class Settings(BaseSettings):
             return tuple(str(p).strip() for p in v if str(p).strip())
         return v
 
-    @field_validator("allow_hosts")
+    @field_validator("allow_hosts", "exit_allow_hosts", "exit_public_hosts")
     @classmethod
     def _host_rules(cls, v: tuple[str, ...]) -> tuple[str, ...]:
         from .netguard import HostRule  # netguard imports this module

@@ -9,8 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from trawl.exitflow import HostEntry, host_entries
+from trawl.exitflow import host_entries
 from trawl.exits import ExitGuard
+from trawl.netguard import HostRule
+from trawl.settings import Settings, SettingsError
 from trawl.types import ErrorCode, TrawlError
 
 from tests.integration.test_daemon_helpers import daemon_settings
@@ -69,8 +71,12 @@ async def test_a_public_mirror_entry_with_a_port_makes_only_that_port_public(tmp
     assert not guard.flow.is_public_page("http://127.0.0.1/notes", "http")
 
 
-@pytest.mark.parametrize("bad", ["a b", "host:port", "host:99999", "user@host", "host/path", "", "  "])
-def test_an_entry_that_is_not_a_host_is_left_out_not_widened(bad: str, caplog: pytest.LogCaptureFixture) -> None:
-    assert host_entries((bad, "ok.example:81")) == (HostEntry("ok.example", 81),)
-    if bad.strip():
-        assert any("not a host" in r.getMessage() for r in caplog.records)
+@pytest.mark.parametrize("bad", ["a b", "host:port", "host:99999", "user@host", "[::1]x", "host?x"])
+def test_an_entry_that_is_not_a_host_is_refused_by_settings_and_never_widens_a_list(
+        bad: str, caplog: pytest.LogCaptureFixture) -> None:
+    for name in ("exit_allow_hosts", "exit_public_hosts", "allow_hosts"):
+        with pytest.raises(SettingsError, match=r"not a host|bad port"):
+            Settings(**{name: (bad,)})
+    assert host_entries((bad, "OK.example:81", "https://docs.example/guide")) == (
+        HostRule("ok.example", 81), HostRule("docs.example", None))
+    assert any("ignored in a list of hosts" in r.getMessage() for r in caplog.records)
