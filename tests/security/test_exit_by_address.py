@@ -4,7 +4,8 @@ the host. Each attack runs against the real daemon over real sockets, with a loc
 * an IPv4 shorthand the agent picks (``127.1``, ``0x7f.1``, ``2130706433``, ``0177.0.0.1``) reads the local
   service: the session is tainted like any private read, and the exit to the attacker's host is held;
 * a public-looking name that resolves to loopback (the resolver is mapped through the same seam the DNS
-  rebinding tests use: ``socket.getaddrinfo`` for trawl, ``--host-resolver-rules`` for Chromium) is private
+  rebinding tests use: ``socket.getaddrinfo`` for trawl, whose answer the daemon's proxy connects Chromium to;
+  ``--host-resolver-rules`` gives Chromium's own resolver, which the proxy leaves unused, the same answer) is private
   content, through the HTTP source, headless Chromium and the page cache (after a restart too), and meets the
   private-network rule exactly as ``127.0.0.1`` does;
 * a tainted session's headless page whose script sends to the attacker (fetch, a WebSocket, a frame): the

@@ -176,8 +176,9 @@ class RequestGuard:
     async def admit(self, host: str, port: int, url: str | None) -> list[str]:
         """The daemon's proxy asks before it connects for this tab (``proxy.py``): ``url`` for plain http, None for a
         CONNECT. The site policy and the private-network rule on the tab's one resolution of the name; a request
-        the route handler never saw (a redirect hop Chromium followed itself) also meets the public-to-private
-        rule. Returns the addresses to connect to; raises TrawlError to refuse (the proxy answers 403)."""
+        the route handler never saw (a redirect hop Chromium followed itself, WebRTC's TCP) also meets the
+        public-to-private rule and the exit rule. Returns the addresses to connect to; raises TrawlError to refuse
+        (the proxy answers 403)."""
         key = (host.strip("[]").lower(), port)
         routed = key in self._routed
         if url is not None:
@@ -185,8 +186,14 @@ class RequestGuard:
         elif not routed:
             check_url(f"https://{_authority(host, port)}/", self.settings)
         addrs = await self.resolve(*key)
-        if not routed and (err := self.public_to_private(url or f"https://{_authority(host, port)}/")) is not None:
-            raise err
+        if not routed:
+            asked = url or f"https://{_authority(host, port)}/"
+            if (err := self.public_to_private(asked)) is not None:
+                raise err
+            # The exit rule, before the request is sent: a request of the page's own making, free on the origin
+            # of a document the tab opened (verify decides the document's hops again, as hops).
+            if self._call is not None and origin_of(asked) not in self._doc_origins:
+                self._call.run(check_subrequest, asked)
         return addrs
 
     def public_to_private(self, url: str) -> TrawlError | None:

@@ -200,12 +200,12 @@ class GuardProxy:
         try:
             addrs = await client.admit(host, port, url)
         except TrawlError as err:
-            if err.code == ErrorCode.BLOCKED_BY_POLICY:
-                client.note(client.refused, (asked, err))
-                await _answer(writer, 403, err.message)
-            else:  # the name does not resolve: the source reports netguard's reason
+            if err.code == ErrorCode.NETWORK_ERROR:  # the name does not resolve: the source reports netguard's reason
                 client.note(client.failed, (host, port, err))
                 await _answer(writer, 502, err.message)
+            else:  # refused by a rule (site policy, private network, the exit rule)
+                client.note(client.refused, (asked, err))
+                await _answer(writer, 403, err.message)
             return None
         last: BaseException | None = None
         for addr in addrs:
