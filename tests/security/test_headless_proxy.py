@@ -13,6 +13,7 @@ import asyncio
 import base64
 import json
 import socket
+import ssl
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -365,3 +366,91 @@ async def test_a_page_cannot_send_webrtc_udp_past_the_proxy(tmp_path: Path, chro
         transport.close()
     assert "ferry times" in got.html and ("gathered" in got.html or "timed out" in got.html), got.html[-400:]
     assert packets == [], f"the page sent {len(packets)} UDP packet(s) past the proxy"
+
+
+def self_signed(tmp_path: Path, host: str) -> ssl.SSLContext:
+    """A server TLS context for ``host`` with a throwaway self-signed certificate."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, host)])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(days=1))
+            .not_valid_after(now + datetime.timedelta(days=2))
+            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address(host))]), critical=False)
+            .sign(key, hashes.SHA256()))
+    (tmp_path / "cert.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    (tmp_path / "key.pem").write_bytes(key.private_bytes(serialization.Encoding.PEM,
+                                                         serialization.PrivateFormat.PKCS8,
+                                                         serialization.NoEncryption()))
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ctx.load_cert_chain(tmp_path / "cert.pem", tmp_path / "key.pem")
+    return ctx
+
+
+@pytest.mark.parametrize("scheme", ["https", "http"])
+async def test_tls_pages_and_websockets_go_through_the_proxy_end_to_end(
+    tmp_path: Path, chromium: str, monkeypatch: pytest.MonkeyPatch, scheme: str
+) -> None:
+    """https is a CONNECT tunnel (TLS stays between Chromium and the site), and so is a page's WebSocket: both
+    reach the site, and the proxy's record is where the page's addresses come from."""
+    from trawl.sources.base import FetchRequest
+    from trawl.sources.playwright import PlaywrightSource
+
+    ws_seen: list[str] = []
+
+    async def socket_echo(request: web.Request) -> web.WebSocketResponse:
+        ws = web.WebSocketResponse()
+        await ws.prepare(request)
+        async for msg in ws:
+            ws_seen.append(msg.data)
+            await ws.send_str("echo " + msg.data)
+        return ws
+
+    async def page(request: web.Request) -> web.Response:
+        ws_url = f"{'wss' if scheme == 'https' else 'ws'}://127.0.0.3:{request.url.port}/ws"
+        script = f"""<script>
+          const out = document.querySelector('#out');
+          const ws = new WebSocket({json.dumps(ws_url)});
+          ws.onopen = () => ws.send('ferry');
+          ws.onmessage = (e) => {{ out.textContent = {json.dumps("The harbour lists ferry times. " * 8)} + e.data; }};
+          ws.onerror = () => {{ out.textContent = {json.dumps("The harbour lists ferry times. " * 8)} + 'ws failed'; }};
+        </script>"""
+        return web.Response(text=f"<!doctype html><title>P</title><p id=out></p>{script}", content_type="text/html")
+
+    app = web.Application()
+    app.router.add_get("/ws", socket_echo)
+    app.router.add_get("/{tail:.*}", page)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    tls = self_signed(tmp_path, "127.0.0.3") if scheme == "https" else None
+    await web.TCPSite(runner, "127.0.0.3", 0, ssl_context=tls).start()
+    port = int(runner.addresses[0][1])
+    clients: list[proxy.ProxyClient] = []
+    original = proxy.GuardProxy.register
+
+    def spy(self: proxy.GuardProxy, admit: proxy.Admit) -> proxy.ProxyClient:
+        clients.append(original(self, admit))
+        return clients[-1]
+
+    monkeypatch.setattr(proxy.GuardProxy, "register", spy)
+    settings = Settings(state_dir=tmp_path / "state", cache_dir=tmp_path / "cache", chromium_path=chromium,
+                        allow_private_hosts="loopback", render_timeout_s=40.0, render_empty_wait_s=30.0)
+    source = PlaywrightSource(settings, extra_args=("--ignore-certificate-errors",))
+    try:
+        got = await source.fetch(FetchRequest(f"{scheme}://127.0.0.3:{port}/a"), settings)
+    finally:
+        await source.aclose()
+        await runner.cleanup()
+    assert "echo ferry" in got.html, got.html[-300:]
+    assert ws_seen == ["ferry"]
+    seen = [c for client in clients for c in client.connected]
+    assert seen.count(("127.0.0.3", port, "127.0.0.3")) >= 2, seen  # the page and its WebSocket, both proxied
+    assert got.addresses == ("127.0.0.3",)
