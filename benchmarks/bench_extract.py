@@ -140,6 +140,26 @@ def trawl_extractor(settings: Settings) -> Extractor:
     return run
 
 
+def cascade_extractor(settings: Settings) -> Extractor:
+    """trawl's stage sequence without the ensemble's vote (``html.second_opinion`` off): the first-wins cascade of
+    rs-trafilatura and the DOM fallback, with its dedupe; the row the ensemble's cost is stated against."""
+    from trawl.extract import html as html_mod
+
+    run = trawl_extractor(settings)
+
+    def no_vote(primary: Any, chosen: Any, html: str, url: str) -> Any:
+        return chosen
+
+    def cascade(html: str, url: str) -> str:
+        vote, html_mod.second_opinion = html_mod.second_opinion, no_vote
+        try:
+            return run(html, url)
+        finally:
+            html_mod.second_opinion = vote
+
+    return cascade
+
+
 def _cand(fn: Callable[[str, str], cands.Candidate | None], field: str = "markdown") -> Extractor:
     def run(html: str, url: str) -> str:
         c = fn(html, url)
@@ -149,7 +169,7 @@ def _cand(fn: Callable[[str, str], cands.Candidate | None], field: str = "markdo
 
 
 def extractors(settings: Settings) -> dict[str, Extractor]:
-    out: dict[str, Extractor] = {"trawl": trawl_extractor(settings)}
+    out: dict[str, Extractor] = {"trawl": trawl_extractor(settings), "trawl-cascade": cascade_extractor(settings)}
     if cands.HAVE_RS:
         out["rs-trafilatura"] = _cand(cands.run_rs, "text")
     out["trafilatura"] = _cand(lambda h, u: cands.run_trafilatura(h, u))
@@ -250,7 +270,7 @@ def _child(args: argparse.Namespace, name: str, out: Path, before: bool = False)
         cmd += ["--limit", str(args.limit)]
     if args.ids is not None:
         cmd += ["--ids", str(args.ids)]
-    cmd += ["--every", str(args.every)]
+    cmd += ["--every", str(args.every), "--residue", str(args.residue)]
     if args.cache is not None:
         cmd += ["--cache", str(args.cache)]
     env = dict(os.environ)
@@ -278,12 +298,40 @@ def _run_children(args: argparse.Namespace, names: list[str]) -> dict[str, dict[
     return out
 
 
+def profile(pages: list[WcxbPage], settings: Settings) -> int:
+    """``--profile``: trawl's stage sequence over ``pages`` with every stage timed (CPU), and its F1."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import extract_profile
+
+    prof = extract_profile.install()
+    run = trawl_extractor(settings)
+
+    def timed(html: str, url: str) -> str:
+        prof._enter("stage sequence (rest)")
+        try:
+            return run(html, url)
+        finally:
+            prof._leave()
+
+    cpu: list[float] = []
+    try:
+        scores, _ = score_pages(pages, timed, "trawl --profile", cpu)
+    finally:
+        prof.undo()
+    print(f"trawl F1 {mean_prf(scores).f1:.4f} on {len(pages)} pages (timers on)")
+    print(extract_profile.report(prof, len(pages), sum(cpu)))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("wcxb_dir", nargs="?", type=Path, default=DEFAULT_DIR)
     ap.add_argument("--limit", type=int, default=None)
     ap.add_argument("--every", type=int, default=1,
                     help="every K-th page only (a spread-out subset of every page type, for a loaded machine)")
+    ap.add_argument("--residue", type=int, default=0,
+                    help="with --every K: the pages whose index is this residue mod K (another spread-out subset: "
+                    "held-out pages for a rule tuned on residue 0)")
     ap.add_argument("--only", default="", help="comma-separated extractor names (default: all)")
     ap.add_argument("--short", action="store_true", help="the short-article check (see the module docstring)")
     ap.add_argument("--articles", action="store_true",
@@ -304,6 +352,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-rs", action="store_true",
                     help="run as where rs-trafilatura has no wheel (3.11, 3.13, macOS, ARM): trawl's cascade without "
                     "it, and no rs-trafilatura column")
+    ap.add_argument("--profile", action="store_true",
+                    help="trawl only: a per-stage CPU profile of its extraction (own time per stage, lxml parses per "
+                    "page by the stage that asked; benchmarks/extract_profile.py)")
     ap.add_argument("--dump", type=Path, default=None, help=argparse.SUPPRESS)  # the child's per-page figures
     args = ap.parse_args(argv)
     if args.articles:
@@ -312,7 +363,7 @@ def main(argv: list[str] | None = None) -> int:
         pages = load_short(args.wcxb_dir)[: args.limit]
     else:
         pages = load_pages(args.wcxb_dir, args.limit)
-    pages = pages[:: max(1, args.every)]
+    pages = pages[args.residue :: max(1, args.every)]
     if args.ids is not None:
         wanted_ids = set(args.ids.read_text().split())
         pages = [p for p in pages if p.id in wanted_ids]
@@ -322,6 +373,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.no_rs:
         cands.HAVE_RS = False  # the switch the cascade reads (trawl.extract.html._primary), as on a Python without it
     settings = Settings()
+    if args.profile:
+        return profile(pages, settings)
     runs = extractors(settings)
     if args.only:
         wanted = {n.strip() for n in args.only.split(",")}
@@ -360,7 +413,7 @@ def main(argv: list[str] | None = None) -> int:
         rows_out = [{"id": p.id, "type": p.page_type, "group": p.group,
                      **{n: round(results[n][i].f1, 4) for n in results}} for i, p in enumerate(pages)]
         args.per_page.write_text(json.dumps(rows_out, indent=0))
-    every = f" (every {args.every}th page)" if args.every > 1 else ""
+    every = f" (every {args.every}th page from page {args.residue})" if args.every > 1 else ""
     path = " — without rs-trafilatura (--no-rs)" if args.no_rs else ""
     print(f"WCXB {args.wcxb_dir} — {len(pages)} pages{every}{path}")
     print(f"{'extractor':<16} {'F1':>7} {'P':>7} {'R':>7} {'pages/s':>8} {'pages/cpu-s':>11}")

@@ -5,12 +5,21 @@ news page (benchmarks/data/articles/real, newspaper4k's fixtures, MIT)."""
 from __future__ import annotations
 
 import gzip
+import re
 from pathlib import Path
 
 import pytest
 from trawl.extract import candidates as cands
-from trawl.extract.ensemble import DEDUPE_MIN_WORDS, MIN_SECOND_SHARE, agreed_span, dedupe_blocks
+from trawl.extract.ensemble import (
+    DEDUPE_MIN_WORDS,
+    MIN_SECOND_SHARE,
+    _tokens,
+    agreed_span,
+    dedupe_blocks,
+    uncontested,
+)
 from trawl.extract.html import extract_html
+from trawl.extract.score import strip_markdown
 from trawl.settings import Settings
 from trawl.types import Page
 
@@ -82,3 +91,31 @@ def test_a_news_page_loses_the_rails_rs_trafilatura_kept_after_the_story() -> No
     assert "Most Viewed" not in doc.markdown and "Lee Sun-kyun" not in doc.markdown
     assert doc.markdown.startswith("SEOUL, Aug. 20 (Yonhap) -- North Korea's official newspaper")
     assert "Seoul's joint military exercise with Washington is over." in doc.markdown
+
+
+def test_a_primary_that_opens_and_closes_on_its_storys_sentences_is_uncontested() -> None:
+    assert uncontested(_md("# The pier", *BODY))  # a heading over the first sentence
+    assert not uncontested(_md("By Ann Lee, harbour reporter", *BODY))  # a byline first: the vote judges it
+    assert not uncontested(_md(*BODY, *RAIL))  # a rail after the story: the vote runs
+    assert not uncontested(_md(*RAIL, *BODY))  # ... or before it
+    assert not uncontested(_md(*BODY, "Tags: harbour, ferry, storm"))  # a short block after the last sentence
+    assert not uncontested(_md(*BODY, "## Related"))  # a heading after it
+    assert not uncontested(_md(BODY[0], "Share this story on social media with your friends and family now"))
+    assert not uncontested("## Only a heading")
+
+
+MARKDOWN_SAMPLES = [
+    "plain words, and more_words with under_scores; # not a heading | not a cell",
+    "# Heading\n\n> quoted line\n\n---\n\n| a | b |\n|---|---|\n| 1 | 2 |",
+    "1. first item\n2) second item\n- dash item\n* star item",
+    "a [link text](https://example.org/path/to) and ![img](x.png) inline",
+    "**bold**word and `code`word and *em*word",
+    "```python\nprint(1)\n```\n\n~~~\nx = 2\n~~~",
+    "12 monkeys. 3) not at the start 4. either",
+]
+
+
+@pytest.mark.parametrize("md", MARKDOWN_SAMPLES)
+def test_the_votes_tokens_are_the_scorers_tokens(md: str) -> None:
+    # the fast path (no markdown syntax that changes tokens) and the stripped path agree on every kind of block
+    assert _tokens(md) == re.findall(r"\w+", strip_markdown(md).lower())

@@ -118,6 +118,20 @@ def run_trafilatura(html: str, url: str, *, precision: bool = False, recall: boo
     return Candidate(name=name, markdown=md, text=md, quality=0.7)
 
 
+def vote_text(html: str, url: str) -> str:
+    """trafilatura's selection of the page's main text, for the ensemble's vote (:mod:`.ensemble`): plain text (the
+    vote compares words: no markdown to build, a tenth of its time). In full: its ``fast`` mode (no readability/jusText
+    comparison) takes a third less time but votes worse (on wcxb-dev's voted pages 9 of residue 0 lower, 2 higher: a
+    listing 0.93 -> 0.66, a collection below rs-trafilatura's). "" when it fails or finds nothing."""
+    try:
+        text = _traf.extract(html, url=url or None, output_format="txt", include_links=False, include_images=False,
+                             include_tables=True, include_comments=False)
+    except Exception as exc:  # trafilatura raises assorted lxml / recursion errors on hostile input
+        log.warning("trafilatura failed on %s: %s", url, exc)
+        return ""
+    return text or ""
+
+
 def run_dom(html: str) -> Candidate | None:
     try:
         md, h1, records, comments = extract_dom(html)

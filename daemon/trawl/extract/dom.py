@@ -217,9 +217,6 @@ COMMENT_WORDS = re.compile(
 )
 
 
-_MAY_COMMENT = re.compile(r"comment|disqus", re.I)
-
-
 def comment_sections(main: etree._Element) -> tuple[str, ...]:
     """The text of each outermost block under ``main`` that the page names a comment section."""
     out: list[str] = []
@@ -253,4 +250,6 @@ def extract_dom(html: str) -> tuple[str, str, tuple[str, ...], tuple[str, ...]]:
     groups: list[list[etree._Element]] = []
     md = to_markdown(main, groups=groups)
     records = tuple(t for members in groups for m in members if (t := element_text(m)))
-    return md, h1, records, (comment_sections(main) if _MAY_COMMENT.search(html) else ())
+    # No gate on the raw HTML mentioning "comment": its case-insensitive search cost more (2.4 ms on a wcxb-dev page)
+    # than the walk it saved, and the walk reads attribute values as the page means them (entities decoded).
+    return md, h1, records, comment_sections(main)

@@ -17,9 +17,11 @@ gave a post's whole text as one block, then its paragraphs).
 Only article pages get the vote (rs-trafilatura judges the page one, and the cascade kept its result: a page where
 the DOM fallback won is a listing, where trafilatura's narrow view is no judge; og:type article alone is no proof,
 being WordPress's default for listings and shops too).
+Nor a primary that is :func:`uncontested`: it opens and closes on its story's own sentences, nothing after them.
+There trafilatura could only cut prose, and it runs not at all (a fifth of wcxb-dev's pages, a third of the votes).
+The rule was read off residue 0 of wcxb-dev (every 3rd page) and checked on residues 1 and 2 and the article set.
 Measured on every 3rd wcxb-dev page (499) and on the article set of benchmarks/data/articles: see README.md.
-trafilatura's ``fast`` mode (no readability/jusText comparison) would halve the vote's cost, but votes worse: on
-those 499 pages F1 0.8691 -> 0.8684 (9 pages lower, one a listing by 0.27; 1 higher), so the vote runs it in full.
+trafilatura votes in full and as plain text (:func:`.candidates.vote_text`): its ``fast`` mode votes worse.
 """
 
 from __future__ import annotations
@@ -38,7 +40,15 @@ _WORD = re.compile(r"\w+")
 _HEADING = re.compile(r"^#{1,6} \S")
 
 
+# Markdown syntax that changes a text's \w+ tokens when stripped: link targets, emphasis and code marks inside words,
+# fence info strings, list numbers. A block without any of these has the tokens of its raw text.
+_TOKEN_SYNTAX = re.compile(r"[\[`*~]|^\s*\d{1,3}[.)]\s", re.M)
+
+
 def _tokens(md: str) -> list[str]:
+    """The ``\\w+`` tokens of ``md`` with its markdown syntax stripped (:func:`.score.strip_markdown`), lowercased."""
+    if _TOKEN_SYNTAX.search(md) is None:  # the syntax left (#, |, >, ---) holds no word characters and joins none
+        return _WORD.findall(md.lower())
     return _WORD.findall(strip_markdown(md).lower())
 
 
@@ -66,12 +76,18 @@ def agreed_span(primary: str, second: str) -> str:
     if not other or len(other) < MIN_SECOND_SHARE * sum(len(w) for w in words):
         return primary
     grams, vocab = _grams(other), set(other)
-    # The span's ends are blocks of text both hold, never a heading ("### mara commented" on a thread of comments).
-    hit = [i for i, w in enumerate(words)
-           if len(w) >= MIN_ANCHOR_WORDS and not _HEADING.match(parts[i]) and _supported(w, grams, vocab)]
-    if not hit:
+
+    def anchor(i: int) -> bool:
+        # The span's ends are blocks of text both hold, never a heading ("### mara commented" on a thread of comments).
+        w = words[i]
+        return len(w) >= MIN_ANCHOR_WORDS and not _HEADING.match(parts[i]) and _supported(w, grams, vocab)
+
+    # Only the ends are looked for: the blocks between them stay whichever way they vote.
+    first = next((i for i in range(len(parts)) if anchor(i)), None)
+    if first is None:
         return primary
-    start, end = hit[0], hit[-1] + 1
+    start = first
+    end = next(i for i in range(len(parts) - 1, first - 1, -1) if anchor(i)) + 1
     while start > 0 and _HEADING.match(parts[start - 1]):  # the headings over the span's first block head it
         start -= 1
     if start == 0 and end == len(parts):
@@ -79,6 +95,29 @@ def agreed_span(primary: str, second: str) -> str:
     if sum(len(w) for w in words[start:end]) < MIN_SECOND_SHARE * len(other):  # the trim would lose the body
         return primary
     return "\n\n".join(parts[start:end])
+
+
+PROSE_END_WORDS = 12  # an end of the primary that is running prose: a sentence this long ...
+_SENTENCE_END = re.compile(r"[.!?…:\"'”»)]\s*$")  # ... ending as sentences end
+
+
+def uncontested(primary: str) -> bool:
+    """Whether the vote could only cut prose: the primary's first and last blocks the span may end on are running
+    prose (:data:`PROSE_END_WORDS` or more words ending like a sentence) and no block follows the last one. A rail,
+    keyword box or "most viewed" list at either end is no such block; where the primary ends on its story's own
+    sentences, trafilatura's narrower view only ever cut the story's own first or last paragraphs (on every 3rd
+    wcxb-dev page, skipping the vote there scores higher). Then trafilatura need not run."""
+    parts = blocks(primary)
+    ends: list[int] = []
+    for order in (range(len(parts)), range(len(parts) - 1, -1, -1)):
+        i = next((i for i in order if not _HEADING.match(parts[i]) and len(_tokens(parts[i])) >= MIN_ANCHOR_WORDS),
+                 None)
+        if i is None:
+            return False
+        ends.append(i)
+    if ends[1] != len(parts) - 1:
+        return False
+    return all(len(_tokens(parts[i])) >= PROSE_END_WORDS and _SENTENCE_END.search(parts[i]) for i in ends)
 
 
 def _drop_repeats(order: list[int], keys: list[str], lengths: list[int], contained: bool) -> list[int]:

@@ -18,11 +18,12 @@
     -  plain      a very large page of plain paragraphs skips 1-3 (:mod:`.plain`): nothing to choose there
     4. shell      when both found (next to) nothing, the page is an empty JavaScript shell: return an
                   empty document and let the pipeline report it, rather than a title as "content"
-    5. vote       on a page rs-trafilatura judges an article, where its result stayed, trafilatura
-                  votes too: the primary's blocks outside the span both agree on go (:mod:`.ensemble`: rails
-                  before or after the story); repeated blocks are dropped on every page
+    5. vote       on a page rs-trafilatura judges an article, where its result stayed and does not open and
+                  close on its story's own sentences (:func:`.ensemble.uncontested`), trafilatura votes too:
+                  the primary's blocks outside the span both agree on go (:mod:`.ensemble`: rails before or
+                  after the story); repeated blocks are dropped on every page
 
-Only pages that look weak pay for the DOM fallback, and only articles for trafilatura's vote.
+Only pages that look weak pay for the DOM fallback, and only contested articles for trafilatura's vote.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from ..settings import Settings
 from ..types import Document, Page
 from . import candidates as cands
 from .candidates import Candidate
-from .ensemble import agreed_span, dedupe_blocks
+from .ensemble import agreed_span, dedupe_blocks, uncontested
 from .evidence import comment_shares, declares_article, declares_discussion, record_shares, records_spanned
 from .guard import flatten_nesting, looks_binary, strip_heavy, too_deep, trim_html
 from .lang import detect_language
@@ -116,10 +117,12 @@ def second_opinion(primary: Candidate | None, chosen: Candidate | None, html: st
         return chosen
     if chosen.page_type != "article":  # rs-trafilatura's own judgement: og:type article is WordPress's default
         return chosen
-    second = cands.run_trafilatura(html, url)  # in full: its fast mode votes worse (ensemble.py)
-    if second is None:
+    if uncontested(chosen.markdown):  # it opens and closes on its story's own sentences: nothing to trim
         return chosen
-    markdown = agreed_span(chosen.markdown, second.markdown)
+    second = cands.vote_text(html, url)
+    if not second:
+        return chosen
+    markdown = agreed_span(chosen.markdown, second)
     if markdown == chosen.markdown:
         return chosen
     return replace(chosen, name="rs-trafilatura+trafilatura", markdown=markdown)
