@@ -87,9 +87,19 @@ async def exchange(p: proxy.GuardProxy, raw: bytes) -> bytes:
     try:
         writer.write(raw)
         await writer.drain()
-        return await asyncio.wait_for(reader.read(1 << 20), 20)
+        return await asyncio.wait_for(read_answer(reader), 20)
     finally:
         writer.close()
+
+
+async def read_answer(reader: asyncio.StreamReader) -> bytes:
+    """One answer: its head and the Content-Length bytes of body (a 407 keeps the connection open)."""
+    head = await reader.readuntil(b"\r\n\r\n")
+    length = 0
+    for line in head.split(b"\r\n"):
+        if line.lower().startswith(b"content-length:"):
+            length = int(line.split(b":", 1)[1])
+    return head + await reader.readexactly(length)
 
 
 def admit_to(addr: str) -> proxy.Admit:
@@ -137,7 +147,7 @@ async def test_a_407_keeps_the_connection_for_the_authenticated_retry(
         length = int(first.lower().split(b"content-length: ", 1)[1].split(b"\r\n", 1)[0])
         await asyncio.wait_for(reader.readexactly(length), 10)  # its body: the connection is ready again
         writer.write(request.encode() + auth(client) + b"\r\n")
-        second = await asyncio.wait_for(reader.read(1 << 16), 10)
+        second = await asyncio.wait_for(reader.read(), 10)
     finally:
         writer.close()
     assert second.startswith(b"HTTP/1.1 200 OK"), second
@@ -178,7 +188,7 @@ async def test_connect_tunnels_to_the_admitted_address(guard_proxy: proxy.GuardP
         established = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
         assert established.startswith(b"HTTP/1.1 200 ")
         writer.write(b"GET /inside HTTP/1.1\r\nHost: rebind.test\r\n\r\n")  # bytes through the tunnel, unparsed
-        inside = await asyncio.wait_for(reader.read(1 << 16), 10)
+        inside = await asyncio.wait_for(reader.read(), 10)  # the upstream closes after answering
     finally:
         writer.close()
     assert b"hello from upstream: GET /inside HTTP/1.1" in inside
@@ -454,3 +464,42 @@ async def test_tls_pages_and_websockets_go_through_the_proxy_end_to_end(
     seen = [c for client in clients for c in client.connected]
     assert seen.count(("127.0.0.3", port, "127.0.0.3")) >= 2, seen  # the page and its WebSocket, both proxied
     assert got.addresses == ("127.0.0.3",)
+
+
+def test_a_new_event_loop_gets_a_new_proxy_and_the_old_port_is_closed(tmp_path: Path, chromium: str) -> None:
+    """The source used from two event loops in turn (repeated ``asyncio.run``): the second gets a working proxy of
+    its own, and the first one's listening socket does not outlive its loop (no credentials left to try on it)."""
+    from trawl.sources.base import FetchRequest
+    from trawl.sources.playwright import PlaywrightSource
+
+    settings = Settings(state_dir=tmp_path / "state", cache_dir=tmp_path / "cache", chromium_path=chromium,
+                        allow_private_hosts="loopback", render_timeout_s=40.0)
+    source = PlaywrightSource(settings)
+    html = "<!doctype html><title>P</title><p>" + "ferry times " * 40 + "</p>"
+    ports: list[int] = []
+
+    async def once() -> str:
+        app = web.Application()
+        async def serve_page(_request: web.Request) -> web.Response:
+            return web.Response(text=html, content_type="text/html")
+
+        app.router.add_get("/", serve_page)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        await web.TCPSite(runner, "127.0.0.1", 0).start()
+        try:
+            got = await source.fetch(FetchRequest(f"http://127.0.0.1:{runner.addresses[0][1]}/"), settings)
+            assert source._proxy is not None
+            ports.append(source._proxy.port)
+            return got.html
+        finally:
+            await runner.cleanup()
+
+    assert "ferry times" in asyncio.run(once())
+    try:
+        assert "ferry times" in asyncio.run(once())
+    finally:
+        asyncio.run(source.aclose())
+    assert ports[0] != ports[1]
+    with socket.socket() as s, pytest.raises(ConnectionRefusedError):
+        s.connect(("127.0.0.1", ports[0]))

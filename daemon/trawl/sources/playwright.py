@@ -301,7 +301,10 @@ class RequestGuard:
     async def verify(self) -> None:
         """Refuse the page when a redirect hop went where the rules refuse, or any response came from an address
         the rule refuses (DNS changed under us). A hop counts as soon as it was requested: whether its answer
-        arrived before the capture is a race the page must not win."""
+        arrived before the capture is a race the page must not win. A request the proxy refused is named first
+        (it was never sent)."""
+        if (refused := self.proxy_refusal()) is not None:
+            raise refused
         for url, main in self.hops:
             if (err := await self.check(url)) is not None:
                 raise TrawlError(err.code, f"{err.message} (a redirect hop the page followed)", err.hint)
@@ -317,8 +320,6 @@ class RequestGuard:
             except Exception:
                 return resp.url, None
 
-        if (refused := self.proxy_refusal()) is not None:
-            raise refused
         seen: list[str] = []
         checks: list[tuple[str, int, str]] = []  # (host, port, address) every connection of the tab went to
         # The daemon's proxy made the tab's connections: what it connected to is where the page's data came from.
@@ -481,6 +482,9 @@ class PlaywrightSource:
         self._browser = self._pw = None
         if self._loop is not None and self._loop is not _running_loop():
             self._kill_orphan()  # started on another (finished) event loop: nothing can be awaited there
+            if self._proxy is not None:
+                self._proxy.abandon()
+                self._proxy = None
             self._loop = None
             return
         spare, self._spare = self._spare, None
@@ -522,7 +526,9 @@ class PlaywrightSource:
             self._browser = self._pw = None
             self._spare = None
             self._closing = set()
-            self._proxy = None  # its server belonged to the old loop
+            if self._proxy is not None:  # its server belonged to the old loop
+                self._proxy.abandon()
+            self._proxy = None
         self._loop = loop
         self._lock = asyncio.Lock()
         self._slots = asyncio.Semaphore(max(1, self.settings.browser_pages))

@@ -26,6 +26,7 @@ import contextlib
 import hmac
 import logging
 import secrets
+import socket
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
@@ -89,6 +90,7 @@ class GuardProxy:
         self.port = 0
         self._server: asyncio.Server | None = None
         self._starting: asyncio.Future[asyncio.Server] | None = None
+        self._sock: socket.socket | None = None
         self._clients: list[ProxyClient] = []
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -99,8 +101,11 @@ class GuardProxy:
     async def start(self) -> int:
         """Listen on a random loopback port (once: concurrent callers wait for the same start)."""
         if self._starting is None:
-            self._starting = asyncio.ensure_future(
-                asyncio.start_server(self._accept, host="127.0.0.1", port=0, limit=MAX_HEAD))
+            self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            self._sock.bind(("127.0.0.1", 0))
+            self._sock.listen(128)
+            self._sock.setblocking(False)
+            self._starting = asyncio.ensure_future(asyncio.start_server(self._accept, sock=self._sock, limit=MAX_HEAD))
         server = await asyncio.shield(self._starting)
         if self._server is None:
             self._server = server
@@ -119,6 +124,14 @@ class GuardProxy:
     def playwright_proxy(self, client: ProxyClient) -> dict[str, str]:
         """The ``proxy`` option of ``Browser.new_context`` (no ``bypass``: nothing goes around the proxy)."""
         return {"server": self.server, "username": client.username, "password": client.password}
+
+    def abandon(self) -> None:
+        """Its event loop is gone (nothing can be awaited there): close the listening socket as it is."""
+        self._server = None
+        self._clients.clear()
+        if self._sock is not None:
+            with contextlib.suppress(OSError):
+                self._sock.close()
 
     async def aclose(self) -> None:
         server, self._server = self._server, None
