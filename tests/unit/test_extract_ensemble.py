@@ -119,3 +119,11 @@ MARKDOWN_SAMPLES = [
 def test_the_votes_tokens_are_the_scorers_tokens(md: str) -> None:
     # the fast path (no markdown syntax that changes tokens) and the stripped path agree on every kind of block
     assert _tokens(md) == re.findall(r"\w+", strip_markdown(md).lower())
+
+
+def test_a_code_block_shown_twice_stays_a_paragraph_shown_twice_goes() -> None:
+    code = "```\n" + "\n".join(f"export STEP_{i}=value_{i} && run --step {i} --verbose" for i in range(6)) + "\n```"
+    assert len(_tokens(code)) >= DEDUPE_MIN_WORDS
+    para = BODY[0] + " " + BODY[1]  # long enough to count as a copied paragraph
+    md = _md(BODY[2], code, para, "Then run it again after the upgrade:", code, para)
+    assert dedupe_blocks(md) == _md(BODY[2], code, "Then run it again after the upgrade:", code, para)
