@@ -6,16 +6,19 @@
     .venv/bin/python benchmarks/bench_extract.py --jobs 2 --cache /tmp/trawl-bench --per-page out.json
         # the single extractors' per-page figures kept on disk (a rerun extracts with trawl only), every
         # extractor's per-page F1 written out; --ids FILE: only the pages listed (those a change can touch)
+    .venv/bin/python benchmarks/bench_extract.py --every 3 --residue 1   # held-out pages for a rule tuned on residue 0
+    .venv/bin/python benchmarks/bench_extract.py --every 3 --profile     # per-stage CPU of trawl's extraction
 
 WCXB_DIR defaults to ../shared/bench/wcxb-dev (html/NNNN.html.gz + ground-truth/NNNN.json). ``--short`` runs
 the short-article check instead (benchmarks/data/short-articles/README.md): the WCXB_DIR articles whose
 reference has fewer than 400 words, plus the written news and blog pages, with a row per page template. Prints, for
 trawl and every baseline: mean F1 / precision / recall and pages per second (extraction time only; for
 trawl, its whole stage sequence: extract, clean, walls, chunk), then
-a per-page-type F1 table. Speed is given per wall second and per CPU second of this process (the
-second is the steadier figure when other work shares the machine). Scoring (trawl.extract.score):
-markdown syntax stripped, lowercase, \\w+ tokens, multiset overlap, mean over pages; an empty reference
-scores 1 only for an empty output.
+a per-page-type F1 table. ``trawl-cascade`` is trawl with the ensemble's vote off (rs-trafilatura and the DOM
+fallback, first wins): the row the vote's cost is stated against. Speed is given per wall second and per CPU
+second of this process (the second is the steadier figure when other work shares the machine). Scoring
+(trawl.extract.score): markdown syntax stripped, lowercase, \\w+ tokens, multiset overlap, mean over pages; an
+empty reference scores 1 only for an empty output.
 """
 
 from __future__ import annotations
