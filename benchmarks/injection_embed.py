@@ -70,6 +70,7 @@ def main() -> None:
                     help="sets to embed, each optionally sampled: fit:3 embeds every 3rd passage; \"windows\" the "
                     "sentence windows of the window detectors (train_injection.window_set)")
     ap.add_argument("--window-sentences", type=int, default=0, help="for windows: sentences per window at most")
+    ap.add_argument("--pack-chars", type=int, default=0, help="for windows: sentences packed to this many chars")
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import train_injection as ti
@@ -77,6 +78,7 @@ def main() -> None:
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     if args.window_sentences:
         ti.WINDOW_SENTENCES = args.window_sentences
+    ti.PACK_CHARS = args.pack_chars
     sets = ti.embedding_sets(Path(args.bench))
     sets["placed"] = ti.placed_texts(sets)
     if "windows" in args.what:

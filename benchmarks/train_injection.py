@@ -17,7 +17,7 @@ import ast
 import json
 import os
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -39,12 +39,15 @@ def read_jsonl(path: Path) -> list[dict[str, str]]:
     return [json.loads(line) for line in path.open(encoding="utf-8") if line.strip()]
 
 
+EXCLUDE: set[str] = set()  # attack families and hard-negative kinds left out (bench_sanitise.py --without)
+
+
 def attacks() -> list[dict[str, str]]:
-    return read_jsonl(DATA / "attacks.jsonl")
+    return [r for r in read_jsonl(DATA / "attacks.jsonl") if r["family"] not in EXCLUDE]
 
 
 def hard_negatives(split: str) -> list[dict[str, str]]:
-    return [r for r in read_jsonl(DATA / "hard_negatives.jsonl") if r["split"] == split]
+    return [r for r in read_jsonl(DATA / "hard_negatives.jsonl") if r["split"] == split and r["kind"] not in EXCLUDE]
 
 
 def page_texts(bench: Path, residue: int) -> list[str]:
@@ -138,11 +141,12 @@ def fit(pos: list[str], neg: list[str]) -> tuple[np.ndarray, float]:
     return fit_matrix(x, y)
 
 
-def fit_matrix(x: Matrix, y: np.ndarray, l2: float = 1e-4, steps: int = STEPS, lr: float = 0.05) -> tuple[
-        np.ndarray, float]:
-    """Class-balanced logistic regression, full batch, Adam."""
+def fit_matrix(x: Matrix, y: np.ndarray, l2: float = 1e-4, steps: int = STEPS, lr: float = 0.05,
+               cw: np.ndarray | None = None) -> tuple[np.ndarray, float]:
+    """Class-balanced logistic regression, full batch, Adam (``cw``: the weight of each row, if given)."""
     n_pos = float(y.sum())
-    cw = np.where(y == 1, 0.5 / max(1.0, n_pos), 0.5 / max(1.0, len(y) - n_pos)).astype(np.float32)
+    if cw is None:
+        cw = np.where(y == 1, 0.5 / max(1.0, n_pos), 0.5 / max(1.0, len(y) - n_pos)).astype(np.float32)
     w = np.zeros(learned.DIM, dtype=np.float32)
     b = 0.0
     m, v = np.zeros_like(w), np.zeros_like(w)
@@ -407,8 +411,27 @@ def lofo_dense(d: Dense, struct: bool, l2: float = DENSE_L2) -> dict[str, object
 WINDOW_SENTENCES = 3  # a window is 1..WINDOW_SENTENCES consecutive sentences of a delivered chunk
 
 
+PACK_CHARS = 0  # when set: windows are consecutive sentences packed to at least this many characters instead
+
+
 def sentence_windows(sents: list[str], k: int = 0) -> list[tuple[int, int]]:
-    """(start, end) sentence ranges of every window of 1..k (WINDOW_SENTENCES) consecutive sentences."""
+    """(start, end) sentence ranges of every window of 1..k (WINDOW_SENTENCES) consecutive sentences; with
+    PACK_CHARS, the text's sentences cut into runs of at least PACK_CHARS characters (a short last run joins
+    the one before), each sentence in one window: fragments ("Hi.", "Assistant:") are judged with their
+    neighbours, and the windows cost one pass over the text."""
+    if PACK_CHARS:
+        out: list[tuple[int, int]] = []
+        i = 0
+        while i < len(sents):
+            j, n = i, 0
+            while j < len(sents) and n < PACK_CHARS:
+                n += len(sents[j]) + 1
+                j += 1
+            out.append((i, j))
+            i = j
+        if len(out) > 1 and sum(len(x) + 1 for x in sents[out[-1][0]:out[-1][1]]) < PACK_CHARS:
+            out[-2:] = [(out[-2][0], out[-1][1])]
+        return out or [(0, 0)]
     k = k or WINDOW_SENTENCES
     return [(i, i + n) for n in range(1, k + 1) for i in range(len(sents) - n + 1)] or [(0, 0)]
 
@@ -512,8 +535,8 @@ def window_set(bench: Path) -> WindowSet:
                                               "hard_test": sets["hard_test"]})
 
 
-def lofo_windows(ws: WindowSet, x: np.ndarray, l2: float = DENSE_L2, gate: np.ndarray | None = None,
-                 top: int = 0) -> dict[str, object]:
+def lofo_windows(ws: WindowSet, x: np.ndarray, l2: float = DENSE_L2, gate: np.ndarray | Matrix | None = None,
+                 top: int = 0, min_chars: int = 0) -> dict[str, object]:
     """Leave one family out, the detector scoring sentence windows (max over a text's windows, rows ``x`` of
     ``ws.wins.texts``), trained with placement augmentation (:func:`window_set`). Folds from :func:`folds`;
     threshold as :func:`dense_threshold`, on the calibration passages' and the calibrating hard negatives'
@@ -521,8 +544,20 @@ def lofo_windows(ws: WindowSet, x: np.ndarray, l2: float = DENSE_L2, gate: np.nd
 
     Gated (``gate`` rows and ``top`` > 0): a second head, fitted the same way on ``gate``, ranks each text's
     windows and only its ``top`` best are judged by the first (the cheap head scores every window, the costly
-    one a few); the threshold is calibrated on the gated scores."""
+    one a few); the threshold is calibrated on the gated scores.
+
+    ``min_chars``: windows shorter than this are neither fitted nor judged (a text with none keeps its longest):
+    fragments ("Hi.", "Neutral, Last:") score wildly and set the threshold."""
     rows = ws.rows
+    size = np.array([len(t) for t in ws.wins.texts])
+
+    def long(groups: list[list[int]]) -> list[list[int]]:
+        return [[k for k in g if size[k] >= min_chars] or [max(g, key=lambda k: size[k])] for g in groups]
+
+    if min_chars:
+        ws = replace(ws, pos_win=long(ws.pos_win), alone_win=long(ws.alone_win), placed_win=long(ws.placed_win),
+                     neg_aug=[k for k in ws.neg_aug if size[k] >= min_chars],
+                     per_text={k: long(v) for k, v in ws.per_text.items()})
     per_text = ws.per_text
     hard_fit, hard_cal = per_text["hard_train"][0::2], per_text["hard_train"][1::2]
     benign = sorted({k for w in per_text["fit"] for k in w} | set(ws.neg_aug))
@@ -530,11 +565,20 @@ def lofo_windows(ws: WindowSet, x: np.ndarray, l2: float = DENSE_L2, gate: np.nd
     out: dict[str, object] = {"alone": {}, "placed": {}, "fp_test": [], "fp_hard": [], "windows": len(ws.wins.texts),
                               "n_test": ws.n_test, "n_hard": ws.n_hard, "mask_test": [], "mask_hard": []}
 
-    def head(feats: np.ndarray, held: np.ndarray) -> np.ndarray:
+    def head(feats: np.ndarray | Matrix, held: np.ndarray) -> np.ndarray:
         p_rows = sorted({k for n in np.flatnonzero(~held) for k in ws.pos_win[n]})
-        xs = np.concatenate([feats[p_rows], feats[benign], feats[hard_rows]])
         y = np.concatenate([np.ones(len(p_rows)), np.zeros(len(benign) + len(hard_rows))]).astype(np.float32)
-        w, b = fit_dense(xs, y, l2=l2, cw=group_weights(len(p_rows), len(benign), len(hard_rows)))
+        cw = group_weights(len(p_rows), len(benign), len(hard_rows))
+        if isinstance(feats, Matrix):  # hashed char n-grams (sparse): rows may repeat across groups
+            order = np.array(p_rows + benign + hard_rows)
+            start = np.searchsorted(feats.row, np.arange(feats.n + 1))  # matrix() writes rows in order
+            pick = np.concatenate([np.arange(start[k], start[k + 1]) for k in order])
+            xs = Matrix(feats.idx[pick], feats.val[pick],
+                        np.repeat(np.arange(len(order)), start[order + 1] - start[order]), len(order))
+            w, b = fit_matrix(xs, y, cw=cw)
+            return scores(feats, w, b)
+        xs = np.concatenate([feats[p_rows], feats[benign], feats[hard_rows]])
+        w, b = fit_dense(xs, y, l2=l2, cw=cw)
         return feats @ w + b
 
     for _, held in folds(rows):
