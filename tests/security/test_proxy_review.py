@@ -353,22 +353,24 @@ def descendants(root: int) -> list[int]:
 
 
 def net_log_events(path: Path) -> list[tuple[str, dict[str, Any]]]:
-    text = path.read_text(errors="replace").rstrip().rstrip(",")
-    if not text.endswith("]}"):
-        text += "]}"  # a log Chromium did not close: its events so far
-    log = json.loads(text)
+    text = path.read_text(errors="replace").rstrip()
+    try:
+        log = json.loads(text)
+    except json.JSONDecodeError:  # a log Chromium did not close: its events so far
+        log = json.loads(text.rstrip(",") + "]}")
     names = {v: k for k, v in log["constants"]["logEventTypes"].items()}
     return [(names.get(e.get("type"), "?"), e.get("params") or {}) for e in log.get("events", [])]
 
 
-async def test_nothing_a_page_starts_connects_or_resolves_past_the_proxy(
-    tmp_path: Path, chromium: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
-) -> None:
-    """A hostile page tries every kind of request it can start (preconnect, dns-prefetch, prefetch, stylesheet,
-    frame, fetch with an odd method, https, sendBeacon, EventSource, WebSocket, a service worker, an IPv6 and an
-    IPv4-shorthand literal). Chromium's net log says where every TCP connection went and every name it resolved:
-    only the proxy's port, and no name at all. The context's credentials are in no process's argv or environment
-    and in no log line."""
+_PROBE: dict[str, Any] = {}  # one Chromium run shared by the tests that read its net log (2 cores, 5 helpers)
+
+
+async def probe_run(tmp_path: Path, chromium: str, monkeypatch: pytest.MonkeyPatch,
+                    caplog: pytest.LogCaptureFixture) -> dict[str, Any]:
+    """The probe page in real Chromium with a net log: what the proxy saw, where Chromium connected and what it
+    resolved, and whether the contexts' credentials showed up in a process's argv or environment or in a log."""
+    if _PROBE:
+        return _PROBE
     names = Names()
     monkeypatch.setattr(socket, "getaddrinfo", names)
     clients = spy_clients(monkeypatch)
@@ -376,8 +378,7 @@ async def test_nothing_a_page_starts_connects_or_resolves_past_the_proxy(
     leaks: list[str] = []
 
     async def handler(request: web.Request) -> web.Response:
-        port = request.url.port
-        return web.Response(text=PROBE_PAGE.format(filler=FILLER, port=port), content_type="text/html")
+        return web.Response(text=PROBE_PAGE.format(filler=FILLER, port=request.url.port), content_type="text/html")
 
     s = settings(tmp_path, chromium_path=chromium, allow_private_hosts="loopback", render_timeout_s=40.0,
                  connect_timeout_s=2.0)
@@ -395,16 +396,50 @@ async def test_nothing_a_page_starts_connects_or_resolves_past_the_proxy(
                         leaks += [f"{pid}/{what}" for pw in secrets if pw in data]
         finally:
             await source.aclose()
-    assert "ferry times" in got.html
-    assert leaks == [] and not any(pw in caplog.text for pw in secrets), leaks
-    asked_hosts = {h for c in clients for h, _p, _e in c.failed} | {h for c in clients for h, _p, _a in c.connected}
-    assert {"fetch.probe.test", "tls.probe.test", "css.probe.test"} <= asked_hosts, asked_hosts  # mounted
+    leaks += ["log"] if any(pw in caplog.text for pw in secrets) else []
     events = net_log_events(net_log)
-    connects = sorted({str(p.get("address")) for kind, p in events if kind == "TCP_CONNECT_ATTEMPT"})
-    assert connects == [f"127.0.0.1:{proxy_port}"], connects
-    resolved = [json.dumps(p) for kind, p in events if kind.startswith("HOST_RESOLVER") and p]
-    assert not any("probe.test" in r or "localhost" in r for r in resolved), resolved[:5]
-    assert not [kind for kind, _p in events if kind.startswith("UDP_CONNECT")]
+    _PROBE.update(
+        html=got.html, leaks=leaks, proxy_port=proxy_port, events=events,
+        proxied={h for c in clients for h, _p, _e in c.failed} | {h for c in clients for h, _p, _a in c.connected},
+        requests=[f"{p.get('method')} {p['url']}" for k, p in events if k == "URL_REQUEST_START_JOB" and "url" in p],
+    )
+    return _PROBE
+
+
+async def test_nothing_a_page_starts_connects_or_resolves_past_the_proxy(
+    tmp_path: Path, chromium: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A hostile page tries every kind of request it can start (preconnect, dns-prefetch, prefetch, stylesheet,
+    frame, fetch with an odd method, https, sendBeacon, EventSource, WebSocket, a service worker, an IPv6 and an
+    IPv4-shorthand literal). Chromium's net log says where every TCP connection went and what it resolved: only
+    the proxy's port, and no DNS job for any name of the page (Chromium only looks them up in its cache and the
+    hosts file, tasks 4 and 9, before handing the request to the proxy). The contexts' credentials are in no
+    process's argv or environment and in no log line."""
+    run = await probe_run(tmp_path, chromium, monkeypatch, caplog)
+    assert "ferry times" in run["html"]
+    assert run["leaks"] == []
+    assert {"fetch.probe.test", "tls.probe.test", "css.probe.test", "ws.probe.test"} <= run["proxied"], run
+    page_requests = [r for r in run["requests"] if "probe.test" in r or "127.0.0.1" in r or "[::1]" in r]
+    assert "PROPFIND http://fetch.probe.test/f" in page_requests, run["requests"]  # the attack was mounted
+    connects = sorted({str(p["address"]) for kind, p in run["events"]
+                       if kind == "TCP_CONNECT_ATTEMPT" and "address" in p})
+    assert connects == [f"127.0.0.1:{run['proxy_port']}"], connects
+    jobs = [str(p.get("host")) for kind, p in run["events"] if kind == "HOST_RESOLVER_MANAGER_JOB" and "host" in p]
+    assert not [j for j in jobs if "probe.test" in j or "localhost" in j or "127.0.0.1" in j], jobs
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "open: Chromium's own fetchers use the browser's default network context, which has no proxy (Playwright "
+    "sets it per context): the net log shows POST https://accounts.google.com/ListAccounts and its DNS queries "
+    "(A, AAAA, HTTPS) sent by Chromium itself, past the proxy, on every launch"))
+async def test_chromium_itself_resolves_and_requests_nothing_past_the_proxy(
+    tmp_path: Path, chromium: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    run = await probe_run(tmp_path, chromium, monkeypatch, caplog)
+    jobs = sorted({str(p.get("host")) for kind, p in run["events"]
+                   if kind == "HOST_RESOLVER_MANAGER_JOB" and "host" in p})
+    queries = [p for kind, p in run["events"] if kind == "DNS_TRANSACTION" and "hostname" in p]
+    assert jobs == [] and queries == [], (jobs, [r for r in run["requests"] if "probe.test" not in r])
 
 
 @pytest.mark.xfail(strict=True, reason=(
