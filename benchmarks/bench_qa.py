@@ -318,6 +318,10 @@ def split(first: list[int], second: list[int] | None, n: int) -> list[int] | Non
     return None if second is None else alternate(first, second, n)
 
 
+def _positive(scores: np.ndarray) -> list[int]:
+    return [i for i in fuse.order_by(scores) if scores[i] > 0]
+
+
 def _current(a: Ask, n: int) -> list[int]:
     return select.blind_order(a.bm, a.chunks, a.sections, n)
 
@@ -364,6 +368,9 @@ METHODS: dict[str, Callable[[Ask, int], list[int] | None]] = {
     "split cur|BM25+lex": lambda a, n: split(_current(a, n), _bm_lex(a, n), n),
     "split cur|lex+st": lambda a, n: split(_current(a, n), _bm_lex_static(a, n), n),
     "split BM25+lex|st": lambda a, n: None if a.bm_lex is None else split(_top(a.bm_lex, n), _static(a, n), n),
+    "split st|BM25+lex": lambda a, n: None if a.bm_lex is None else split(_static(a, n) or [], _bm_lex(a, n), n),
+    # BM25+lexicon's positive hits only, the table's order after them (what Retriever._static_picks takes)
+    "split BM25+lex>0|st": lambda a, n: None if a.bm_lex is None else split(_positive(a.bm_lex), _static(a, n), n),
     "cur, st sections": _current_st,
     # what Retriever._static_picks takes with first.STATIC_PICKS = "alternate" (the table's pick first)
     "split BM25+st|cur,st sec": lambda a, n: (

@@ -213,6 +213,7 @@ class Retriever:
         have_vec: list[int] = []
         fresh = 0
         first = First(same, fuse.fusion_weight(w_bm25, same))
+        first.index, first.stop = index, stopwords(qlang)  # the static table's lexicon scores with them
         if self._embedder is not None and not self._is_down("embed"):
             try:
                 with self.serving():  # embedding ahead waits
@@ -370,7 +371,7 @@ class Retriever:
             limit = min(limit, AHEAD_HEAD)
         picks = None
         if first is not None and long_page and s.first_answer == "words" and prior is None:
-            picks = self._static_picks(query, chunks, texts, bm, first, limit)
+            picks = self._static_picks(query, texts, bm, first)
         if picks is not None:  # across languages: the static table picks what the dense model compares
             todo = [i for i in picks if keys[i] not in vecs][:limit]
             got, late = self._embed_within(todo, keys, texts, min(deadline, t0 + s.first_cross_s), at_least=1)
@@ -409,21 +410,21 @@ class Retriever:
                 raise EmbedError(f"cached vectors have dimension {m.shape[1]}, the query {qvec.shape[0]}")
         return dense, have
 
-    def _static_picks(
-        self, query: str, chunks: list[Chunk], texts: list[str], bm: np.ndarray, first: First, limit: int
-    ) -> list[int] | None:
+    def _static_picks(self, query: str, texts: list[str], bm: np.ndarray, first: First) -> list[int] | None:
         """What the dense model compares on a first question across languages, when the static table is ready
-        (:mod:`.static`): BM25 fused with the table and the current pick order (:func:`select.blind_order`, its
-        sections ranked by the table), in turn (:data:`first.STATIC_PICKS`)."""
+        (:mod:`.static`, :data:`first.STATIC_PICKS`): BM25's hits with the question's words looked up in the
+        page's language by the table (:class:`static.PageLexicon`) and the table's own order, in turn."""
         table = static.ready(self.settings)  # never waits: loading or building runs in the background
         if table is None:
             return None
-        first.static = fuse.combine(bm, static.scores(table, query, texts), range(len(texts)), first.weight)
-        by_table = fuse.order_by(first.static)
-        if STATIC_PICKS == "table":
-            return by_table
-        current = select.blind_order(bm, chunks, static.section_rank(table, query, chunks), limit)
-        return alternate(by_table, current, len(chunks))
+        st = static.scores(table, query, texts)
+        first.static = fuse.combine(bm, st, range(len(texts)), first.weight)
+        if STATIC_PICKS == "table" or first.index is None:
+            return fuse.order_by(first.static)
+        extra = static.PageLexicon(table, texts).expand(query, first.stop)
+        bm_lex = first.index.scores(first.index.terms(query + " " + " ".join(extra))) if extra else bm
+        hits = [i for i in fuse.order_by(bm_lex) if bm_lex[i] > 0]
+        return alternate(hits, fuse.order_by(st), len(texts))
 
     def _embed_within(
         self, todo: list[int], keys: list[str], texts: list[str], deadline: float, at_least: int = 0
