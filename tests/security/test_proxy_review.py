@@ -497,3 +497,73 @@ async def test_a_held_subrequests_name_is_never_looked_up(
             await source.aclose()
     assert any("held by trawl's exit rule" in w for w in got.warnings), got.warnings  # the attack was mounted
     assert [n for n in names.asked if "s3cr3t" in n] == [], names.asked
+
+
+# ------------------------------------------------------------------------------- bounded records
+@pytest.mark.xfail(strict=True, reason=(
+    "open: RequestGuard.refused and RequestGuard.held are unbounded lists of full URLs (route, route_socket): a "
+    "page that fires refused requests with long URLs grows the daemon's memory for as long as the render lasts"))
+async def test_a_page_cannot_grow_the_refusal_record_without_bound(
+    tmp_path: Path, chromium: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """300 requests to a refused private address, each with a 100 kB URL: the tab keeps every URL in full."""
+    clients = spy_clients(monkeypatch)
+    guards: list[RequestGuard] = []
+    original = RequestGuard.verify
+
+    async def keep(self: RequestGuard) -> None:
+        guards.append(self)
+        await original(self)
+
+    monkeypatch.setattr(RequestGuard, "verify", keep)
+    script = """<script>
+      const pad = 'a'.repeat(100000);
+      for (let i = 0; i < 300; i++) fetch('http://10.0.0.1/' + pad + i).catch(() => 0);
+    </script>"""
+
+    async def handler(request: web.Request) -> web.Response:
+        return web.Response(text=f"<!doctype html><title>Flood</title><p>{FILLER}</p>{script}",
+                            content_type="text/html")
+
+    s = settings(tmp_path, chromium_path=chromium, allow_private_hosts="loopback", render_timeout_s=40.0)
+    source = PlaywrightSource(s)
+    async with site(handler) as port:
+        try:
+            got = await source.fetch(FetchRequest(f"http://127.0.0.1:{port}/"), s)
+        finally:
+            await source.aclose()
+    assert "ferry times" in got.html and clients and guards
+    refused = [url for url, _err, _main in guards[0].refused]
+    assert len(refused) >= 100, len(refused)  # the attack was mounted: the requests reached the route handler
+    kept = sum(len(url) for url in refused)
+    assert kept <= 1_000_000, f"the tab keeps {len(refused)} refused URLs, {kept:,} characters"
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "open: GuardProxy.forget drops the credentials but not the context's requests in flight: one admitted while "
+    "its context closed (slow DNS, many addresses x connect_timeout_s) still connects afterwards, into no "
+    "page's record (verify has run)"))
+async def test_a_request_of_a_closed_context_is_never_connected(
+    guard_proxy: proxy.GuardProxy, keepalive: KeepAlive
+) -> None:
+    release = asyncio.Event()
+
+    async def slow_admit(host: str, port: int, url: str | None) -> list[str]:
+        await release.wait()  # a slow resolution
+        return ["127.0.0.1"]
+
+    client = guard_proxy.register(slow_admit)
+    _r, w = await asyncio.open_connection("127.0.0.1", guard_proxy.port)
+    w.write(f"CONNECT slow.probe.test:{keepalive.port} HTTP/1.1\r\n".encode() + auth(client) + b"\r\n")
+    await w.drain()
+    for _ in range(50):  # the proxy is admitting the request
+        if guard_proxy._tasks:
+            break
+        await asyncio.sleep(0.05)
+    w.close()  # the context closes: Chromium's socket goes, the daemon forgets its credentials
+    guard_proxy.forget(client)
+    await asyncio.sleep(0.2)
+    release.set()
+    if guard_proxy._tasks:
+        await asyncio.wait(list(guard_proxy._tasks), timeout=10)
+    assert keepalive.accepted == 0 and client.connected == [], client.connected
