@@ -546,9 +546,10 @@ async def test_a_page_cannot_grow_the_refusal_record_without_bound(
 async def test_a_request_of_a_closed_context_is_never_connected(
     guard_proxy: proxy.GuardProxy, keepalive: KeepAlive
 ) -> None:
-    release = asyncio.Event()
+    release, admitting = asyncio.Event(), asyncio.Event()
 
     async def slow_admit(host: str, port: int, url: str | None) -> list[str]:
+        admitting.set()
         await release.wait()  # a slow resolution
         return ["127.0.0.1"]
 
@@ -556,10 +557,7 @@ async def test_a_request_of_a_closed_context_is_never_connected(
     _r, w = await asyncio.open_connection("127.0.0.1", guard_proxy.port)
     w.write(f"CONNECT slow.probe.test:{keepalive.port} HTTP/1.1\r\n".encode() + auth(client) + b"\r\n")
     await w.drain()
-    for _ in range(50):  # the proxy is admitting the request
-        if guard_proxy._tasks:
-            break
-        await asyncio.sleep(0.05)
+    await asyncio.wait_for(admitting.wait(), 10)  # the proxy is admitting the request
     w.close()  # the context closes: Chromium's socket goes, the daemon forgets its credentials
     guard_proxy.forget(client)
     await asyncio.sleep(0.2)
