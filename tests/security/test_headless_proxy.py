@@ -217,11 +217,18 @@ async def test_an_unreachable_upstream_is_recorded_with_why(guard_proxy: proxy.G
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     client = guard_proxy.register(admit_to("127.0.0.1"))
-    answer = await exchange(guard_proxy, f"GET http://gone.test:{port}/ HTTP/1.1\r\nHost: gone.test\r\n".encode()
-                            + auth(client) + b"\r\n")
-    assert answer.startswith(b"HTTP/1.1 502 "), answer
+    reader, writer = await asyncio.open_connection("127.0.0.1", guard_proxy.port)
+    try:  # plain http: no answer at all (a 502 would be shown as the site's page), the connection closed
+        writer.write(f"GET http://gone.test:{port}/ HTTP/1.1\r\nHost: gone.test\r\n".encode() + auth(client)
+                     + b"\r\n")
+        assert await asyncio.wait_for(reader.read(), 10) == b""
+    finally:
+        writer.close()
+    answer = await exchange(guard_proxy, f"CONNECT gone.test:{port} HTTP/1.1\r\n".encode() + auth(client) + b"\r\n")
+    assert answer.startswith(b"HTTP/1.1 502 "), answer  # a tunnel that failed
     assert [(h, p, e.message) for h, p, e in client.failed] == [
-        ("gone.test", port, f"http://gone.test:{port}/: the connection was refused")]
+        ("gone.test", port, f"http://gone.test:{port}/: the connection was refused"),
+        ("gone.test", port, f"gone.test:{port}: the connection was refused")]
 
 
 @pytest.mark.parametrize("raw", [

@@ -7,9 +7,10 @@ host:443`` for https and WebSockets, an absolute-form ``GET http://host/...`` fo
 callback (the site policy and the private-network rule on ONE resolution of the name, shared with the route
 handler's check: ``RequestGuard.admit``), connects to exactly an address that check returned, and records
 ``(host, port, address)`` for the context. A refusal answers 403 and is recorded with its reason; an upstream that
-cannot be reached answers 502, recorded too. So a DNS answer that changes between trawl's check and the
-connection changes nothing (DNS rebinding), and a redirect hop Chromium follows itself is decided before it is
-sent, not after.
+cannot be reached is recorded too, and answered as a network error (502 to a CONNECT, a closed connection to a
+plain http request: Chromium would show a 502 as the site's page). So a DNS answer that changes between trawl's
+check and the connection changes nothing (DNS rebinding), and a redirect hop Chromium follows itself is decided
+before it is sent, not after.
 
 Not an open relay: it listens on loopback only, at a random port, and every request must carry the credentials of
 a live context (compared with :func:`hmac.compare_digest`); a wrong or missing one gets 407. TLS stays end to end
@@ -215,7 +216,7 @@ class GuardProxy:
         except TrawlError as err:
             if err.code == ErrorCode.NETWORK_ERROR:  # the name does not resolve: the source reports netguard's reason
                 client.note(client.failed, (host, port, err))
-                await _answer(writer, 502, err.message)
+                await _unreachable(writer, url, err.message)
             else:  # refused by a rule (site policy, private network, the exit rule)
                 client.note(client.refused, (asked, err))
                 await _answer(writer, 403, err.message)
@@ -232,7 +233,7 @@ class GuardProxy:
         why = "the connection timed out" if isinstance(last, TimeoutError) else "the connection was refused"
         failure = TrawlError(ErrorCode.NETWORK_ERROR, f"{asked}: {why}")
         client.note(client.failed, (host, port, failure))
-        await _answer(writer, 502, failure.message)
+        await _unreachable(writer, url, failure.message)
         return None
 
     async def _connect(self, client: ProxyClient, target: str, reader: asyncio.StreamReader,
@@ -358,6 +359,14 @@ async def _answer(writer: asyncio.StreamWriter, status: int, why: str, *, auth: 
     writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body)
     with contextlib.suppress(ConnectionError):
         await writer.drain()
+
+
+async def _unreachable(writer: asyncio.StreamWriter, url: str | None, why: str) -> None:
+    """A host the proxy could not reach. CONNECT: 502 (Chromium fails the tunnel, ERR_TUNNEL_CONNECTION_FAILED).
+    Plain http: the connection is closed with no answer (ERR_EMPTY_RESPONSE), since Chromium would show a
+    proxy's 502 as the site's own page (a frame would read the proxy's words as its content)."""
+    if url is None:
+        await _answer(writer, 502, why)
 
 
 async def _relay_response(up: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
