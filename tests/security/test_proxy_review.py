@@ -426,6 +426,8 @@ async def test_nothing_a_page_starts_connects_or_resolves_past_the_proxy(
     assert connects == [f"127.0.0.1:{run['proxy_port']}"], connects
     jobs = [str(p.get("host")) for kind, p in run["events"] if kind == "HOST_RESOLVER_MANAGER_JOB" and "host" in p]
     assert not [j for j in jobs if "probe.test" in j or "localhost" in j or "127.0.0.1" in j], jobs
+    quic = [str(p.get("host")) for kind, p in run["events"] if kind == "QUIC_SESSION_POOL_JOB" and "host" in p]
+    assert not [q for q in quic if "probe.test" in q or "127.0.0.1" in q], quic  # no HTTP/3 past the proxy
 
 
 @pytest.mark.xfail(strict=True, reason=(
