@@ -291,3 +291,12 @@ def test_declarative_shadow_roots_are_content_whatever_the_source() -> None:
     page = Page(url="file:///s.html", final_url="file:///s.html", kind="html", source="file", html=html)
     doc = extract(page, Settings())
     assert "warranty lasts five years" in doc.markdown
+
+
+def test_a_code_viewers_line_number_gutter_is_set_apart_from_the_code() -> None:
+    from trawl.extract.markdown import split_line_numbers
+
+    assert split_line_numbers("1// setup\n2public int x;\n3\n4x = 2;") == "1 // setup\n2 public int x;\n3\n4 x = 2;"
+    assert split_line_numbers("10 apples\n20 pears\n30 plums") == "10 apples\n20 pears\n30 plums"  # data, not a gutter
+    assert split_line_numbers("1 a\n3 b\n4 c") == "1 a\n3 b\n4 c"  # not 1, 2, 3...
+    assert split_line_numbers("1x\n2y") == "1x\n2y"  # too short to tell

@@ -127,3 +127,12 @@ def test_a_code_block_shown_twice_stays_a_paragraph_shown_twice_goes() -> None:
     para = BODY[0] + " " + BODY[1]  # long enough to count as a copied paragraph
     md = _md(BODY[2], code, para, "Then run it again after the upgrade:", code, para)
     assert dedupe_blocks(md) == _md(BODY[2], code, "Then run it again after the upgrade:", code, para)
+
+
+def test_on_documentation_a_lone_repeat_among_its_own_blocks_stays_a_run_of_copies_goes() -> None:
+    shared = BODY[0] + " " + BODY[1]  # the setup text each language's tab repeats
+    tabs = _md("## Python", shared, "pip install harbour", "## Java", shared, "mvn install harbour")
+    assert dedupe_blocks(tabs) == _md("## Python", "pip install harbour", "## Java", shared, "mvn install harbour")
+    assert dedupe_blocks(tabs, parallel=True) == tabs
+    twice = _md(BODY[2], shared, BODY[0] + " " + BODY[2], BODY[2], shared, BODY[0] + " " + BODY[2])
+    assert dedupe_blocks(twice, parallel=True) == _md(BODY[2], BODY[2], shared, BODY[0] + " " + BODY[2])

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 from .dom import parse_html
+from .markdown import split_line_numbers
 
 MAX_PRE_BLOCKS = 300  # pages with more <pre> elements than this keep their blocks as extracted
 _FENCE_BLOCK = re.compile(r"^(```+)\n(.*?)\n\1$", re.M | re.S)
@@ -46,7 +47,10 @@ def restore_code(markdown: str, html: str) -> str:
             originals = original_code_blocks(html)
         body = m.group(2)
         orig = originals.get(_SPACE.sub("", body))
-        if orig is None or orig == body:
+        if orig is None:
+            return m.group(0)
+        orig = split_line_numbers(orig)  # the page's own line breaks can show a gutter the extracted text ran together
+        if orig == body:
             return m.group(0)
         fence = "````" if "```" in orig else "```"
         return f"{fence}\n{orig}\n{fence}"

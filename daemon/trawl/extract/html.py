@@ -228,7 +228,8 @@ def extract_html(page: Page, settings: Settings) -> Document:
     if chosen is None or not chosen.markdown.strip():
         return Document(markdown="", title=title, extractor="none", hidden_text=hidden_scan.texts,
                         warnings=tuple(warnings), unread=unread)
-    markdown, hidden = apply_hidden(dedupe_blocks(chosen.markdown), hidden_scan, settings, warnings)
+    parallel = primary is not None and primary.page_type == "documentation"  # tabs repeat their shared text
+    markdown, hidden = apply_hidden(dedupe_blocks(chosen.markdown, parallel=parallel), hidden_scan, settings, warnings)
     lang = detect_language(chosen.text or chosen.markdown, declared_language(html))
     if chosen.name == "dom" and primary is not None:
         log.debug("dom fallback replaced %s on %s", primary.name, url)

@@ -152,8 +152,28 @@ def _table_markdown(table: etree._Element) -> str:
     return "\n".join(out)
 
 
+GUTTER_MIN_LINES = 3
+
+
+def split_line_numbers(code: str) -> str:
+    """``code`` with a line-number gutter set apart from the lines it numbers (a code viewer's
+    ``<span>1</span>// first line`` reads ``1// first line``, one token of number and code): every line starts with its
+    own number, 1, 2, 3... in order, no further digit after it. The numbers stay, as the page shows them."""
+    lines = code.split("\n")
+    if len(lines) < GUTTER_MIN_LINES:
+        return code
+    out: list[str] = []
+    for i, line in enumerate(lines, 1):
+        num = str(i)
+        rest = line[len(num) :]
+        if not line.startswith(num) or rest[:1].isdigit():
+            return code
+        out.append(f"{num} {rest}" if rest and not rest[0].isspace() else line)
+    return "\n".join(out)
+
+
 def _pre_markdown(pre: etree._Element) -> str:
-    code = "".join(pre.itertext()).strip("\n")
+    code = split_line_numbers("".join(pre.itertext()).strip("\n"))
     if not code.strip():
         return ""
     fence = "````" if "```" in code else "```"
