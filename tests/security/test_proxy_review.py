@@ -298,9 +298,6 @@ async def test_loopback_by_any_spelling_is_refused_at_the_proxy_and_never_connec
 
 
 # ------------------------------------------------------------------------------ the exit rule and DNS
-@pytest.mark.xfail(strict=True, reason=(
-    "open: RequestGuard.admit resolves the name (self.resolve) before the exit rule (check_subrequest): in a "
-    "tainted session, a hop's host name reaches the attacker's DNS server even though the request is held"))
 async def test_a_held_hops_name_is_never_looked_up(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """DNS exfiltration past the exit rule, at the proxy: a redirect hop to ``<data>.attacker's-zone``."""
     names = Names()
@@ -469,10 +466,6 @@ async def test_loopback_goes_through_the_proxy_whatever_the_environment(
     assert ("127.0.0.1", port, "127.0.0.1") in seen, f"Chromium reached 127.0.0.1:{port} itself: {seen}"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "open: RequestGuard.route runs self.check (which resolves the name) before exit_verdict; a page in a "
-    "tainted session sends data to the attacker's DNS server in a host name, for requests the exit rule holds "
-    "(images too: they are dropped by type only after the lookup)"))
 async def test_a_held_subrequests_name_is_never_looked_up(
     tmp_path: Path, chromium: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

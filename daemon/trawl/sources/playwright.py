@@ -127,7 +127,6 @@ class RequestGuard:
                 self._navigations += 1
                 if self._navigations > 1:
                     self._call.run(check_hop, url)
-                self._doc_origins.add(origin_of(url))
             elif origin_of(url) not in self._doc_origins:
                 self._call.run(check_subrequest, url)
         except TrawlError as err:
@@ -135,21 +134,30 @@ class RequestGuard:
         return None
 
     async def check(self, url: str) -> TrawlError | None:
-        scheme = urlsplit(url).scheme.lower()
-        if scheme not in ("http", "https", "ws", "wss"):
+        """The site policy by name, then the private-network rule on the tab's resolution of the name."""
+        return self.check_name(url) or await self.check_address(url)
+
+    def check_name(self, url: str) -> TrawlError | None:
+        """The site policy on the URL as written (no name is looked up)."""
+        if urlsplit(url).scheme.lower() not in ("http", "https", "ws", "wss"):
             return None  # data:, blob:, about: never touch the network
         try:
             check_url(url, self.settings)
-            host, port = default_port(url)
-            try:
-                await self.resolve(host, port)
-                verdict = None
-            except TrawlError as err:
-                # A name this machine cannot resolve is the proxy's to fail (the source reports why); refusals stand.
-                verdict = err if err.code == ErrorCode.BLOCKED_BY_POLICY else None
         except TrawlError as err:
-            verdict = err
-        return verdict
+            return err
+        return None
+
+    async def check_address(self, url: str) -> TrawlError | None:
+        """The private-network rule on the tab's one resolution of the URL's host (this looks the name up: call it
+        only for a request the site policy and the exit rule let go, so a held request's name reaches no DNS)."""
+        if urlsplit(url).scheme.lower() not in ("http", "https", "ws", "wss"):
+            return None
+        try:
+            await self.resolve(*default_port(url))
+        except TrawlError as err:
+            # A name this machine cannot resolve is the proxy's to fail (the source reports why); refusals stand.
+            return err if err.code == ErrorCode.BLOCKED_BY_POLICY else None
+        return None
 
     async def resolve(self, host: str, port: int) -> list[str]:
         """The addresses ``host`` resolved to for this tab, checked by the private-network rule (TrawlError when
@@ -185,15 +193,15 @@ class RequestGuard:
             check_url(url, self.settings)
         elif not routed:
             check_url(f"https://{_authority(host, port)}/", self.settings)
+        asked = url or f"https://{_authority(host, port)}/"
+        # The exit rule, before the name is looked up (a held hop's host name reaches no DNS server) and before the
+        # request is sent: a request of the page's own making, free on the origin of a document the tab opened
+        # (verify decides the document's hops again, as hops).
+        if not routed and self._call is not None and origin_of(asked) not in self._doc_origins:
+            self._call.run(check_subrequest, asked)
         addrs = await self.resolve(*key)
-        if not routed:
-            asked = url or f"https://{_authority(host, port)}/"
-            if (err := self.public_to_private(asked)) is not None:
-                raise err
-            # The exit rule, before the request is sent: a request of the page's own making, free on the origin
-            # of a document the tab opened (verify decides the document's hops again, as hops).
-            if self._call is not None and origin_of(asked) not in self._doc_origins:
-                self._call.run(check_subrequest, asked)
+        if not routed and (err := self.public_to_private(asked)) is not None:
+            raise err
         return addrs
 
     def public_to_private(self, url: str) -> TrawlError | None:
@@ -214,48 +222,66 @@ class RequestGuard:
         )
 
     async def route(self, route: Route) -> None:
+        """One request of the page, decided in this order: dropped by its kind (images, fonts, media are never
+        loaded: nothing to decide), the site policy by name, the exit rule (the URL alone), and only then the name
+        is looked up for the private-network rule and the public-to-private rule. So a request the exit rule holds
+        never has its host name resolved (DNS exfiltration past the exit rule)."""
         from playwright.async_api import Error as PlaywrightError
 
         request = route.request
+        if route_filter_drops(request):
+            await route_filter(route)
+            return
+        url = request.url
         main = False
         with contextlib.suppress(PlaywrightError):
             main = request.is_navigation_request() and request.frame.parent_frame is None
-        err = await self.check(request.url)
-        if err is None and not main:
-            err = self.public_to_private(request.url)
+        err = self.check_name(url)
         if err is None:
-            if route_filter_drops(request):  # images, fonts, media: never loaded, so nothing to decide
+            if (held := self.exit_verdict(url, main)) is not None:
+                if main:
+                    self._note_refused(url, held, True)
+                else:
+                    self._note_held(url, held)
+                with contextlib.suppress(PlaywrightError):
+                    await route.abort("blockedbyclient")
+                return
+            err = await self.check_address(url)
+            if err is None and not main:
+                err = self.public_to_private(url)
+            if err is None:
+                if main:
+                    self._doc_origins.add(origin_of(url))
+                self._note_sent(url)
                 await route_filter(route)
                 return
-            held = self.exit_verdict(request.url, main)
-            if held is None:
-                self._note_sent(request.url)
-                await route_filter(route)
-                return
-            if main:
-                self.refused.append((request.url, held, True))
-            else:
-                self.held.append((request.url, held))
-        else:
-            self.refused.append((request.url, err, main))
+        self._note_refused(url, err, main)
         with contextlib.suppress(PlaywrightError):
             await route.abort("blockedbyclient")
 
     async def route_socket(self, ws: WebSocketRoute) -> None:
-        err = await self.check(ws.url)
+        """A WebSocket of the page, in the order of :meth:`route` (no lookup for a socket the exit rule holds)."""
+        err = self.check_name(ws.url)
         if err is None:
-            err = self.public_to_private(ws.url)
-        if err is None:
-            err = self.exit_verdict(ws.url, False)
+            if (held := self.exit_verdict(ws.url, False)) is not None:
+                self._note_held(ws.url, held)
+                with contextlib.suppress(Exception):
+                    await ws.close(code=1008, reason="refused by trawl")
+                return
+            err = await self.check_address(ws.url) or self.public_to_private(ws.url)
             if err is None:
                 self._note_sent(ws.url)
                 ws.connect_to_server()
                 return
-            self.held.append((ws.url, err))
-        else:
-            self.refused.append((ws.url, err, False))
+        self._note_refused(ws.url, err, False)
         with contextlib.suppress(Exception):
             await ws.close(code=1008, reason="refused by trawl")
+
+    def _note_refused(self, url: str, err: TrawlError, main: bool) -> None:
+        self.refused.append((url, err, main))
+
+    def _note_held(self, url: str, err: TrawlError) -> None:
+        self.held.append((url, err))
 
     def _note_sent(self, url: str) -> None:
         """A request goes out: when trawl's check found its host at a private address, the page may carry what that
