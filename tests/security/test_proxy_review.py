@@ -192,10 +192,6 @@ print(json.dumps(got.decode("latin-1")))
 """
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "open: the proxy's listener has no peer-uid gate (the daemon's TCP listener closes another uid's connection "
-    "at accept, channel.peer.same_user_check); another OS user is read and answered (407), and can hold its "
-    "connections and descriptors"))
 async def test_another_os_user_gets_no_byte_from_the_proxy(guard_proxy: proxy.GuardProxy) -> None:
     """Only Chromium, a child of the daemon running as its user, has any business on the proxy's port."""
     py = nobody_python()
@@ -206,10 +202,6 @@ async def test_another_os_user_gets_no_byte_from_the_proxy(guard_proxy: proxy.Gu
     assert got == "", f"the proxy answered another OS user: {got[:80]!r}"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "open: no cap on the proxy's connections (the daemon's own listener: 512 total / 256 per peer, 10 s head "
-    "timeout); each unauthenticated connection is held for up to 4 heads x HEAD_TIMEOUT_S (30 s) with its task "
-    "and descriptor"))
 async def test_idle_unauthenticated_connections_are_capped(guard_proxy: proxy.GuardProxy) -> None:
     """Slowloris on the proxy's port: many connections that each send the start of a head and nothing more."""
     writers: list[asyncio.StreamWriter] = []

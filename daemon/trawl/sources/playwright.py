@@ -43,6 +43,7 @@ import time
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from ..channel.peer import same_user_check
 from ..chromium import INSTALL_HINT, LAUNCH_ARGS, require_chromium
 from ..exitflow import check_hop, check_subrequest, origin_of, private_addresses
 from ..netguard import NetGuard, a_or_an, canonical_address, default_port
@@ -562,7 +563,8 @@ class PlaywrightSource:
     async def _browser_for(self, settings: Settings) -> Browser:
         if self.use_proxy:
             if self._proxy is None:
-                self._proxy = GuardProxy(connect_timeout_s=settings.connect_timeout_s)
+                self._proxy = GuardProxy(connect_timeout_s=settings.connect_timeout_s,
+                                         peer_check=same_user_check(enforce_tcp=settings.peer_uid_check))
             await self._proxy.start()
         browser = self._browser
         if browser is not None and browser.is_connected():

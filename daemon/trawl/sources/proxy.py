@@ -12,11 +12,15 @@ plain http request: Chromium would show a 502 as the site's page). So a DNS answ
 check and the connection changes nothing (DNS rebinding), and a redirect hop Chromium follows itself is decided
 before it is sent, not after.
 
-Not an open relay: it listens on loopback only, at a random port, and every request must carry the credentials of
-a live context (compared with :func:`hmac.compare_digest`); a wrong or missing one gets 407. TLS stays end to end
-in Chromium (CONNECT is a byte tunnel). Plain http is one request per upstream connection (``Connection: close``
-both ways); only a 407 keeps the client connection for the authenticated retry. Request and response heads are
-bounded (:data:`MAX_HEAD`), reads are bounded in time (:data:`HEAD_TIMEOUT_S`, :data:`IDLE_TIMEOUT_S`).
+Not an open relay: it listens on loopback only, at a random port, behind the daemon's own peer-uid gate (a connection
+from another OS user is closed at accept, unread: ``channel.peer.same_user_check``), at most
+:data:`MAX_CONNECTIONS` connections at once (past it the oldest one still unauthenticated is closed, as the daemon's
+door does), and every request must carry the credentials of a live context (compared with
+:func:`hmac.compare_digest`) within :data:`AUTH_TIMEOUT_S` of the connection; a wrong or missing one gets 407.
+TLS stays end to end in Chromium (CONNECT is a byte tunnel). Plain http is one request per upstream connection
+(``Connection: close`` both ways); only a 407 keeps the client connection for the authenticated retry. Request and
+response heads are bounded (:data:`MAX_HEAD`), reads are bounded in time (:data:`AUTH_TIMEOUT_S`,
+:data:`HEAD_TIMEOUT_S`, :data:`IDLE_TIMEOUT_S`).
 """
 
 from __future__ import annotations
@@ -32,7 +36,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
+from ..channel.peer import PeerCheck, gated, same_user_check
 from ..netguard import parse_ip
+from ..server.limits import RateLimitedLog
 from ..types import ErrorCode, TrawlError
 
 log = logging.getLogger("trawl.sources.proxy")
@@ -43,7 +49,9 @@ Admit = Callable[[str, int, "str | None"], Awaitable[list[str]]]
 
 MAX_HEAD = 64 * 1024  # request or response head, bytes
 MAX_HEADERS = 128
-HEAD_TIMEOUT_S = 30.0  # for a request head to arrive (and for the upstream's response head)
+HEAD_TIMEOUT_S = 30.0  # for the upstream's response head to arrive
+AUTH_TIMEOUT_S = 10.0  # for an authenticated request head to arrive on a new connection (the daemon's header timeout)
+MAX_CONNECTIONS = 256  # client connections at once (the daemon's door: 256 per peer, and every peer is 127.0.0.1)
 IDLE_TIMEOUT_S = 120.0  # a tunnel or body with no bytes either way this long is closed
 CONNECT_TIMEOUT_S = 10.0
 MAX_AUTH_TRIES = 3  # 407 answers on one client connection before it is closed
@@ -86,14 +94,19 @@ class _Bad(Exception):
 class GuardProxy:
     """The daemon's forward proxy for headless Chromium (one per event loop)."""
 
-    def __init__(self, connect_timeout_s: float = CONNECT_TIMEOUT_S) -> None:
+    def __init__(self, connect_timeout_s: float = CONNECT_TIMEOUT_S, *, peer_check: PeerCheck | None = None) -> None:
         self.connect_timeout_s = connect_timeout_s
+        # Only the daemon's user (Chromium is its child) may use the proxy: the daemon's own door check
+        self._peer_check = peer_check or same_user_check()
+        self._events = RateLimitedLog(log, 10.0)
         self.port = 0
         self._server: asyncio.Server | None = None
         self._starting: asyncio.Future[asyncio.Server] | None = None
         self._sock: socket.socket | None = None
         self._clients: list[ProxyClient] = []
         self._tasks: set[asyncio.Task[None]] = set()
+        # connections not yet authenticated, oldest first: the ones closed to make room at the cap
+        self._unauthenticated: dict[asyncio.Task[None], asyncio.StreamWriter] = {}
 
     @property
     def server(self) -> str:
@@ -106,7 +119,14 @@ class GuardProxy:
             self._sock.bind(("127.0.0.1", 0))
             self._sock.listen(128)
             self._sock.setblocking(False)
-            self._starting = asyncio.ensure_future(asyncio.start_server(self._accept, sock=self._sock, limit=MAX_HEAD))
+            loop = asyncio.get_running_loop()
+
+            def streams() -> asyncio.BaseProtocol:  # what asyncio.start_server builds for each connection
+                return asyncio.StreamReaderProtocol(asyncio.StreamReader(limit=MAX_HEAD, loop=loop), self._accept,
+                                                    loop=loop)
+
+            self._starting = asyncio.ensure_future(
+                loop.create_server(gated(streams, self._peer_check), sock=self._sock))
         server = await asyncio.shield(self._starting)
         if self._server is None:
             self._server = server
@@ -149,9 +169,24 @@ class GuardProxy:
 
     # ------------------------------------------------------------------ one client connection
     def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if len(self._tasks) >= MAX_CONNECTIONS:
+            oldest = next(iter(self._unauthenticated), None)
+            if oldest is None:  # every connection is serving a context's request: refuse the new one
+                self._events.note("refused", f"proxy connection cap reached ({len(self._tasks)} open): refused one")
+                writer.transport.abort()
+                return
+            self._events.note("evicted", f"proxy connection cap reached ({len(self._tasks)} open): closed the oldest "
+                                         "unauthenticated connection")
+            self._unauthenticated.pop(oldest).transport.abort()
+            oldest.cancel()
         task = asyncio.get_running_loop().create_task(self._serve(reader, writer))
         self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._unauthenticated[task] = writer
+        task.add_done_callback(self._done)
+
+    def _done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        self._unauthenticated.pop(task, None)
 
     def _client_for(self, headers: dict[str, str]) -> ProxyClient | None:
         value = headers.get("proxy-authorization", "")
@@ -169,10 +204,12 @@ class GuardProxy:
         return found
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        deadline = asyncio.get_running_loop().time() + AUTH_TIMEOUT_S  # for an authenticated head to arrive
         try:
             for _try in range(MAX_AUTH_TRIES + 1):
                 try:
-                    head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), HEAD_TIMEOUT_S)
+                    async with asyncio.timeout_at(deadline):
+                        head = await reader.readuntil(b"\r\n\r\n")
                 except (asyncio.IncompleteReadError, TimeoutError, ConnectionError):
                     return
                 except asyncio.LimitOverrunError:
@@ -185,11 +222,14 @@ class GuardProxy:
                     return
                 client = self._client_for(headers)
                 if client is None:
-                    if not await _drain_body(reader, headers):
+                    if not await _drain_body(reader, headers, deadline):
                         await _answer(writer, 407, "proxy credentials required", auth=True)
                         return
                     await _answer(writer, 407, "proxy credentials required", auth=True, keep=True)
                     continue
+                task = asyncio.current_task()
+                if task is not None:
+                    self._unauthenticated.pop(task, None)  # a live context's request: never closed to make room
                 try:
                     if method == "CONNECT":
                         await self._connect(client, target, reader, writer)
@@ -331,15 +371,17 @@ def _authority(target: str) -> tuple[str, int]:
     return host.lower(), port
 
 
-async def _drain_body(reader: asyncio.StreamReader, headers: dict[str, str]) -> bool:
-    """Read and drop a request body before answering 407 on a kept connection; False when it cannot be done."""
+async def _drain_body(reader: asyncio.StreamReader, headers: dict[str, str], deadline: float) -> bool:
+    """Read and drop a request body before answering 407 on a kept connection (by ``deadline``, the loop's time);
+    False when it cannot be done."""
     if "transfer-encoding" in headers:
         return False
     length = headers.get("content-length", "0").strip() or "0"
     if not length.isdigit() or int(length) > 1 << 20:
         return False
     if int(length):
-        await asyncio.wait_for(reader.readexactly(int(length)), HEAD_TIMEOUT_S)
+        async with asyncio.timeout_at(deadline):
+            await reader.readexactly(int(length))
     return True
 
 
