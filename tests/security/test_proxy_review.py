@@ -487,9 +487,6 @@ async def test_a_held_subrequests_name_is_never_looked_up(
 
 
 # ------------------------------------------------------------------------------- bounded records
-@pytest.mark.xfail(strict=True, reason=(
-    "open: RequestGuard.refused and RequestGuard.held are unbounded lists of full URLs (route, route_socket): a "
-    "page that fires refused requests with long URLs grows the daemon's memory for as long as the render lasts"))
 async def test_a_page_cannot_grow_the_refusal_record_without_bound(
     tmp_path: Path, chromium: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -77,6 +77,8 @@ class _BrowserGone(Exception):
     """The browser disconnected (crashed or killed) while serving a request."""
 
 
+MAX_RECORD = 2000  # entries in each of a tab's records (refused, held, responses, hops): a page cannot grow them
+MAX_URL = 2000  # characters kept of each URL in the refused and held records (they are named in warnings only)
 SPARE_WAIT_S = 10.0  # the spare tab is normally ready long before; past this it is abandoned
 # Open the next spare tab once a page is captured (True) or as soon as the spare is taken (False, the old way:
 # creating a context while the browser loads the page slowed that page; bench_headless compares both).
@@ -89,12 +91,14 @@ class RequestGuard:
         self.settings = settings
         self.net = NetGuard(settings)
         self.refused: list[tuple[str, TrawlError, bool]] = []  # (url, why, was it the main frame's navigation)
+        self.refused_count = 0  # refused requests that were not the main frame's, the ones past the record's cap too
         self.responses: list[Response] = []
         # redirect hops Chromium followed itself (they never reach the route handler), and whether each was the main
         # frame's document
         self.hops: list[tuple[str, bool]] = []
         self.nav_failures: list[tuple[str, str]] = []  # (url, Chromium's error) of main-frame navigations that failed
         self.held: list[tuple[str, TrawlError]] = []  # requests of the page the exit rule held (never sent)
+        self.held_count = 0
         self.addresses: tuple[str, ...] = ()  # where the page's responses came from (verify), canonical
         # One resolution per host:port for the tab, shared by the route handler's check and the proxy's connection
         self._resolved: dict[tuple[str, int], asyncio.Future[list[str]]] = {}
@@ -279,10 +283,16 @@ class RequestGuard:
             await ws.close(code=1008, reason="refused by trawl")
 
     def _note_refused(self, url: str, err: TrawlError, main: bool) -> None:
-        self.refused.append((url, err, main))
+        """Bounded: :data:`MAX_RECORD` entries of at most :data:`MAX_URL` characters, and the first refused
+        main-frame navigation always kept (it refuses the page)."""
+        self.refused_count += not main
+        if len(self.refused) < MAX_RECORD or (main and self.navigation_refusal() is None):
+            self.refused.append((clip_url(url), err, main))
 
     def _note_held(self, url: str, err: TrawlError) -> None:
-        self.held.append((url, err))
+        self.held_count += 1
+        if len(self.held) < MAX_RECORD:
+            self.held.append((clip_url(url), err))
 
     def _note_sent(self, url: str) -> None:
         """A request goes out: when trawl's check found its host at a private address, the page may carry what that
@@ -292,13 +302,13 @@ class RequestGuard:
             self._private_sent = self._private_hosts.get(default_port(url), "")
 
     def saw(self, response: Response) -> None:
-        if len(self.responses) < 2000:
+        if len(self.responses) < MAX_RECORD:
             self.responses.append(response)
 
     def saw_request(self, request: Request) -> None:
         from playwright.async_api import Error as PlaywrightError
 
-        if request.redirected_from is not None and len(self.hops) < 2000:
+        if request.redirected_from is not None and len(self.hops) < MAX_RECORD:
             main = True  # unknown counts as the document's: the stricter decision
             with contextlib.suppress(PlaywrightError, AttributeError):
                 main = request.is_navigation_request() and request.frame.parent_frame is None
@@ -312,7 +322,7 @@ class RequestGuard:
 
         with contextlib.suppress(PlaywrightError):
             if request.is_navigation_request() and request.frame.parent_frame is None and len(self.nav_failures) < 50:
-                self.nav_failures.append((request.url, request.failure or ""))
+                self.nav_failures.append((clip_url(request.url), (request.failure or "")[:MAX_URL]))
 
     def refuse_error_page(self, shown_url: str) -> None:
         """After load: a main-frame navigation the rules refused, or Chromium's own error page in the tab
@@ -408,13 +418,18 @@ class RequestGuard:
         out = []
         sub = [url for url, _err, main in self.refused if not main]
         if sub:
-            out.append(f"{len(sub)} request(s) of the page were refused by trawl's site policy or private-network "
-                       f"rule (first: {sub[0][:120]})")
+            out.append(f"{self.refused_count} request(s) of the page were refused by trawl's site policy or "
+                       f"private-network rule (first: {sub[0][:120]})")
         if self.held:
             hosts = sorted({urlsplit(url).hostname or "?" for url, _err in self.held})
-            out.append(f"{len(self.held)} request(s) the page made itself were held by trawl's exit rule (this "
+            out.append(f"{self.held_count} request(s) the page made itself were held by trawl's exit rule (this "
                        f"session read private content; not sent to: {', '.join(h[:60] for h in hosts[:5])})")
         return out
+
+
+def clip_url(url: str) -> str:
+    """At most :data:`MAX_URL` characters of ``url`` for a record (a page can make its URLs megabytes long)."""
+    return url if len(url) <= MAX_URL else url[:MAX_URL] + "..."
 
 
 def _authority(host: str, port: int) -> str:

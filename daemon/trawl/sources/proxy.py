@@ -54,6 +54,8 @@ AUTH_TIMEOUT_S = 10.0  # for an authenticated request head to arrive on a new co
 MAX_CONNECTIONS = 256  # client connections at once (the daemon's door: 256 per peer, and every peer is 127.0.0.1)
 IDLE_TIMEOUT_S = 120.0  # a tunnel or body with no bytes either way this long is closed
 CONNECT_TIMEOUT_S = 10.0
+MAX_RECORD = 2000  # entries in each of a client's records
+MAX_RECORD_TEXT = 2000  # characters kept of a URL or host a client's record names (a head can be 64 kB)
 MAX_AUTH_TRIES = 3  # 407 answers on one client connection before it is closed
 _CHUNK = 64 * 1024
 _HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-connection", "proxy-authorization", "proxy-authenticate",
@@ -81,7 +83,7 @@ class ProxyClient:
         return f"{self.username}:{self.password}".encode()
 
     def note(self, kind: list, item: object) -> None:  # type: ignore[type-arg]
-        if len(kind) < 2000:
+        if len(kind) < MAX_RECORD:
             kind.append(item)
 
 
@@ -255,10 +257,10 @@ class GuardProxy:
             addrs = await client.admit(host, port, url)
         except TrawlError as err:
             if err.code == ErrorCode.NETWORK_ERROR:  # the name does not resolve: the source reports netguard's reason
-                client.note(client.failed, (host, port, err))
+                client.note(client.failed, (_clip(host), port, err))
                 await _unreachable(writer, url, err.message)
             else:  # refused by a rule (site policy, private network, the exit rule)
-                client.note(client.refused, (asked, err))
+                client.note(client.refused, (_clip(asked), err))
                 await _answer(writer, 403, err.message)
             return None
         last: BaseException | None = None
@@ -271,8 +273,8 @@ class GuardProxy:
             client.note(client.connected, (host, port, addr))
             return up
         why = "the connection timed out" if isinstance(last, TimeoutError) else "the connection was refused"
-        failure = TrawlError(ErrorCode.NETWORK_ERROR, f"{asked}: {why}")
-        client.note(client.failed, (host, port, failure))
+        failure = TrawlError(ErrorCode.NETWORK_ERROR, f"{_clip(asked)}: {why}")
+        client.note(client.failed, (_clip(host), port, failure))
         await _unreachable(writer, url, failure.message)
         return None
 
@@ -329,6 +331,10 @@ class GuardProxy:
 
 
 # ---------------------------------------------------------------------------------------------- helpers
+def _clip(text: str) -> str:
+    return text if len(text) <= MAX_RECORD_TEXT else text[:MAX_RECORD_TEXT] + "..."
+
+
 def _parse_request(head: bytes) -> tuple[str, str, dict[str, str], list[tuple[str, str]]]:
     try:
         text = head.decode("latin-1")
