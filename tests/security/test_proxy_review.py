@@ -433,10 +433,6 @@ async def test_chromium_itself_resolves_and_requests_nothing_past_the_proxy(
     assert jobs == [] and queries == [], (jobs, [r for r in run["requests"] if "probe.test" not in r])
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "open: playwright_proxy passes no bypass, so Playwright adds <-loopback> only while "
-    "PLAYWRIGHT_DISABLE_FORCED_CHROMIUM_PROXIED_LOOPBACK is unset in the daemon's environment; set, Chromium "
-    "connects to loopback (and resolves localhost) itself, past the proxy's admission"))
 async def test_loopback_goes_through_the_proxy_whatever_the_environment(
     tmp_path: Path, chromium: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -145,8 +145,11 @@ class GuardProxy:
             self._clients.remove(client)
 
     def playwright_proxy(self, client: ProxyClient) -> dict[str, str]:
-        """The ``proxy`` option of ``Browser.new_context`` (no ``bypass``: nothing goes around the proxy)."""
-        return {"server": self.server, "username": client.username, "password": client.password}
+        """The ``proxy`` option of ``Browser.new_context``. ``<-loopback>`` (loopback goes through the proxy too) is
+        given explicitly: Playwright adds it only while PLAYWRIGHT_DISABLE_FORCED_CHROMIUM_PROXIED_LOOPBACK is unset
+        in the daemon's environment; nothing else bypasses the proxy."""
+        return {"server": self.server, "bypass": "<-loopback>", "username": client.username,
+                "password": client.password}
 
     def abandon(self) -> None:
         """Its event loop is gone (nothing can be awaited there): close the listening socket as it is."""
