@@ -58,6 +58,14 @@ LAUNCH_ARGS: tuple[str, ...] = (
     "--disable-sync",
 )
 
+# Flags of a launch whose contexts all go through the daemon's proxy (sources/proxy.py). The browser's own fetchers
+# (its default network context: account checks, variations, safe browsing) have no proxy, so Chromium's resolver is
+# pinned: every name fails without a lookup, but the proxy's address (127.0.0.1, a literal) is left alone. Chromium
+# never resolves a page's names anyway (the proxy does).
+PROXIED_LAUNCH_ARGS: tuple[str, ...] = (
+    "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
+)
+
 
 @dataclass(frozen=True, slots=True)
 class ChromiumInfo:

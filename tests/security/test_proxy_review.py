@@ -419,10 +419,6 @@ async def test_nothing_a_page_starts_connects_or_resolves_past_the_proxy(
     assert not [q for q in quic if "probe.test" in q or "127.0.0.1" in q], quic  # no HTTP/3 past the proxy
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "open: Chromium's own fetchers use the browser's default network context, which has no proxy (Playwright "
-    "sets it per context): the net log shows POST https://accounts.google.com/ListAccounts and its DNS queries "
-    "(A, AAAA, HTTPS) sent by Chromium itself, past the proxy, on every launch"))
 async def test_chromium_itself_resolves_and_requests_nothing_past_the_proxy(
     tmp_path: Path, chromium: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:

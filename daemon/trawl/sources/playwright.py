@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from ..channel.peer import same_user_check
-from ..chromium import INSTALL_HINT, LAUNCH_ARGS, require_chromium
+from ..chromium import INSTALL_HINT, LAUNCH_ARGS, PROXIED_LAUNCH_ARGS, require_chromium
 from ..exitflow import check_hop, check_subrequest, origin_of, private_addresses
 from ..netguard import NetGuard, a_or_an, canonical_address, default_port
 from ..policy import check_url
@@ -598,9 +598,10 @@ class PlaywrightSource:
 
             if self._pw is None:
                 self._pw = await async_playwright().start()
-            browser = await self._pw.chromium.launch(
-                executable_path=path, headless=True, args=[*LAUNCH_ARGS, *self.extra_args], timeout=30_000
-            )
+            # with the proxy, Chromium's own resolver is pinned (its own fetchers resolve nothing); a test's own
+            # --host-resolver-rules in extra_args comes later and wins
+            args = [*LAUNCH_ARGS, *(PROXIED_LAUNCH_ARGS if self.use_proxy else ()), *self.extra_args]
+            browser = await self._pw.chromium.launch(executable_path=path, headless=True, args=args, timeout=30_000)
         except Exception as exc:  # the driver or the binary failed: start both afresh next time
             pw, self._pw = self._pw, None
             if pw is not None:
