@@ -515,10 +515,6 @@ async def test_a_page_cannot_grow_the_refusal_record_without_bound(
     assert kept <= 1_000_000, f"the tab keeps {len(refused)} refused URLs, {kept:,} characters"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "open: GuardProxy.forget drops the credentials but not the context's requests in flight: one admitted while "
-    "its context closed (slow DNS, many addresses x connect_timeout_s) still connects afterwards, into no "
-    "page's record (verify has run)"))
 async def test_a_request_of_a_closed_context_is_never_connected(
     guard_proxy: proxy.GuardProxy, keepalive: KeepAlive
 ) -> None:

@@ -77,6 +77,8 @@ class ProxyClient:
     connected: list[tuple[str, int, str]] = field(default_factory=list)  # (host, port, address) connected to
     refused: list[tuple[str, TrawlError]] = field(default_factory=list)  # (what was asked, why refused)
     failed: list[tuple[str, int, TrawlError]] = field(default_factory=list)  # (host, port, why) not reached
+    # the connections serving this context's requests now (cancelled when the context is forgotten)
+    tasks: set[asyncio.Task[None]] = field(default_factory=set, repr=False, compare=False)
 
     @property
     def token(self) -> bytes:
@@ -141,8 +143,15 @@ class GuardProxy:
         return client
 
     def forget(self, client: ProxyClient) -> None:
+        """The context closed: its credentials end, and its requests in flight are cancelled (none connects after)."""
         with contextlib.suppress(ValueError):
             self._clients.remove(client)
+        for task in list(client.tasks):
+            task.cancel()
+        client.tasks.clear()
+
+    def live(self, client: ProxyClient) -> bool:
+        return any(c is client for c in self._clients)
 
     def playwright_proxy(self, client: ProxyClient) -> dict[str, str]:
         """The ``proxy`` option of ``Browser.new_context``. ``<-loopback>`` (loopback goes through the proxy too) is
@@ -235,6 +244,7 @@ class GuardProxy:
                 task = asyncio.current_task()
                 if task is not None:
                     self._unauthenticated.pop(task, None)  # a live context's request: never closed to make room
+                    client.tasks.add(task)
                 try:
                     if method == "CONNECT":
                         await self._connect(client, target, reader, writer)
@@ -242,6 +252,9 @@ class GuardProxy:
                         await self._forward(client, method, target, headers, lines, reader, writer)
                 except _Bad as bad:
                     await _answer(writer, bad.status, str(bad))
+                finally:
+                    if task is not None:
+                        client.tasks.discard(task)
                 return
         except (ConnectionError, TimeoutError, asyncio.IncompleteReadError):
             pass
@@ -268,11 +281,16 @@ class GuardProxy:
             return None
         last: BaseException | None = None
         for addr in addrs:
+            if not self.live(client):  # its context closed while this was admitted or tried: nothing is connected
+                return None
             try:
                 up = await open_upstream(addr, port, self.connect_timeout_s)
             except (OSError, TimeoutError) as exc:
                 last = exc
                 continue
+            if not self.live(client):
+                up[1].close()
+                return None
             client.note(client.connected, (host, port, addr))
             return up
         why = "the connection timed out" if isinstance(last, TimeoutError) else "the connection was refused"
