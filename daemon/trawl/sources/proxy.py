@@ -18,7 +18,9 @@ from another OS user is closed at accept, unread: ``channel.peer.same_user_check
 door does), and every request must carry the credentials of a live context (compared with
 :func:`hmac.compare_digest`) within :data:`AUTH_TIMEOUT_S` of the connection; a wrong or missing one gets 407.
 TLS stays end to end in Chromium (CONNECT is a byte tunnel). Plain http is one request per upstream connection
-(``Connection: close`` both ways); only a 407 keeps the client connection for the authenticated retry. Request and
+(``Connection: close`` both ways), its body exactly its ``Content-Length`` (a chunked request gets 411; bytes past
+the body, a pipelined request, are never sent), its ``Host`` the admitted target's; only a 407 keeps the client
+connection for the authenticated retry. Request and
 response heads are bounded (:data:`MAX_HEAD`), reads are bounded in time (:data:`AUTH_TIMEOUT_S`,
 :data:`HEAD_TIMEOUT_S`, :data:`IDLE_TIMEOUT_S`).
 """
@@ -326,6 +328,10 @@ class GuardProxy:
             await _answer(writer, 400, "bad port")
             return
         host = parts.hostname
+        if "transfer-encoding" in headers:  # Chromium sends none over HTTP/1.1; framing it is not worth the risk
+            await _answer(writer, 411, "a request body must come with a Content-Length (a chunked one is not relayed)")
+            return
+        length = _content_length(headers)
         up = await self._open(client, host, port, target, writer)
         if up is None:
             return
@@ -333,20 +339,22 @@ class GuardProxy:
         try:
             path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
             named = {v.strip().lower() for v in headers.get("connection", "").split(",")}
-            out = [f"{method} {path} HTTP/1.1"]
-            if "host" not in headers:
-                out.append(f"Host: {parts.netloc.rpartition('@')[2]}")
-            out += [f"{k}: {v}" for k, v in lines if k.lower() not in _HOP_BY_HOP and k.lower() not in named]
+            # Host names the admitted target, whatever the client's Host header said (a shared front serves by Host)
+            out = [f"{method} {path} HTTP/1.1", f"Host: {parts.netloc.rpartition('@')[2]}"]
+            out += [f"{k}: {v}" for k, v in lines
+                    if k.lower() not in _HOP_BY_HOP and k.lower() not in named and k.lower() != "host"]
             out.append("Connection: close")
             up_writer.write(("\r\n".join(out) + "\r\n\r\n").encode("latin-1"))
             await up_writer.drain()
-            body = asyncio.ensure_future(_pipe(reader, up_writer, close=False))  # a request body, if any
+            # exactly the request's own body: bytes past it (a pipelined request) are never sent, unadmitted
+            body = asyncio.ensure_future(_copy_exactly(reader, up_writer, length)) if length else None
             try:
                 await _relay_response(up_reader, writer)
             finally:
-                body.cancel()
-                with contextlib.suppress(BaseException):
-                    await body
+                if body is not None:
+                    body.cancel()
+                    with contextlib.suppress(BaseException):
+                        await body
         finally:
             up_writer.close()
 
@@ -398,6 +406,28 @@ def _authority(target: str) -> tuple[str, int]:
     return host.lower(), port
 
 
+def _content_length(headers: dict[str, str]) -> int:
+    """The request body's length (0 without one); 400 for a bad or conflicting Content-Length."""
+    values = {v.strip() for v in headers.get("content-length", "0").split(",")}
+    if len(values) != 1 or not (value := values.pop()).isdigit():
+        raise _Bad(400, "bad Content-Length")
+    return int(value)
+
+
+async def _copy_exactly(src: asyncio.StreamReader, dst: asyncio.StreamWriter, n: int) -> None:
+    """``n`` bytes from ``src`` to ``dst`` (fewer when ``src`` ends or idles past :data:`IDLE_TIMEOUT_S`)."""
+    try:
+        while n > 0:
+            data = await asyncio.wait_for(src.read(min(_CHUNK, n)), IDLE_TIMEOUT_S)
+            if not data:
+                break
+            n -= len(data)
+            dst.write(data)
+            await dst.drain()
+    except (ConnectionError, TimeoutError):
+        pass
+
+
 async def _drain_body(reader: asyncio.StreamReader, headers: dict[str, str], deadline: float) -> bool:
     """Read and drop a request body before answering 407 on a kept connection (by ``deadline``, the loop's time);
     False when it cannot be done."""
@@ -412,8 +442,8 @@ async def _drain_body(reader: asyncio.StreamReader, headers: dict[str, str], dea
     return True
 
 
-_REASONS = {400: "Bad Request", 403: "Forbidden", 407: "Proxy Authentication Required", 431: "Request Header Fields "
-            "Too Large", 502: "Bad Gateway"}
+_REASONS = {400: "Bad Request", 403: "Forbidden", 407: "Proxy Authentication Required", 411: "Length Required",
+            431: "Request Header Fields Too Large", 502: "Bad Gateway"}
 
 
 async def _answer(writer: asyncio.StreamWriter, status: int, why: str, *, auth: bool = False,
