@@ -549,9 +549,6 @@ async def test_a_request_of_a_closed_context_is_never_connected(
     assert keepalive.accepted == 0 and client.connected == [], client.connected
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "open (hardening): the proxy's own port is not one of trawl's own ports (ownpages), so a local page's "
-    "request to it is admitted and the proxy connects to itself (no credentials cross: they are stripped)"))
 async def test_a_pages_request_to_the_proxys_own_port_is_refused(
     tmp_path: Path, guard_proxy: proxy.GuardProxy
 ) -> None:

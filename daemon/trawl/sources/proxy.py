@@ -38,6 +38,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
+from .. import ownpages
 from ..channel.peer import PeerCheck, gated, same_user_check
 from ..netguard import parse_ip
 from ..server.limits import RateLimitedLog
@@ -109,6 +110,7 @@ class GuardProxy:
         self._server: asyncio.Server | None = None
         self._starting: asyncio.Future[asyncio.Server] | None = None
         self._sock: socket.socket | None = None
+        self._registered = False  # its port is one of trawl's own (ownpages)
         self._clients: list[ProxyClient] = []
         self._tasks: set[asyncio.Task[None]] = set()
         # connections not yet authenticated, oldest first: the ones closed to make room at the cap
@@ -137,6 +139,8 @@ class GuardProxy:
         if self._server is None:
             self._server = server
             self.port = int(server.sockets[0].getsockname()[1])
+            ownpages.serving(self.port)  # one of trawl's own ports: a page's request to it is refused (policy)
+            self._registered = True
         return self.port
 
     def register(self, admit: Admit) -> ProxyClient:
@@ -162,8 +166,14 @@ class GuardProxy:
         return {"server": self.server, "bypass": "<-loopback>", "username": client.username,
                 "password": client.password}
 
+    def _unregister(self) -> None:
+        if self._registered:
+            self._registered = False
+            ownpages.stopped(self.port)
+
     def abandon(self) -> None:
         """Its event loop is gone (nothing can be awaited there): close the listening socket as it is."""
+        self._unregister()
         self._server = None
         self._clients.clear()
         if self._sock is not None:
@@ -173,6 +183,7 @@ class GuardProxy:
     async def aclose(self) -> None:
         server, self._server = self._server, None
         self._clients.clear()
+        self._unregister()
         if server is not None:
             server.close()
         for task in list(self._tasks):
