@@ -56,6 +56,10 @@ LAUNCH_ARGS: tuple[str, ...] = (
     "--disable-background-networking",
     "--disable-component-update",
     "--disable-sync",
+    # WebRTC sends no UDP itself (a STUN/TURN packet to any address a page names went past the route handler and
+    # the daemon's proxy); only proxied TCP is left. Chromium 156's name for the switch (the older
+    # --force-webrtc-ip-handling-policy is ignored): test_headless_proxy mounts the attack.
+    "--webrtc-ip-handling-policy=disable_non_proxied_udp",
 )
 
 # Flags of a launch whose contexts all go through the daemon's proxy (sources/proxy.py). The browser's own fetchers

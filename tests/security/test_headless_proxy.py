@@ -325,20 +325,12 @@ async def test_the_real_browser_reaches_only_the_proxy(
     assert got.addresses == ("127.0.0.3",)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason=(
-        "open (SECURITY.md known limits): WebRTC sends UDP itself, past the route handler and the daemon's proxy; "
-        "Chromium 156 ignores --force-webrtc-ip-handling-policy=disable_non_proxied_udp (probe: the same 4 STUN "
-        "packets with and without it, proxied context or not)"
-    ),
-)
 async def test_a_page_cannot_send_webrtc_udp_past_the_proxy(tmp_path: Path, chromium: str) -> None:
     """WebRTC gathers candidates over UDP (a STUN binding request to any address the page names), which neither
     Playwright's route handler nor an HTTP proxy sees: a page could reach a local UDP service, or send what it
-    read to its own STUN server past the exit rule. The xfail passes only while the packet arrives (the attack is
-    mounted)."""
+    read to its own STUN server past the exit rule. Chromium is launched with
+    --webrtc-ip-handling-policy=disable_non_proxied_udp (Chromium 156 ignores the older
+    --force-webrtc-ip-handling-policy: the same 4 STUN packets with and without it): no packet arrives."""
     from trawl.sources.base import FetchRequest
     from trawl.sources.playwright import PlaywrightSource
 

@@ -23,8 +23,11 @@ sent (:meth:`RequestGuard.admit`: the site policy, the private-network rule, and
 private address), answers 403 to a refused one, and the page is then refused as a whole. After the capture the URL
 of every hop and response is checked again, and every address the proxy connected to (``Response.server_addr`` is
 the proxy's own; any other address would be a connection Chromium made itself, and is checked too); a final URL
-the policy refuses is refused too (pipeline). Residual risk: WebRTC and other non-HTTP channels are outside what
-the proxy and Playwright let trawl intercept; the exit rule judges a hop only after it was sent. The addresses
+the policy refuses is refused too (pipeline). WebRTC sends no UDP (Chromium is launched with
+``--webrtc-ip-handling-policy=disable_non_proxied_udp``: only TCP through the proxy is left to it); with the proxy,
+Chromium's own resolver is pinned (its own fetchers resolve nothing). Residual risk: the exit rule's hop decision
+(``check_hop``) on a document's redirect hop runs only after it was sent (before it, the proxy judges it as a
+request of the page's own). The addresses
 the tab connected to are kept on the page (``Page.addresses``): a page that read from a loopback or private
 address is private content for the exit rule, whatever its name.
 
