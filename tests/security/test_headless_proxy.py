@@ -21,7 +21,7 @@ import pytest
 from aiohttp import web
 from trawl.settings import Settings
 from trawl.sources import proxy
-from trawl.sources.playwright import RequestGuard
+from trawl.sources.headless_guard import RequestGuard
 from trawl.types import ErrorCode, TrawlError
 
 from tests.security.test_private_hosts import Rebinding

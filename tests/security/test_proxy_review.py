@@ -26,7 +26,8 @@ from trawl.exitflow import hop_checks, host_of
 from trawl.settings import Settings
 from trawl.sources import proxy
 from trawl.sources.base import FetchRequest
-from trawl.sources.playwright import PlaywrightSource, RequestGuard
+from trawl.sources.headless_guard import RequestGuard
+from trawl.sources.playwright import PlaywrightSource
 from trawl.types import ErrorCode, TrawlError
 
 from tests.security.channel_util import nobody_python
