@@ -10,13 +10,13 @@ table is too: a question in English and a chunk in Russian land near each other 
 The table covers the whole vocabulary (:data:`DEFAULT_PIECES`; the four special pieces left out): 64 MB of int8
 rows (``.q8.npy``, memory-mapped, zero row first) and a 3.4 MB index (piece ids, row scales, the PCA's centre and
 components, SIF weights). Distilling it: 952 s CPU (1,989 s wall, niced, on the shared 2-core machine at load 7-13),
-and ~390 MB for the pieces' states while it runs. A table of the 64,000 most probable pieces (17 MB) left out 17-22%
-of the pieces of qa-dev-long's de/ru/zh pages, the rare ones SIF weighs most, and lost: ``bench_qa.py --candidates
-8,12`` (qa-dev-long en>de/ru/zh, 461 questions, one run), answer among the N chunks by the table alone 0.605 / 0.707
-against 0.807 / 0.892 for the whole vocabulary. Loading it: 0.33 s CPU (0.96-3.6 s wall at load 13), RSS 99 -> 140 MB
-(the tokenizer and the index; rows are paged in as texts need them: 221 MB after every qa-dev-long chunk, 175 MB
-with the 64k table). A chunk costs 1.1 ms CPU the first time its words are seen (the tokenizer is Python), 0.11 ms
-after.
+peak RSS 1.5 GB (a rebuild from kept states: the numpy encoder, 384 MB of states, the projection). A table of the
+64,000 most probable pieces (17 MB) left out 17-22% of the pieces of qa-dev-long's de/ru/zh pages, the rare ones
+SIF weighs most, and lost: ``bench_qa.py --candidates 8,12`` (qa-dev-long en>de/ru/zh, 461 questions, one run),
+answer among the N chunks by the table alone 0.605 / 0.707 against 0.807 / 0.892 for the whole vocabulary. Loading
+it: 0.33 s CPU (0.96-3.6 s wall at load 13), RSS 99 -> 140 MB (the tokenizer and the index; rows are paged in as
+texts need them: 221 MB after every qa-dev-long chunk, 175 MB with the 64k table). A chunk costs 1.1 ms CPU the
+first time its words are seen (the tokenizer is Python), 0.11 ms after.
 
 int8 is checked against float32 by cosine at build time (every row, and the vectors of :data:`CHECK_TEXTS`,
 :data:`QUANT_MIN_COSINE`); :func:`verify` distils a sample of pieces again from the installed model and
@@ -35,7 +35,11 @@ Used on a first question across languages (``Retriever._static_picks``, ``first.
 the question's words looked up in the page's language (:class:`PageLexicon`) and the table's own order, in turn,
 pick the chunks the transformer compares. ``bench_qa.py --candidates 8,12`` (above), answer among the N: 0.889 /
 0.948 against 0.813 / 0.896 for the current pick order and 0.833 / 0.898 for BM25 fused with the table (every
-chunk compared: 0.993 returned). Off by default (``static_table``) until the timed measure holds.
+chunk compared: 0.993 returned). Timed, ``bench_qa.py --set qa-dev-long --first --ab --pairs en>de,en>ru,en>zh
+--limit 600`` (493 questions, same run, load 8-16): returned-set recall 0.791 against 0.688 without the table, p50
+1.01 s against 1.54 s, 360 against 368 tokens; same-language pairs (250) 0.984 both, paraphrase-dev (153) 0.797
+both. Off by default (``static_table``): the issue's 0.96 is not reached on a loaded machine, and the table
+costs a 16 CPU-minute build.
 """
 
 from __future__ import annotations
