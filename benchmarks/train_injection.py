@@ -564,8 +564,47 @@ def window_set(bench: Path) -> WindowSet:
                                               "hard_test": sets["hard_test"]})
 
 
+TAIL_K = 20  # calibration scores the exponential tail is fitted on (tail_threshold)
+
+
+def tail_threshold(calib: np.ndarray, alpha: float, k: int = TAIL_K) -> float:
+    """A threshold from the tail of the calibration scores rather than their single highest: an exponential tail
+    fitted on the ``k`` highest (u = the (k+1)-th highest, scale = their mean excess over u), and the score at
+    which ``alpha`` false flags are expected on as many unseen passages as there are calibration ones:
+    u + scale * ln(k / alpha). One extreme window moves the scale by 1/k of its excess, not the threshold to it."""
+    c = np.sort(calib)[::-1]
+    k = min(k, len(c) - 1)
+    if k < 2:
+        return float(c.max()) if len(c) else -np.inf
+    u = float(c[k])
+    return u + float((c[:k] - u).mean()) * float(np.log(k / alpha))
+
+
+def hard_bound(hard_calib: np.ndarray) -> float:
+    """Above all but 1 in 50 of the calibrating hard negatives (as :func:`dense_threshold`)."""
+    hs = np.sort(hard_calib)
+    return float(hs[len(hs) - 1 - len(hs) // 50]) if len(hs) else -np.inf
+
+
+THRESHOLD_RULES = {  # calibration scores, calibrating hard negatives -> threshold; no attack involved
+    "max": lambda c, h: max(float(c.max()), hard_bound(h)) + 1e-6,  # as dense_threshold
+    "tail1": lambda c, h: max(tail_threshold(c, 1.0), hard_bound(h)) + 1e-6,
+    "tail0.1": lambda c, h: max(tail_threshold(c, 0.1), hard_bound(h)) + 1e-6,
+    # diagnostics, never chosen: the real-page passages alone (what the hard-negative bound costs)
+    "max-calib": lambda c, h: float(c.max()) + 1e-6,
+    "tail1-calib": lambda c, h: tail_threshold(c, 1.0) + 1e-6,
+}
+
+
+def split_halves(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The calibration passages in two halves (alternate runs of 4, about one page each): a rule fitted on one
+    half is checked on the other."""
+    a = (np.arange(n) // 4) % 2 == 0
+    return a, ~a
+
+
 def lofo_windows(ws: WindowSet, x: np.ndarray, l2: float = DENSE_L2, gate: np.ndarray | Matrix | None = None,
-                 top: int = 0, min_chars: int = 0, mlp: int = 0) -> dict[str, object]:
+                 top: int = 0, min_chars: int = 0, mlp: int = 0, rules: tuple[str, ...] = ()) -> dict[str, object]:
     """Leave one family out, the detector scoring sentence windows (max over a text's windows, rows ``x`` of
     ``ws.wins.texts``), trained with placement augmentation (:func:`window_set`). Folds from :func:`folds`;
     threshold as :func:`dense_threshold`, on the calibration passages' and the calibrating hard negatives'
@@ -576,7 +615,11 @@ def lofo_windows(ws: WindowSet, x: np.ndarray, l2: float = DENSE_L2, gate: np.nd
     one a few); the threshold is calibrated on the gated scores.
 
     ``min_chars``: windows shorter than this are neither fitted nor judged (a text with none keeps its longest):
-    fragments ("Hi.", "Neutral, Last:") score wildly and set the threshold."""
+    fragments ("Hi.", "Neutral, Last:") score wildly and set the threshold.
+
+    ``rules``: other threshold rules (THRESHOLD_RULES) judged on the same fitted heads, under out["rules"][name]
+    (alone / placed / mask_test / mask_hard as above, "split": per fold the calibration passages of one half
+    flagged by the rule fitted on the other, both ways; "thr": per fold the threshold)."""
     rows = ws.rows
     size = np.array([len(t) for t in ws.wins.texts])
 
@@ -622,8 +665,27 @@ def lofo_windows(ws: WindowSet, x: np.ndarray, l2: float = DENSE_L2, gate: np.nd
             return np.array([s[np.asarray(w)[np.argsort(-g[w], kind="stable")[:top]]].max() for w in groups]) \
                 if groups else np.zeros(0)
 
-        thr = dense_threshold(np.ones(1, np.float32), 0.0, best(per_text["calib"])[:, None],
-                              best(hard_cal)[:, None])
+        calib_s, hard_s = best(per_text["calib"]), best(hard_cal)
+        thr = dense_threshold(np.ones(1, np.float32), 0.0, calib_s[:, None], hard_s[:, None])
+        if rules:
+            alone_s, placed_s = best([ws.alone_win[n] for n in np.flatnonzero(held)]), \
+                best([ws.placed_win[n] for n in np.flatnonzero(held)])
+            test_s, hardt_s = best(per_text["test"]), best(per_text["hard_test"])
+            ha, hb = split_halves(len(calib_s))
+            for name in rules:
+                rule = THRESHOLD_RULES[name]
+                r = out.setdefault("rules", {}).setdefault(name, {  # type: ignore[union-attr]
+                    "alone": {}, "placed": {}, "mask_test": [], "mask_hard": [], "split": [], "thr": []})
+                t = rule(calib_s, hard_s)
+                for k, n in enumerate(np.flatnonzero(held)):
+                    r["alone"][rows[n]["id"]] = bool(alone_s[k] >= t)
+                    r["placed"][rows[n]["id"]] = bool(placed_s[k] >= t)
+                r["mask_test"].append(test_s >= t)
+                r["mask_hard"].append(hardt_s >= t)
+                r["thr"].append(t)
+                r.setdefault("set_by_hard", []).append(hard_bound(hard_s) + 1e-6 >= t)
+                r["split"].append(int((calib_s[hb] >= rule(calib_s[ha], hard_s)).sum()
+                                      + (calib_s[ha] >= rule(calib_s[hb], hard_s)).sum()))
         alone, placed = best([ws.alone_win[n] for n in np.flatnonzero(held)]), \
             best([ws.placed_win[n] for n in np.flatnonzero(held)])
         for k, n in enumerate(np.flatnonzero(held)):
