@@ -32,7 +32,6 @@ import contextlib
 import logging
 import os
 import resource
-import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +40,8 @@ from typing import Any
 from aiohttp import web
 from aiohttp.web_protocol import RequestHandler
 from aiohttp.web_server import Server
+
+from ..ratelog import RateLimitedLog
 
 log = logging.getLogger("trawl.server.limits")
 
@@ -71,27 +72,6 @@ class ConnectionLimits:
             max_connections=total,
             max_per_peer=min(total, int(getattr(settings, "max_connections_per_peer", d.max_per_peer))),
         )
-
-
-class RateLimitedLog:
-    """Log the first event of a kind at once, then at most one line per interval with how many happened."""
-
-    def __init__(self, logger: logging.Logger, every_s: float) -> None:
-        self._log = logger
-        self._every = every_s
-        self._last: dict[str, float] = {}
-        self._pending: Counter[str] = Counter()
-        self.totals: Counter[str] = Counter()
-
-    def note(self, kind: str, message: str) -> None:
-        self.totals[kind] += 1
-        self._pending[kind] += 1
-        now = time.monotonic()
-        if now - self._last.get(kind, -1e18) < self._every:
-            return
-        n = self._pending.pop(kind)
-        self._last[kind] = now
-        self._log.warning("%s (%d time%s in the last %.0f s)", message, n, "" if n == 1 else "s", self._every)
 
 
 @dataclass

@@ -41,7 +41,7 @@ from urllib.parse import urlsplit
 from .. import ownpages
 from ..channel.peer import PeerCheck, gated, same_user_check
 from ..netguard import parse_ip
-from ..server.limits import RateLimitedLog
+from ..ratelog import RateLimitedLog
 from ..types import ErrorCode, TrawlError
 
 log = logging.getLogger("trawl.sources.proxy")
