@@ -35,6 +35,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -426,11 +427,16 @@ def _report_rules(feat: str, rows: list[dict[str, str]], out: dict[str, object])
     print(f"  -- {feat}: threshold rules (split-half check on the calibration passages; chosen: {chosen})")
     for name, r in res.items():
         print(f"   [{name}] split-half false flags {sum(r['split'])} (per fold max {max(r['split'])}), threshold "
-              f"{float((np.array(r['thr']) - base).mean()):+.2f} vs max, set by the hard-negative bound in "
+              f"{float((np.array(r['thr']) - base).mean()):+.2f} vs max, hard-negative bound at or above it in "
               f"{sum(r['set_by_hard'])}/{len(r['thr'])} folds{'  <- chosen' if name == chosen else ''}")
         _report_lofo(f"{feat} [{name}], attack placed", rows, r["placed"])
         _report_fp([int(m.sum()) for m in r["mask_test"]], [int(m.sum()) for m in r["mask_hard"]],
                    out["n_test"], out["n_hard"])  # type: ignore[arg-type]
+    ins: dict[str, Any] = out["insample"]  # type: ignore[assignment]
+    print(f"   fitted on every family, [max] threshold: families it was shown caught {ins['placed']:.1%} placed, "
+          f"{ins['alone']:.1%} alone; highest calibrating hard-negative windows and unseen passages (score - thr):")
+    for d, t in ins["top_hard"] + ins["top_test"]:
+        print(f"     {d:+.2f} {t[:110]!r}")
 
 
 VECTORS = {"static": "static", "e5": "passage", "passage": "passage", "e5q": "query", "query": "query"}

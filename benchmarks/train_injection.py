@@ -695,4 +695,15 @@ def lofo_windows(ws: WindowSet, x: np.ndarray, l2: float = DENSE_L2, gate: np.nd
         out["mask_hard"].append(best(per_text["hard_test"]) >= thr)  # type: ignore[union-attr]
         out["fp_test"].append(int(out["mask_test"][-1].sum()))  # type: ignore[index,union-attr]
         out["fp_hard"].append(int(out["mask_hard"][-1].sum()))  # type: ignore[index,union-attr]
+    if rules:  # fitted on every family: what the head catches of families it was shown, and what sets the threshold
+        s = head(x, np.zeros(len(rows), bool))
+        hard_s = np.array([s[w].max() for w in hard_cal])
+        thr = THRESHOLD_RULES["max"](np.array([s[w].max() for w in per_text["calib"]]), hard_s)
+        top_hard = [hard_cal[i][int(np.argmax(s[hard_cal[i]]))] for i in np.argsort(-hard_s)[:3]]
+        test_s = np.array([s[w].max() for w in per_text["test"]])
+        out["insample"] = {
+            "placed": float(np.mean([s[w].max() >= thr for w in ws.placed_win])),
+            "alone": float(np.mean([s[w].max() >= thr for w in ws.alone_win])),
+            "top_hard": [(float(s[k] - thr), ws.wins.texts[k]) for k in top_hard],
+            "top_test": [(float(test_s[i] - thr), ws.texts["test"][i]) for i in np.argsort(-test_s)[:2]]}
     return out
