@@ -20,6 +20,7 @@ from .chars import (
     decode_variation_runs,
     disguised_snippets,
     has_invisible,
+    may_smuggle,
     may_split_words,
     strip_invisible,
 )
@@ -50,7 +51,7 @@ def _smuggled(*texts: str | None) -> list[str]:
     """Text spelled by invisible characters (tag characters, variation-selector runs)."""
     out: list[str] = []
     for t in texts:
-        if t and has_invisible(t):
+        if t and has_invisible(t) and may_smuggle(t):
             for s in (*decode_tags(t), *decode_variation_runs(t)):
                 if s not in out:
                     out.append(s)
@@ -63,7 +64,9 @@ def clean_document(doc: Document, page: Page) -> Document:
     hidden: list[str] = []
 
     raw = page.html if page.kind == "html" else page.text
-    smuggled = _smuggled(doc.markdown, doc.title, raw[:MAX_RAW_SCAN_CHARS] if raw else None)
+    raw = raw[:MAX_RAW_SCAN_CHARS] if raw else raw
+    raw_invisible = has_invisible(raw) if raw else False  # one scan of the raw page, read by both tests below
+    smuggled = _smuggled(doc.markdown, doc.title, raw if raw_invisible else None)
     for s in smuggled:
         if is_instruction(s):
             hidden.append(s)
@@ -73,8 +76,8 @@ def clean_document(doc: Document, page: Page) -> Document:
 
     # Words split by zero-width characters read as whole words to people; extractors may turn the
     # characters into spaces and hide the phrase from the flagger, so test the raw text as people see it.
-    if raw and may_split_words(raw[:MAX_RAW_SCAN_CHARS]):
-        for snippet in disguised_snippets(raw[:MAX_RAW_SCAN_CHARS]):
+    if raw and may_split_words(raw, raw_invisible):
+        for snippet in disguised_snippets(raw):
             hits = find_instructions(snippet)
             if hits and len(hidden) < MAX_HIDDEN_KEPT:
                 gist = hits[0].snippet

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import Iterator
 
 _TAG_RUN = re.compile(r"[\U000E0000-\U000E007F]+")
 _ALWAYS = (
@@ -33,14 +34,28 @@ _EMOJI = "\u00a9\u00ae\u203c-\u3299\U0001f000-\U0001faff\ufe0f\U0001f3fb-\U0001f
 _ZWJ_STRAY = re.compile(f"(?<![{_EMOJI}])\u200d|\u200d(?![{_EMOJI}])")
 _JOINING = "\u0600-\u06ff\u0750-\u077f\u08a0-\u08ff\ufb50-\ufdff\ufe70-\ufefe\u0900-\u0dff"
 _ZWNJ_STRAY = re.compile(f"(?<![{_JOINING}])\u200c|\u200c(?![{_JOINING}])")
-_ANY_INVISIBLE = re.compile(f"[{_ALWAYS}\u200c\u200d{_VS}]")
+# Every invisible character, as two classes searched one after the other: a class of BMP characters only is
+# compiled to a lookup table, one with astral ranges beside them to a list of ranges tried in turn (twice the time).
+_ANY_INVISIBLE_BMP = re.compile(
+    "[\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c\u200b\u2060-\u2064\ufeff\u180e\u00ad\ufff9-\ufffb\u034f"
+    "\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufffe\uffff\u200c\u200d\ufe00-\ufe0f]")
+_ANY_INVISIBLE_ASTRAL = re.compile("[\U000e0000-\U000e007f\U000e0100-\U000e01ef]")
+# What decode_tags and decode_variation_runs read: without one of these both find nothing.
+_SMUGGLING = re.compile("[\ufe00-\ufe0f\U000e0000-\U000e007f\U000e0100-\U000e01ef]")
 
 TAG_MIN_CHARS = 4  # shorter decoded runs are ignored
 _BLACK_FLAG = "\U0001f3f4"
 
 
 def has_invisible(text: str) -> bool:
-    return _ANY_INVISIBLE.search(text) is not None
+    if text.isascii():  # a flag CPython keeps on the string: no scan
+        return _ANY_INVISIBLE_BMP.search(text) is not None  # (control characters)
+    return _ANY_INVISIBLE_BMP.search(text) is not None or _ANY_INVISIBLE_ASTRAL.search(text) is not None
+
+
+def may_smuggle(text: str) -> bool:
+    """Cheap test: could :func:`decode_tags` or :func:`decode_variation_runs` find anything in ``text``?"""
+    return not text.isascii() and _SMUGGLING.search(text) is not None
 
 
 def decode_tags(text: str) -> list[str]:
@@ -69,23 +84,37 @@ def decode_variation_runs(text: str) -> list[str]:
     return out
 
 
-_SPLIT_WORD = re.compile(
-    r"\w(?:[\u200b-\u200d\u2060\u00ad\u034f\u180e\ufeff]|&(?:#(?:8203|8204|8205|8288|173|x200[bcd]|x2060|xad)|"
-    r"shy|zwj|zwnj);)+\w",
-    re.IGNORECASE,
-)
+_SPLIT_CHARS = (r"(?:[\u200b-\u200d\u2060\u00ad\u034f\u180e\ufeff]"
+                r"|&(?:#(?:8203|8204|8205|8288|173|x200[bcd]|x2060|xad)|shy|zwj|zwnj);)+")
+_SPLIT_WORD = re.compile(rf"\w{_SPLIT_CHARS}\w", re.IGNORECASE)
 _TAGS = re.compile(r"<[^<>]{0,2000}>")
 DISGUISE_WINDOW = 300  # characters kept on each side of a word split by invisible characters
 MAX_DISGUISED = 50  # windows read per text
 
 
-_INVISIBLE_ENTITIES = ("&#8203", "&#8204", "&#8205", "&#8288", "&#173;", "&#x200", "&#X200", "&#x2060", "&#xad;",
-                       "&#xAD;", "&shy;", "&zwj;", "&zwnj;")
+# These strings, case as written ("&#8203", "&#x200", "&#X200", "&#xad;", "&#xAD;", "&shy;" ...), in one pass
+_INVISIBLE_ENTITY = re.compile(r"&(?:#(?:820[345]|8288|173;|[xX]200|x2060|xad;|xAD;)|shy;|zwj;|zwnj;)")
+# The invisible run inside a _SPLIT_WORD match, found from its first character (a pattern that opens with \w is
+# tried at every letter of the page): a match is a run with a word character right before and right after it.
+_SPLIT_RUN = re.compile(_SPLIT_CHARS, re.IGNORECASE)
+_WORD_CHAR = re.compile(r"\w")
 
 
-def may_split_words(text: str) -> bool:
-    """Cheap test: could ``text`` hold words split by invisible characters (literal or as HTML entities)?"""
-    return has_invisible(text) or ("&" in text and any(e in text for e in _INVISIBLE_ENTITIES))
+def may_split_words(text: str, invisible: bool | None = None) -> bool:
+    """Cheap test: could ``text`` hold words split by invisible characters (literal or as HTML entities)?
+    ``invisible``: has_invisible(text), when the caller has it already."""
+    if invisible is None:
+        invisible = has_invisible(text)
+    return invisible or _INVISIBLE_ENTITY.search(text) is not None
+
+
+def _split_words(text: str) -> Iterator[tuple[int, int]]:
+    """The spans ``_SPLIT_WORD.finditer(text)`` gives, and spans overlapping the one before them (which
+    disguised_snippets skips either way: they start inside the window it has just read)."""
+    for m in _SPLIT_RUN.finditer(text):
+        s, e = m.span()
+        if s > 0 and e < len(text) and _WORD_CHAR.match(text, s - 1) and _WORD_CHAR.match(text, e):
+            yield s - 1, e + 1
 
 
 def disguised_snippets(text: str) -> list[str]:
@@ -93,10 +122,10 @@ def disguised_snippets(text: str) -> list[str]:
     characters and any markup removed, so the instruction test can read what people would read."""
     out: list[str] = []
     end = -1
-    for m in _SPLIT_WORD.finditer(text):
-        if m.start() < end:
+    for start, stop in _split_words(text):
+        if start < end:
             continue
-        lo, end = max(0, m.start() - DISGUISE_WINDOW), m.end() + DISGUISE_WINDOW
+        lo, end = max(0, start - DISGUISE_WINDOW), stop + DISGUISE_WINDOW
         window = html.unescape(_TAGS.sub(" ", text[lo:end]))
         out.append(" ".join(strip_invisible(window).split()))
         if len(out) >= MAX_DISGUISED:
