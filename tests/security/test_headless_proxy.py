@@ -67,14 +67,6 @@ async def upstream() -> AsyncIterator[Upstream]:
     await up.stop()
 
 
-@pytest.fixture
-async def guard_proxy() -> AsyncIterator[proxy.GuardProxy]:
-    p = proxy.GuardProxy(connect_timeout_s=3.0)
-    await p.start()
-    yield p
-    await p.aclose()
-
-
 def auth(client: proxy.ProxyClient | None, user: str = "", password: str = "") -> bytes:
     if client is not None:
         user, password = client.username, client.password

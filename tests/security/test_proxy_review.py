@@ -10,7 +10,6 @@ the marker is then removed. An unmarked test mounts an attack the defence held (
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import json
 import os
@@ -31,6 +30,7 @@ from trawl.sources.playwright import PlaywrightSource
 from trawl.types import ErrorCode, TrawlError
 
 from tests.security.channel_util import nobody_python
+from tests.security.test_headless_proxy import auth, read_answer
 
 PUBLIC_IP = "93.184.215.14"  # what trawl's resolver answers for *.probe.test in these tests
 FILLER = "The harbour office lists the ferry times to the outer islands for every day of the week. " * 6
@@ -96,19 +96,6 @@ async def keepalive() -> AsyncIterator[KeepAlive]:
     await up.stop()
 
 
-@pytest.fixture
-async def guard_proxy() -> AsyncIterator[proxy.GuardProxy]:
-    p = proxy.GuardProxy(connect_timeout_s=3.0)
-    await p.start()
-    yield p
-    await p.aclose()
-
-
-def auth(client: proxy.ProxyClient) -> bytes:
-    token = base64.b64encode(f"{client.username}:{client.password}".encode()).decode()
-    return f"Proxy-Authorization: Basic {token}\r\n".encode()
-
-
 def recording(asked: list[tuple[str, int, str | None]], addr: str = "127.0.0.1") -> proxy.Admit:
     async def admit(host: str, port: int, url: str | None) -> list[str]:
         asked.append((host, port, url))
@@ -123,12 +110,7 @@ async def exchange(port: int, raw: bytes, *, one: bool = False) -> bytes:
     try:
         writer.write(raw)
         await writer.drain()
-        if not one:
-            return await asyncio.wait_for(reader.read(), 20)
-        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 20)
-        length = next((int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")
-                       if line.lower().startswith(b"content-length:")), 0)
-        return head + await asyncio.wait_for(reader.readexactly(length), 20)
+        return await asyncio.wait_for(read_answer(reader) if one else reader.read(), 20)
     finally:
         writer.close()
 
