@@ -18,6 +18,7 @@ import subprocess
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 from aiohttp import web
@@ -27,7 +28,7 @@ from trawl.sources import proxy
 from trawl.sources.base import FetchRequest
 from trawl.sources.headless_guard import RequestGuard
 from trawl.sources.playwright import PlaywrightSource
-from trawl.types import ErrorCode, TrawlError
+from trawl.types import ErrorCode, Page, TrawlError
 
 from tests.security.channel_util import nobody_python
 from tests.security.test_headless_proxy import auth, read_answer
@@ -130,6 +131,17 @@ async def site(handler: Any, host: str = "127.0.0.1") -> AsyncIterator[int]:
         yield int(runner.addresses[0][1])
     finally:
         await runner.cleanup()
+
+
+async def render_local(tmp_path: Path, chromium: str, handler: Any, path: str = "/") -> Page:
+    """The page ``handler`` serves at a loopback address, read by the headless source (loopback allowed)."""
+    s = settings(tmp_path, chromium_path=chromium, allow_private_hosts="loopback", render_timeout_s=40.0)
+    source = PlaywrightSource(s)
+    async with site(handler) as port:
+        try:
+            return await source.fetch(FetchRequest(f"http://127.0.0.1:{port}{path}"), s)
+        finally:
+            await source.aclose()
 
 
 def spy_clients(monkeypatch: pytest.MonkeyPatch) -> list[proxy.ProxyClient]:
@@ -431,15 +443,10 @@ async def test_loopback_goes_through_the_proxy_whatever_the_environment(
     async def handler(request: web.Request) -> web.Response:
         return web.Response(text=f"<!doctype html><title>L</title><p>{FILLER}</p>", content_type="text/html")
 
-    s = settings(tmp_path, chromium_path=chromium, allow_private_hosts="loopback", render_timeout_s=40.0)
-    source = PlaywrightSource(s)
-    async with site(handler) as port:
-        try:
-            got = await source.fetch(FetchRequest(f"http://127.0.0.1:{port}/"), s)
-        finally:
-            await source.aclose()
+    got = await render_local(tmp_path, chromium, handler)
     assert "ferry times" in got.html
     seen = [c for client in clients for c in client.connected]
+    port = urlsplit(got.url).port
     assert ("127.0.0.1", port, "127.0.0.1") in seen, f"Chromium reached 127.0.0.1:{port} itself: {seen}"
 
 
@@ -459,14 +466,8 @@ async def test_a_held_subrequests_name_is_never_looked_up(
         return web.Response(text=f"<!doctype html><title>Wiki</title><p>{FILLER}</p>{script}",
                             content_type="text/html")
 
-    s = settings(tmp_path, chromium_path=chromium, allow_private_hosts="loopback", render_timeout_s=40.0)
-    source = PlaywrightSource(s)
-    async with site(handler) as port:
-        try:
-            with tainted_session():
-                got = await source.fetch(FetchRequest(f"http://127.0.0.1:{port}/wiki"), s)
-        finally:
-            await source.aclose()
+    with tainted_session():
+        got = await render_local(tmp_path, chromium, handler, "/wiki")
     assert any("held by trawl's exit rule" in w for w in got.warnings), got.warnings  # the attack was mounted
     assert [n for n in names.asked if "s3cr3t" in n] == [], names.asked
 
@@ -494,13 +495,7 @@ async def test_a_page_cannot_grow_the_refusal_record_without_bound(
         return web.Response(text=f"<!doctype html><title>Flood</title><p>{FILLER}</p>{script}",
                             content_type="text/html")
 
-    s = settings(tmp_path, chromium_path=chromium, allow_private_hosts="loopback", render_timeout_s=40.0)
-    source = PlaywrightSource(s)
-    async with site(handler) as port:
-        try:
-            got = await source.fetch(FetchRequest(f"http://127.0.0.1:{port}/"), s)
-        finally:
-            await source.aclose()
+    got = await render_local(tmp_path, chromium, handler)
     assert "ferry times" in got.html and clients and guards
     refused = [url for url, _err, _main in guards[0].refused]
     assert len(refused) >= 100, len(refused)  # the attack was mounted: the requests reached the route handler
@@ -561,13 +556,7 @@ async def test_a_site_asking_for_the_proxys_credentials_gets_nothing(
         return web.Response(text=f"<!doctype html><title>Ask</title><p>{FILLER}</p>{script}",
                             content_type="text/html")
 
-    s = settings(tmp_path, chromium_path=chromium, allow_private_hosts="loopback", render_timeout_s=40.0)
-    source = PlaywrightSource(s)
-    async with site(handler) as port:
-        try:
-            got = await source.fetch(FetchRequest(f"http://127.0.0.1:{port}/"), s)
-        finally:
-            await source.aclose()
+    got = await render_local(tmp_path, chromium, handler)
     assert "ferry times" in got.html
     assert any(h.startswith("/ask") for h in heads), heads  # the challenge was made
     secrets = [c.password for c in clients] + [c.username for c in clients]
