@@ -8,6 +8,19 @@ import pytest
 from trawl.sources import proxy
 
 
+def spy_clients(monkeypatch: pytest.MonkeyPatch) -> list[proxy.ProxyClient]:
+    """Every context the proxy registers from now on (its credentials, admission check and record)."""
+    clients: list[proxy.ProxyClient] = []
+    original = proxy.GuardProxy.register
+
+    def spy(self: proxy.GuardProxy, admit: proxy.Admit) -> proxy.ProxyClient:
+        clients.append(original(self, admit))
+        return clients[-1]
+
+    monkeypatch.setattr(proxy.GuardProxy, "register", spy)
+    return clients
+
+
 @pytest.fixture
 async def guard_proxy() -> AsyncIterator[proxy.GuardProxy]:
     """The daemon's headless forward proxy on its own, listening (``sources/proxy.py``)."""

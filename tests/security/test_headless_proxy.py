@@ -24,6 +24,7 @@ from trawl.sources import proxy
 from trawl.sources.headless_guard import RequestGuard
 from trawl.types import ErrorCode, TrawlError
 
+from tests.security.conftest import spy_clients
 from tests.security.test_private_hosts import Rebinding
 
 
@@ -298,14 +299,7 @@ async def test_the_real_browser_reaches_only_the_proxy(
     settings = Settings(state_dir=tmp_path / "state", cache_dir=tmp_path / "cache", chromium_path=chromium,
                         allow_private_hosts="loopback", render_timeout_s=40.0)
     source = PlaywrightSource(settings)
-    clients: list[proxy.ProxyClient] = []
-    original = proxy.GuardProxy.register
-
-    def spy(self: proxy.GuardProxy, admit: proxy.Admit) -> proxy.ProxyClient:
-        clients.append(original(self, admit))
-        return clients[-1]
-
-    monkeypatch.setattr(proxy.GuardProxy, "register", spy)
+    clients = spy_clients(monkeypatch)
     try:
         got = await source.fetch(FetchRequest(f"http://127.0.0.3:{port}/a"), settings)
     finally:
@@ -434,14 +428,7 @@ async def test_tls_pages_and_websockets_go_through_the_proxy_end_to_end(
     tls = self_signed(tmp_path, "127.0.0.3") if scheme == "https" else None
     await web.TCPSite(runner, "127.0.0.3", 0, ssl_context=tls).start()
     port = int(runner.addresses[0][1])
-    clients: list[proxy.ProxyClient] = []
-    original = proxy.GuardProxy.register
-
-    def spy(self: proxy.GuardProxy, admit: proxy.Admit) -> proxy.ProxyClient:
-        clients.append(original(self, admit))
-        return clients[-1]
-
-    monkeypatch.setattr(proxy.GuardProxy, "register", spy)
+    clients = spy_clients(monkeypatch)
     settings = Settings(state_dir=tmp_path / "state", cache_dir=tmp_path / "cache", chromium_path=chromium,
                         allow_private_hosts="loopback", render_timeout_s=40.0, render_empty_wait_s=30.0)
     source = PlaywrightSource(settings, extra_args=("--ignore-certificate-errors",))

@@ -31,6 +31,7 @@ from trawl.sources.playwright import PlaywrightSource
 from trawl.types import ErrorCode, Page, TrawlError
 
 from tests.security.channel_util import nobody_python
+from tests.security.conftest import spy_clients
 from tests.security.test_headless_proxy import auth, read_answer
 
 PUBLIC_IP = "93.184.215.14"  # what trawl's resolver answers for *.probe.test in these tests
@@ -142,18 +143,6 @@ async def render_local(tmp_path: Path, chromium: str, handler: Any, path: str = 
             return await source.fetch(FetchRequest(f"http://127.0.0.1:{port}{path}"), s)
         finally:
             await source.aclose()
-
-
-def spy_clients(monkeypatch: pytest.MonkeyPatch) -> list[proxy.ProxyClient]:
-    clients: list[proxy.ProxyClient] = []
-    original = proxy.GuardProxy.register
-
-    def spy(self: proxy.GuardProxy, admit: proxy.Admit) -> proxy.ProxyClient:
-        clients.append(original(self, admit))
-        return clients[-1]
-
-    monkeypatch.setattr(proxy.GuardProxy, "register", spy)
-    return clients
 
 
 @contextlib.contextmanager
