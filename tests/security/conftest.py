@@ -1,4 +1,4 @@
-"""Fixtures shared by the security tests."""
+"""Fixtures and helpers shared by the security tests (the headless proxy on its own, a spy on its contexts)."""
 
 from __future__ import annotations
 
