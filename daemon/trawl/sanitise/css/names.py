@@ -144,17 +144,24 @@ class Index:
 
     @classmethod
     def of(cls, root: etree._Element) -> Index:
-        idx = cls(_Tags(root), {}, {})
+        classes: dict[str, list[etree._Element]] = {}
+        ids: dict[str, list[etree._Element]] = {}
         for el in _WITH_CLASS(root):
-            c = el.get("class")
-            if c:
-                for name in c.split():
-                    idx.classes.setdefault(name, []).append(el)
+            for name in el.get("class").split():
+                got = classes.get(name)
+                if got is None:
+                    classes[name] = [el]
+                else:
+                    got.append(el)
         for el in _WITH_ID(root):
             i = el.get("id")
             if i:
-                idx.ids.setdefault(i, []).append(el)
-        return idx
+                got = ids.get(i)
+                if got is None:
+                    ids[i] = [el]
+                else:
+                    got.append(el)
+        return cls(_Tags(root), classes, ids)
 
     @property
     def all(self) -> list[etree._Element]:
