@@ -34,7 +34,16 @@ from pydantic import ValidationError
 from trawl.capabilities import LocalBackend, Registry, Services, catalog, error_body
 from trawl.capabilities.base import failure
 from trawl.channel import running
-from trawl.channel.discovery import DaemonInfo, Located, foreign_port_warning, locate, open_async_client, start_lock
+from trawl.channel.discovery import (
+    DaemonInfo,
+    Located,
+    foreign_port_warning,
+    locate,
+    open_async_client,
+    read_info,
+    start_lock,
+)
+from trawl.channel.peer import listeners
 from trawl.channel.token import ensure_state_dir
 from trawl.exitflow import SESSION_HEADER, SESSION_ROUTE, UNKNOWN_SESSION_STATUS
 from trawl.exits import guard_of
@@ -90,10 +99,20 @@ def daemon_notice(settings: Settings, *, autostart: bool = True, answered_here: 
     return f"your trawl daemon runs with other settings ({theirs}) than this bridge's ({here}; {whence}), {then}. {fix}"
 
 
+BUSY_PROBE_S = 8.0  # how long a daemon that wrote its file gets to answer before the bridge answers itself
+
+
 def ensure_located(settings: Settings, *, autostart: bool = True) -> tuple[Located | None, str]:
     """This user's daemon, verified (starting one if needed), or None with the reason."""
     state_dir = settings.state_dir
     found = locate(state_dir, settings.port)
+    if found.daemon is None and found.holder is None and (
+            read_info(state_dir) is not None or listeners(settings.port, with_pids=False)):
+        # A daemon that wrote its file, or this user's listener on the port, may be alive but busy (a page being
+        # rendered, a loaded machine) and take longer than a second to answer; answering in this process instead
+        # splits the agent's session from the daemon's (its browser link, cache and exit memory). A dead daemon
+        # refuses at once, so the longer wait is spent only on a live one.
+        found = locate(state_dir, settings.port, timeout=BUSY_PROBE_S)
     if found.daemon is not None:
         return found, ""
     if found.holder is not None:
