@@ -16,6 +16,7 @@ Kept where they do a job, stripped elsewhere:
 
 from __future__ import annotations
 
+import heapq
 import html
 import re
 from collections.abc import Iterator
@@ -98,6 +99,11 @@ _INVISIBLE_ENTITY = re.compile(r"&(?:#(?:820[345]|8288|173;|[xX]200|x2060|xad;|x
 # tried at every letter of the page): a match is a run with a word character right before and right after it.
 _SPLIT_RUN = re.compile(_SPLIT_CHARS, re.IGNORECASE)
 _WORD_CHAR = re.compile(r"\w")
+# Where such a run can start: ignoring case made the run pattern try every "&" of the page slowly, so its starts are
+# found first, case spelled out ("s" and "z" match "S", "Z" and the long s U+017F when case is ignored), by two
+# searches that each scan fast (one class; one literal first character), merged in order.
+_SPLIT_START_CHAR = re.compile("[\u200b-\u200d\u2060\u00ad\u034f\u180e\ufeff]")
+_SPLIT_START_ENTITY = re.compile("&[#sSzZ\u017f]")
 
 
 def may_split_words(text: str, invisible: bool | None = None) -> bool:
@@ -111,8 +117,16 @@ def may_split_words(text: str, invisible: bool | None = None) -> bool:
 def _split_words(text: str) -> Iterator[tuple[int, int]]:
     """The spans ``_SPLIT_WORD.finditer(text)`` gives, and spans overlapping the one before them (which
     disguised_snippets skips either way: they start inside the window it has just read)."""
-    for m in _SPLIT_RUN.finditer(text):
+    end = 0
+    starts = heapq.merge(_SPLIT_START_CHAR.finditer(text), _SPLIT_START_ENTITY.finditer(text), key=re.Match.start)
+    for c in starts:
+        if c.start() < end:
+            continue
+        m = _SPLIT_RUN.match(text, c.start())
+        if m is None:
+            continue
         s, e = m.span()
+        end = e
         if s > 0 and e < len(text) and _WORD_CHAR.match(text, s - 1) and _WORD_CHAR.match(text, e):
             yield s - 1, e + 1
 
