@@ -4,11 +4,9 @@ page).
 trawl's extraction cascade starts from rs-trafilatura when its wheel is installed (today: CPython 3.12 on x86-64
 Linux; pyproject's environment marker installs it only there) and from trafilatura elsewhere. Both paths were
 measured on the same pages with ``benchmarks/bench_extract_paths.py`` (the engine's own stage sequence, mean token
-F1 against wcxb-dev's reference text): over all 1497 pages of wcxb-dev, in one run (session 5), 0.8619 with
-rs-trafilatura and 0.8376 without (-2.4 points); on the first 601 pages of that run 0.8992 and 0.8850 (-1.4).
-Re-measure after changing the cascade. Issue 25 added trafilatura's vote on articles (rs-trafilatura path only) and a
-dedupe (both paths); not re-measured over all pages: on pages 1-150 of wcxb-dev after it, 0.9377 with and 0.9309
-without rs-trafilatura.
+F1 against wcxb-dev's reference text): over all 1497 pages of wcxb-dev, in one run (stop 31, after issue 25's
+vote, skip rule and dedupe changes), 0.8665 with rs-trafilatura and 0.8416 without (-2.5 points); on the first 601
+pages of that run 0.9065 and 0.8886 (-1.8). Re-measure after changing the cascade.
 """
 
 from __future__ import annotations
@@ -18,8 +16,8 @@ import sys
 from dataclasses import dataclass
 
 # benchmarks/bench_extract_paths.py, Python 3.12, both paths over the same pages in one run.
-F1_WITH_RS = 0.8619
-F1_WITHOUT_RS = 0.8376
+F1_WITH_RS = 0.8665
+F1_WITHOUT_RS = 0.8416
 MEASURED_ON = "all 1497 wcxb-dev pages"
 
 
