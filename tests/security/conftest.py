@@ -1,11 +1,29 @@
-"""Fixtures and helpers shared by the security tests (the headless proxy on its own, a spy on its contexts)."""
+"""Fixtures and helpers shared by the security tests (the headless proxy on its own, a spy on its contexts, a
+site served by one handler)."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
+from aiohttp import web
 from trawl.sources import proxy
+
+
+@contextlib.asynccontextmanager
+async def site(handler: Any, host: str = "127.0.0.1") -> AsyncIterator[int]:
+    """``handler`` answering every path and method at ``host`` on a free port (yielded), stopped afterwards."""
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", handler)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, host, 0).start()
+    try:
+        yield int(runner.addresses[0][1])
+    finally:
+        await runner.cleanup()
 
 
 def spy_clients(monkeypatch: pytest.MonkeyPatch) -> list[proxy.ProxyClient]:

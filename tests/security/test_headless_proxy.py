@@ -24,7 +24,7 @@ from trawl.sources import proxy
 from trawl.sources.headless_guard import RequestGuard
 from trawl.types import ErrorCode, TrawlError
 
-from tests.security.conftest import spy_clients
+from tests.security.conftest import site, spy_clients
 from tests.security.test_private_hosts import Rebinding
 
 
@@ -290,21 +290,15 @@ async def test_the_real_browser_reaches_only_the_proxy(
         return web.Response(text="<!doctype html><title>P</title><p>" + "ferry times " * 40 + "</p>",
                             content_type="text/html")
 
-    app = web.Application()
-    app.router.add_get("/{tail:.*}", page)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.3", 0).start()
-    port = int(runner.addresses[0][1])
     settings = Settings(state_dir=tmp_path / "state", cache_dir=tmp_path / "cache", chromium_path=chromium,
                         allow_private_hosts="loopback", render_timeout_s=40.0)
     source = PlaywrightSource(settings)
     clients = spy_clients(monkeypatch)
-    try:
-        got = await source.fetch(FetchRequest(f"http://127.0.0.3:{port}/a"), settings)
-    finally:
-        await source.aclose()
-        await runner.cleanup()
+    async with site(page, "127.0.0.3") as port:
+        try:
+            got = await source.fetch(FetchRequest(f"http://127.0.0.3:{port}/a"), settings)
+        finally:
+            await source.aclose()
     seen = [c for client in clients for c in client.connected]
     assert "ferry times" in got.html
     assert ("127.0.0.3", port, "127.0.0.3") in seen
@@ -344,20 +338,16 @@ async def test_a_page_cannot_send_webrtc_udp_past_the_proxy(tmp_path: Path, chro
     async def page(request: web.Request) -> web.Response:
         return web.Response(text=f"<!doctype html><title>P</title><p id=out></p>{script}", content_type="text/html")
 
-    app = web.Application()
-    app.router.add_get("/{tail:.*}", page)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", 0).start()
-    port = int(runner.addresses[0][1])
     settings = Settings(state_dir=tmp_path / "state", cache_dir=tmp_path / "cache", chromium_path=chromium,
                         allow_private_hosts="loopback", render_timeout_s=40.0, render_empty_wait_s=30.0)
     source = PlaywrightSource(settings)
     try:
-        got = await source.fetch(FetchRequest(f"http://127.0.0.1:{port}/a"), settings)
+        async with site(page) as port:
+            try:
+                got = await source.fetch(FetchRequest(f"http://127.0.0.1:{port}/a"), settings)
+            finally:
+                await source.aclose()
     finally:
-        await source.aclose()
-        await runner.cleanup()
         transport.close()
     assert "ferry times" in got.html and ("gathered" in got.html or "timed out" in got.html), got.html[-400:]
     assert packets == [], f"the page sent {len(packets)} UDP packet(s) past the proxy"
@@ -456,22 +446,15 @@ def test_a_new_event_loop_gets_a_new_proxy_and_the_old_port_is_closed(tmp_path: 
     html = "<!doctype html><title>P</title><p>" + "ferry times " * 40 + "</p>"
     ports: list[int] = []
 
-    async def once() -> str:
-        app = web.Application()
-        async def serve_page(_request: web.Request) -> web.Response:
-            return web.Response(text=html, content_type="text/html")
+    async def serve_page(_request: web.Request) -> web.Response:
+        return web.Response(text=html, content_type="text/html")
 
-        app.router.add_get("/", serve_page)
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        await web.TCPSite(runner, "127.0.0.1", 0).start()
-        try:
-            got = await source.fetch(FetchRequest(f"http://127.0.0.1:{runner.addresses[0][1]}/"), settings)
+    async def once() -> str:
+        async with site(serve_page) as port:
+            got = await source.fetch(FetchRequest(f"http://127.0.0.1:{port}/"), settings)
             assert source._proxy is not None
             ports.append(source._proxy.port)
             return got.html
-        finally:
-            await runner.cleanup()
 
     assert "ferry times" in asyncio.run(once())
     try:

@@ -31,8 +31,8 @@ from trawl.sources.playwright import PlaywrightSource
 from trawl.types import ErrorCode, Page, TrawlError
 
 from tests.security.channel_util import nobody_python
-from tests.security.conftest import spy_clients
-from tests.security.test_headless_proxy import auth, read_answer
+from tests.security.conftest import site, spy_clients
+from tests.security.test_headless_proxy import Upstream, auth, read_answer
 
 PUBLIC_IP = "93.184.215.14"  # what trawl's resolver answers for *.probe.test in these tests
 FILLER = "The harbour office lists the ferry times to the outer islands for every day of the week. " * 6
@@ -55,45 +55,30 @@ class Names:
         return self._real(host, port, *args, **kw)
 
 
-class KeepAlive:
+class KeepAlive(Upstream):
     """A plain HTTP server on 127.0.0.1 that, like most, serves more than one request on a connection: it records
     every request head it receives on a connection (waiting briefly for a second one) before answering."""
-
-    def __init__(self) -> None:
-        self.heads: list[bytes] = []
-        self.accepted = 0
-        self.port = 0
-        self._server: asyncio.Server | None = None
-
-    async def start(self) -> KeepAlive:
-        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
-        self.port = int(self._server.sockets[0].getsockname()[1])
-        return self
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.accepted += 1
         try:
             for _ in range(2):
                 try:
-                    self.heads.append(await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 3))
+                    self.requests.append(await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 3))
                 except (TimeoutError, asyncio.IncompleteReadError):
                     break
-            body = b"ok"
-            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n" + body)
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
             await writer.drain()
         except ConnectionError:
             pass
         finally:
             writer.close()
 
-    async def stop(self) -> None:
-        if self._server is not None:
-            self._server.close()
-
 
 @pytest.fixture
 async def keepalive() -> AsyncIterator[KeepAlive]:
-    up = await KeepAlive().start()
+    up = KeepAlive()
+    await up.start()
     yield up
     await up.stop()
 
@@ -119,19 +104,6 @@ async def exchange(port: int, raw: bytes, *, one: bool = False) -> bytes:
 
 def settings(tmp_path: Path, **kw: Any) -> Settings:
     return Settings(state_dir=tmp_path / "state", cache_dir=tmp_path / "cache", **kw)
-
-
-@contextlib.asynccontextmanager
-async def site(handler: Any, host: str = "127.0.0.1") -> AsyncIterator[int]:
-    app = web.Application()
-    app.router.add_route("*", "/{tail:.*}", handler)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    await web.TCPSite(runner, host, 0).start()
-    try:
-        yield int(runner.addresses[0][1])
-    finally:
-        await runner.cleanup()
 
 
 async def render_local(tmp_path: Path, chromium: str, handler: Any, path: str = "/") -> Page:
@@ -233,7 +205,7 @@ async def test_a_pipelined_second_request_is_not_sent_unadmitted(
     second = b"GET /admin?k=s3cr3t HTTP/1.1\r\nHost: other.probe.test\r\n\r\n"
     got = await exchange(guard_proxy.port, first + auth(client) + b"\r\n" + second)
     assert got.startswith(b"HTTP/1.1 200 "), got[:80]
-    assert [h.split(b"\r\n", 1)[0] for h in keepalive.heads] == [b"GET /one HTTP/1.1"], keepalive.heads
+    assert [h.split(b"\r\n", 1)[0] for h in keepalive.requests] == [b"GET /one HTTP/1.1"], keepalive.requests
 
 
 async def test_the_host_header_is_the_admitted_hosts(guard_proxy: proxy.GuardProxy, keepalive: KeepAlive) -> None:
@@ -243,7 +215,7 @@ async def test_the_host_header_is_the_admitted_hosts(guard_proxy: proxy.GuardPro
                          "Host: denied.probe.test\r\n".encode() + auth(client) + b"\r\n")
     assert got.startswith(b"HTTP/1.1 200 "), got[:80]
     assert [a[0] for a in asked] == ["allowed.probe.test"]
-    sent = keepalive.heads[0].decode("latin-1").lower()
+    sent = keepalive.requests[0].decode("latin-1").lower()
     assert "host: denied.probe.test" not in sent and f"host: allowed.probe.test:{keepalive.port}" in sent, sent
 
 
