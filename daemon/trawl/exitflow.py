@@ -56,6 +56,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Protocol
 from urllib.parse import parse_qsl, unquote, urlsplit
 
@@ -413,6 +414,7 @@ def origin_of(url: str) -> str:
     return f"{scheme}://{host}:{port}" if scheme in ("http", "https") and host else ""
 
 
+@lru_cache(maxsize=32)  # asked on every exit decision and page; a settings list does not change
 def host_entries(raw: tuple[str, ...]) -> tuple[HostRule, ...]:
     """The entries of an exit list (TRAWL_EXIT_ALLOW_HOSTS, TRAWL_EXIT_PUBLIC_HOSTS) in the canonical form URLs are
     compared in (``policy.canonical_host``, IPv6 without brackets: ``127.1`` is 127.0.0.1, ``Bücher.example`` its
