@@ -144,21 +144,20 @@ def trawl_extractor(settings: Settings) -> Extractor:
 
 
 def cascade_extractor(settings: Settings) -> Extractor:
-    """trawl's stage sequence without the ensemble's vote (``html.second_opinion`` off): the first-wins cascade of
-    rs-trafilatura and the DOM fallback, with its dedupe; the row the ensemble's cost is stated against."""
-    from trawl.extract import html as html_mod
-
+    """trawl's stage sequence without trafilatura (``candidates.vote_text`` reads nothing: no vote, no check on the
+    fallback): the first-wins cascade of rs-trafilatura and the DOM fallback, with its dedupe; the row the ensemble's
+    cost is stated against."""
     run = trawl_extractor(settings)
 
-    def no_vote(primary: Any, chosen: Any, html: str, url: str) -> Any:
-        return chosen
+    def nothing(html: str, url: str) -> str:
+        return ""
 
     def cascade(html: str, url: str) -> str:
-        vote, html_mod.second_opinion = html_mod.second_opinion, no_vote
+        vote, cands.vote_text = cands.vote_text, nothing
         try:
             return run(html, url)
         finally:
-            html_mod.second_opinion = vote
+            cands.vote_text = vote
 
     return cascade
 

@@ -11,7 +11,7 @@ import pytest
 from trawl.extract import candidates as cands
 from trawl.extract.dom import parse_html
 from trawl.extract.evidence import declared_types, declares_article, is_teaser, record_shares, trim_trailing_teasers
-from trawl.extract.html import choose, extract_html, thread_already_read, unread_frames
+from trawl.extract.html import choose, extract_html, second_text, thread_already_read, unread_frames
 from trawl.extract.markdown import to_markdown
 from trawl.extract.plain import PLAIN_MIN_CHARS, plain_markdown
 from trawl.settings import Settings
@@ -481,3 +481,69 @@ def test_without_the_evidence_the_fallback_still_replaces_the_primary(meta: str,
     chosen, escalated = choose(_rs_like(quality), _service_page(meta, cards))
     assert escalated and chosen is not None and chosen.name == "dom"
     assert "honest shortlists" in chosen.markdown
+
+
+# ------------------------------------------------------------------ two extractors that agree outvote the third
+LONG_STORY = " ".join([  # over AGREE_MIN_WORDS words, no sentence repeated
+    STORY,
+    "By mid-morning the queue for the one chartered boat stretched past the ticket office, and the council opened "
+    "the sports hall as a waiting room for families with small children and for the elderly.",
+    "Shop owners on the island said deliveries of bread, milk and newspapers had not arrived, and the pharmacy "
+    "warned that prescriptions ordered from the mainland would be a day late at the earliest.",
+    "Talks between the union and the operator are due to resume tomorrow at the harbour office; neither side "
+    "would say whether a second stoppage planned for Friday would go ahead if they failed to agree.",
+])
+
+
+def _outvote_page() -> str:
+    about = "".join(f"<p>{p}</p>" for p in ABOUT * 4)  # the fallback finds three times the story and more
+    return (f"<!doctype html><html lang=en><head><title>Ferry crews walk out</title></head><body><div class=wrap>"
+            f'<div class="intro"><h2>Who we are</h2>{about}</div>'
+            f'<div class="story"><h1>Ferry crews walk out</h1><p>{LONG_STORY}</p></div></div></body></html>')
+
+
+def _rs_story(text: str) -> cands.Candidate:
+    return cands.Candidate("rs-trafilatura", text, text, 0.95, page_type="article")
+
+
+def test_a_fallback_that_found_more_is_outvoted_when_trafilatura_found_what_the_primary_found() -> None:
+    html = _outvote_page()  # no declared article: on length alone the fallback replaces the primary
+    assert choose(_rs_story(LONG_STORY), html)[0].name == "dom"  # type: ignore[union-attr]
+    chosen, escalated = choose(_rs_story(LONG_STORY), html, lambda: LONG_STORY.replace(". ", ".\n\n"))  # its own breaks
+    assert escalated and chosen is not None and chosen.name == "rs-trafilatura"
+
+
+@pytest.mark.parametrize(
+    "second",
+    [
+        " ".join(ABOUT) + " " + LONG_STORY,  # trafilatura found more than the primary: no agreement
+        LONG_STORY[: len(LONG_STORY) // 2],  # ... or less
+        "",  # ... or nothing
+    ],
+)
+def test_without_agreement_the_fallback_still_replaces_the_primary(second: str) -> None:
+    chosen, _ = choose(_rs_story(LONG_STORY), _outvote_page(), lambda: second)
+    assert chosen is not None and chosen.name == "dom"
+
+
+def test_two_extractors_agreeing_on_a_short_text_do_not_outvote_the_fallback() -> None:
+    # rs-trafilatura and trafilatura both picking the same one card of a listing agree on little
+    chosen, _ = choose(_rs_story(STORY), _outvote_page(), lambda: STORY)
+    assert chosen is not None and chosen.name == "dom"
+
+
+def test_trafilatura_runs_once_for_the_fallback_check_and_the_vote() -> None:
+    calls: list[str] = []
+    real = cands.vote_text
+
+    def counted(html: str, url: str) -> str:
+        calls.append(url)
+        return real(html, url)
+
+    cands.vote_text = counted
+    try:
+        second = second_text(_outvote_page(), "https://news.example/story")
+        first = second()
+        assert second() == first and len(calls) == 1
+    finally:
+        cands.vote_text = real

@@ -37,6 +37,8 @@ MIN_SECOND_SHARE = 0.3  # the second extractor's vote counts when it found at le
 MIN_ANCHOR_WORDS = 3  # a block the span may end on holds word 3-grams to compare (not a lone name or date)
 DEDUPE_MIN_WORDS = 25  # a repeated block this long is a copied paragraph, not a card title or a refrain
 DEDUPE_CONTAINED_CHARS = 200_000
+AGREE_COVER = 0.9  # two extractors agree when each holds this share of the other's word 3-grams ...
+AGREE_MIN_WORDS = 100  # ... and the text they agree on is this long (two that picked the same card agree on little)
 _WORD = re.compile(r"\w+")
 _HEADING = re.compile(r"^#{1,6} \S")
 _FENCE_OPEN = re.compile(r"(```|~~~)")
@@ -97,6 +99,20 @@ def agreed_span(primary: str, second: str) -> str:
     if sum(len(w) for w in words[start:end]) < MIN_SECOND_SHARE * len(other):  # the trim would lose the body
         return primary
     return "\n\n".join(parts[start:end])
+
+
+def agree(primary: str, second: str) -> bool:
+    """Whether two extractors, reading the page each its own way, found the same text: each holds at least
+    :data:`AGREE_COVER` of the other's word 3-grams, over :data:`AGREE_MIN_WORDS` words or more. Then a third that
+    found several times more is outvoted (:func:`.html.choose`)."""
+    own = _tokens(primary)
+    if len(own) < AGREE_MIN_WORDS:
+        return False
+    a, b = _grams(own), _grams(_tokens(second))
+    if not b:
+        return False
+    both = len(a & b)
+    return both >= AGREE_COVER * len(a) and both >= AGREE_COVER * len(b)
 
 
 PROSE_END_WORDS = 12  # an end of the primary that is running prose: a sentence this long ...

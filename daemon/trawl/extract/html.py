@@ -18,6 +18,8 @@
     -  plain      a very large page of plain paragraphs skips 1-3 (:mod:`.plain`): nothing to choose there
     4. shell      when both found (next to) nothing, the page is an empty JavaScript shell: return an
                   empty document and let the pipeline report it, rather than a title as "content"
+                  And unless trafilatura, asked then, found the same text as the primary (:func:`.ensemble.agree`):
+                  two extractors that agree outvote the third, however much more it found.
     5. vote       on a page rs-trafilatura judges an article, where its result stayed and does not open and
                   close on its story's own sentences (:func:`.ensemble.uncontested`), trafilatura votes too:
                   the primary's blocks outside the span both agree on go (:mod:`.ensemble`: rails before or
@@ -31,14 +33,16 @@ from __future__ import annotations
 import logging
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import replace
+from functools import cache
 from html import unescape
 
 from ..settings import Settings
 from ..types import Document, Page
 from . import candidates as cands
 from .candidates import Candidate
-from .ensemble import agreed_span, dedupe_blocks, uncontested
+from .ensemble import agree, agreed_span, dedupe_blocks, uncontested
 from .evidence import comment_shares, declares_article, declares_discussion, record_shares, records_spanned
 from .guard import flatten_nesting, looks_binary, strip_heavy, too_deep, trim_html
 from .lang import detect_language
@@ -83,8 +87,17 @@ def _primary(html: str, url: str, warnings: list[str]) -> Candidate | None:
     return cands.run_trafilatura(html, url)
 
 
-def choose(primary: Candidate | None, html: str) -> tuple[Candidate | None, bool]:
-    """Steps 2-4 of the cascade: (the chosen candidate or None for an empty shell, escalated?)."""
+SecondText = Callable[[], str]  # trafilatura's plain text of the page, read when first asked (:func:`second_text`)
+
+
+def second_text(html: str, url: str) -> SecondText:
+    """trafilatura's reading of the page for the checks that ask for it, run once at most, and only when asked."""
+    return cache(lambda: cands.vote_text(html, url))
+
+
+def choose(primary: Candidate | None, html: str, second: SecondText | None = None) -> tuple[Candidate | None, bool]:
+    """Steps 2-4 of the cascade: (the chosen candidate or None for an empty shell, escalated?). ``second``:
+    trafilatura's text, asked before the fallback replaces the primary (no such check without it)."""
     if primary is None:
         return cands.run_dom(html), True
     n_primary = _ntokens(primary.text)
@@ -105,12 +118,13 @@ def choose(primary: Candidate | None, html: str) -> tuple[Candidate | None, bool
         and not thread_already_read(primary, fallback, html)
         and not article_over_comments(primary, fallback, html)
         and not article_read_well(primary, fallback, html)
+        and not (second is not None and primary.name == "rs-trafilatura" and agree(primary.text, second()))
     ):
         return fallback, True
     return primary, True
 
 
-def second_opinion(primary: Candidate | None, chosen: Candidate | None, html: str, url: str) -> Candidate | None:
+def second_opinion(primary: Candidate | None, chosen: Candidate | None, second: SecondText) -> Candidate | None:
     """Step 5: on an article where rs-trafilatura's result stayed, trafilatura's vote trims it to the span both
     agree on (:func:`.ensemble.agreed_span`). Without rs-trafilatura the primary is trafilatura itself: no vote."""
     if chosen is None or chosen is not primary or chosen.name != "rs-trafilatura":
@@ -119,10 +133,10 @@ def second_opinion(primary: Candidate | None, chosen: Candidate | None, html: st
         return chosen
     if uncontested(chosen.markdown):  # it opens and closes on its story's own sentences: nothing to trim
         return chosen
-    second = cands.vote_text(html, url)
-    if not second:
+    text = second()
+    if not text:
         return chosen
-    markdown = agreed_span(chosen.markdown, second)
+    markdown = agreed_span(chosen.markdown, text)
     if markdown == chosen.markdown:
         return chosen
     return replace(chosen, name="rs-trafilatura+trafilatura", markdown=markdown)
@@ -222,8 +236,9 @@ def extract_html(page: Page, settings: Settings) -> Document:
         primary = None
     else:
         primary = _primary(html, url, warnings)
-        chosen, _ = choose(primary, html)
-        chosen = second_opinion(primary, chosen, html, url)
+        second = second_text(html, url)
+        chosen, _ = choose(primary, html, second)
+        chosen = second_opinion(primary, chosen, second)
     title = _title(page, html, primary, chosen)
     if chosen is None or not chosen.markdown.strip():
         return Document(markdown="", title=title, extractor="none", hidden_text=hidden_scan.texts,
