@@ -393,11 +393,13 @@ def bench_lofo(bench: Path, features: list[str], window_sentences: int = 0, with
         units, _, spec = spec.rpartition(":")
         gate_spec, _, top = gate.removeprefix("~").partition(":")
         t0 = time.perf_counter()
+        spec, shaping = _shaping(spec)
         x = rows_of(spec)
         assert isinstance(x, np.ndarray), "the judging head is dense"
         rules = tuple(dict.fromkeys(["max", *(t for t in thresholds.split(",") if t)])) if thresholds else ()
         out = ti.lofo_windows(ws, x, gate=rows_of(gate_spec) if gate_spec else None, top=int(top or 0),
-                              min_chars=min_window_chars, mlp=int(units.removeprefix("mlp") or 0), rules=rules)
+                              min_chars=min_window_chars, mlp=int(units.removeprefix("mlp") or 0), rules=rules,
+                              shaping=replace(shaping, vec_dims=x.shape[1] - _extra_columns(spec)))
         gated = f"; only the {top} windows per text the {gate_spec} head ranks first are judged" if gate_spec else ""
         print(f"  -- {feat} (sentence windows of 1..{ti.WINDOW_SENTENCES}, >= {min_window_chars} chars, "
               f"packed to {ti.PACK_CHARS} chars, "
@@ -413,6 +415,37 @@ def bench_lofo(bench: Path, features: list[str], window_sentences: int = 0, with
                    out["n_test"], out["n_hard"])  # type: ignore[arg-type]
         if rules:
             _report_rules(feat, rows, out)
+
+
+SHAPING = {"pc": "pca", "fam": "fam", "mix": "mix", "xh": "hard_folds", "mineh": "mine_hard", "minep": "mine_pos",
+           "mine": "mine", "hw": "hard_weight"}  # vector modifiers: e5.pc16.xh4
+
+
+def _shaping(spec: str) -> tuple[str, Any]:
+    """``spec`` without the dot modifiers of its vector ("e5.pc16.fam+cues" -> "e5+cues") and the
+    train_injection.Shaping they name: pc<k> benign principal components out, fam[<k>] training-family centroid
+    directions out (all without k), mix<m> attack windows mixed with benign ones, xh<K> cross-fitted hard-negative
+    calibration, mine<r> rounds of benign tail mining (mineh1: the hard negatives' tail too, minep1: the
+    least-scored training attacks too), hw<percent> the hard negatives' share of the loss."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import train_injection as ti
+
+    parts, opts = [], {}
+    for part in spec.split("+"):
+        base, *mods = part.split(".")
+        parts.append(base)
+        for m in mods:
+            name = next(n for n in SHAPING if m.startswith(n))
+            opts[SHAPING[name]] = int(m.removeprefix(name) or -1)
+    return "+".join(parts), ti.Shaping(**opts)
+
+
+def _extra_columns(spec: str) -> int:
+    """Columns after the vector in window_features' rows for ``spec``: the cues and the rules' bit."""
+    from trawl.sanitise import learned
+
+    parts = spec.split("+")
+    return (len(learned.STRUCT_NAMES) if "cues" in parts else 0) + (1 if "rules" in parts else 0)
 
 
 def _report_rules(feat: str, rows: list[dict[str, str]], out: dict[str, object]) -> None:

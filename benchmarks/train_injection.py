@@ -603,8 +603,58 @@ def split_halves(n: int) -> tuple[np.ndarray, np.ndarray]:
     return a, ~a
 
 
+@dataclass(frozen=True)
+class Shaping:
+    """How the judging head's rows are shaped and its threshold calibrated (issue 24, the topic lead). The first
+    ``vec_dims`` columns are the vector. ``pca``: that many principal components of the benign fit windows
+    projected out of the vector (no attack involved: the same for every fold). ``fam``: the directions between
+    the training families' centroids (at most ``fam``; -1 all) projected out, per fold, from the held-out family's
+    view too. ``mix``: each training attack window also ``mix`` times averaged with a random benign fit window (the
+    vectors, renormalised; the attack's cues kept). ``hard_folds``: that many heads, each fitted without one part
+    of the train hard negatives, their mean judging; every train hard negative calibrates by its out-of-fold score.
+    ``mine``: rounds of refitting with the MINE_TOP highest-scoring benign fit windows weighted up (the tail the
+    threshold sits on), no attack of the held-out family involved; ``mine_hard``: the highest MINE_HARD of the
+    fitted hard-negative windows too; ``mine_pos``: the lowest MINE_POS of the training attack windows too (the
+    attacks least like the rest)."""
+    vec_dims: int = 0
+    pca: int = 0
+    fam: int = 0
+    mix: int = 0
+    hard_folds: int = 0
+    mine: int = 0
+    mine_hard: int = 0
+    mine_pos: int = 0
+    hard_weight: int = 0  # percent of the loss to the hard negatives (group_weights; 0: HARD_WEIGHT)
+
+
+MINE_POS = 0.25  # of the training attack windows (the lowest scoring), weighted up per round when Shaping.mine_pos
+MINE_HARD = 0.1  # of the fitted hard-negative windows, weighted up per round too when Shaping.mine_hard
+MINE_TOP = 200  # benign fit windows weighted up per mining round (Shaping.mine): the highest scoring
+MINE_FACTOR = 5.0  # their weight is multiplied by this, the benign group's total kept
+
+
+def project_out(x: np.ndarray, basis: np.ndarray, dims: int) -> np.ndarray:
+    """``x`` with the span of ``basis`` (orthonormal columns, ``dims`` rows) removed from its first ``dims`` columns."""
+    if not basis.size:
+        return x
+    out = x.copy()
+    v = out[:, :dims]
+    out[:, :dims] = v - (v @ basis) @ basis.T
+    return out
+
+
+def top_directions(v: np.ndarray, k: int) -> np.ndarray:
+    """The ``k`` leading principal directions of the rows ``v`` (columns of a (dims, k) orthonormal matrix)."""
+    k = min(k, len(v) - 1, v.shape[1])
+    if k <= 0:
+        return np.zeros((v.shape[1], 0), np.float32)
+    _, _, vt = np.linalg.svd(v - v.mean(axis=0), full_matrices=False)
+    return vt[:k].T.astype(np.float32)
+
+
 def lofo_windows(ws: WindowSet, x: np.ndarray, l2: float = DENSE_L2, gate: np.ndarray | Matrix | None = None,
-                 top: int = 0, min_chars: int = 0, mlp: int = 0, rules: tuple[str, ...] = ()) -> dict[str, object]:
+                 top: int = 0, min_chars: int = 0, mlp: int = 0, rules: tuple[str, ...] = (),
+                 shaping: Shaping = Shaping()) -> dict[str, object]:
     """Leave one family out, the detector scoring sentence windows (max over a text's windows, rows ``x`` of
     ``ws.wins.texts``), trained with placement augmentation (:func:`window_set`). Folds from :func:`folds`;
     threshold as :func:`dense_threshold`, on the calibration passages' and the calibrating hard negatives'
@@ -637,26 +687,75 @@ def lofo_windows(ws: WindowSet, x: np.ndarray, l2: float = DENSE_L2, gate: np.nd
     out: dict[str, object] = {"alone": {}, "placed": {}, "fp_test": [], "fp_hard": [], "windows": len(ws.wins.texts),
                               "n_test": ws.n_test, "n_hard": ws.n_hard, "mask_test": [], "mask_hard": []}
 
-    def head(feats: np.ndarray | Matrix, held: np.ndarray) -> np.ndarray:
+    sh = shaping
+    if sh.pca:  # benign topic directions: fitted on benign windows only, the same for every fold
+        x = project_out(x, top_directions(x[benign, :sh.vec_dims], sh.pca), sh.vec_dims)
+    rng = np.random.default_rng(0)
+
+    def head(feats: np.ndarray | Matrix, held: np.ndarray, hard_rows: list[int] = hard_rows) -> np.ndarray:
         p_rows = sorted({k for n in np.flatnonzero(~held) for k in ws.pos_win[n]})
-        y = np.concatenate([np.ones(len(p_rows)), np.zeros(len(benign) + len(hard_rows))]).astype(np.float32)
-        cw = group_weights(len(p_rows), len(benign), len(hard_rows))
+
+        def labels(n_pos: int) -> tuple[np.ndarray, np.ndarray]:
+            y = np.concatenate([np.ones(n_pos), np.zeros(len(benign) + len(hard_rows))]).astype(np.float32)
+            return y, group_weights(n_pos, len(benign), len(hard_rows),
+                                    sh.hard_weight / 100 if sh.hard_weight else HARD_WEIGHT)
+
         if isinstance(feats, Matrix):  # hashed char n-grams (sparse): rows may repeat across groups
+            y, cw = labels(len(p_rows))
             order = np.array(p_rows + benign + hard_rows)
             start = np.searchsorted(feats.row, np.arange(feats.n + 1))  # matrix() writes rows in order
             pick = np.concatenate([np.arange(start[k], start[k + 1]) for k in order])
-            xs = Matrix(feats.idx[pick], feats.val[pick],
+            xm = Matrix(feats.idx[pick], feats.val[pick],
                         np.repeat(np.arange(len(order)), start[order + 1] - start[order]), len(order))
-            w, b = fit_matrix(xs, y, cw=cw)
-            return scores(feats, w, b)
-        xs = np.concatenate([feats[p_rows], feats[benign], feats[hard_rows]])
-        if mlp and feats is x:  # the judging head with a hidden layer of ``mlp`` units
+            wm, bm = fit_matrix(xm, y, cw=cw)
+            return scores(feats, wm, bm)
+        judging = feats is x
+        if judging and sh.fam:  # the directions the training families differ along: their topics
+            fams = sorted({rows[n]["family"] for n in np.flatnonzero(~held)})
+            cent = np.stack([feats[sorted({k for n in np.flatnonzero(~held) if rows[n]["family"] == f
+                                           for k in ws.pos_win[n]}), :sh.vec_dims].mean(axis=0) for f in fams])
+            feats = project_out(feats, top_directions(cent, sh.fam if sh.fam > 0 else len(fams)), sh.vec_dims)
+        extra = np.zeros((0, feats.shape[1]), np.float32)
+        if judging and sh.mix:  # each attack window averaged with benign windows: the attack direction across topics
+            reps = np.repeat(np.asarray(p_rows), sh.mix)
+            hosts = np.asarray(benign)[rng.integers(0, len(benign), len(reps))]
+            extra = feats[reps].copy()
+            v = feats[reps, :sh.vec_dims] + feats[hosts, :sh.vec_dims]
+            extra[:, :sh.vec_dims] = v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-9)
+        n_pos = len(p_rows) + len(extra)
+        y, cw = labels(n_pos)
+        xs = np.concatenate([feats[p_rows], extra, feats[benign], feats[hard_rows]])
+        if mlp and judging:  # the judging head with a hidden layer of ``mlp`` units
             return mlp_scores(feats, *fit_mlp(xs, y, cw, hidden=mlp))
         w, b = fit_dense(xs, y, l2=l2, cw=cw)
+        if judging and sh.mine:  # the benign windows nearest the attacks, weighted up, fitted again
+            groups = [(np.arange(n_pos, n_pos + len(benign)), MINE_TOP, -1.0),
+                      (np.arange(n_pos + len(benign), len(y)), int(np.ceil(len(hard_rows) * MINE_HARD)), -1.0),
+                      (np.arange(n_pos), int(np.ceil(n_pos * MINE_POS)), 1.0)]
+            use = [groups[0]] + ([groups[1]] if sh.mine_hard else []) + ([groups[2]] if sh.mine_pos else [])
+            for _ in range(sh.mine):
+                for grp, k, sign in use:  # the k rows of the group the head gets most wrong
+                    total = float(cw[grp].sum())
+                    cw[grp[np.argsort(sign * (xs[grp] @ w + b))[:k]]] *= MINE_FACTOR
+                    cw[grp] *= total / float(cw[grp].sum())
+                w, b = fit_dense(xs, y, l2=l2, cw=cw)
         return feats @ w + b
 
+    def judged(held: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The judging head's window scores, and the calibrating hard negatives' best-window scores."""
+        if not sh.hard_folds:
+            s = head(x, held)
+            return s, np.array([s[w].max() for w in hard_cal])
+        parts = [per_text["hard_train"][i::sh.hard_folds] for i in range(sh.hard_folds)]
+        heads = [head(x, held, sorted({k for j, p in enumerate(parts) if j != i for w in p for k in w}))
+                 for i in range(sh.hard_folds)]
+        oof = [heads[i][w].max() for i, p in enumerate(parts) for w in p]
+        return np.mean(heads, axis=0), np.array(oof)
+
+    if sh.hard_folds:
+        assert gate is None, "cross-fitted calibration is for the ungated head"
     for _, held in folds(rows):
-        s = head(x, held)
+        s, hard_oof = judged(held)
         g = head(gate, held) if gate is not None and top else None
 
         def best(groups: list[list[int]], s: np.ndarray = s, g: np.ndarray | None = g) -> np.ndarray:
@@ -665,7 +764,7 @@ def lofo_windows(ws: WindowSet, x: np.ndarray, l2: float = DENSE_L2, gate: np.nd
             return np.array([s[np.asarray(w)[np.argsort(-g[w], kind="stable")[:top]]].max() for w in groups]) \
                 if groups else np.zeros(0)
 
-        calib_s, hard_s = best(per_text["calib"]), best(hard_cal)
+        calib_s, hard_s = best(per_text["calib"]), (hard_oof if g is None else best(hard_cal))
         thr = dense_threshold(np.ones(1, np.float32), 0.0, calib_s[:, None], hard_s[:, None])
         if rules:
             alone_s, placed_s = best([ws.alone_win[n] for n in np.flatnonzero(held)]), \
