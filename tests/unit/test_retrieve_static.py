@@ -177,3 +177,22 @@ def test_alternate_takes_the_two_orders_in_turn_each_chunk_once() -> None:
     assert alternate([1, 2, 3, 4], [2, 1, 7, 8], 4) == [1, 2, 3, 7]  # a chunk in both is taken once
     assert alternate([1], [5, 6, 7], 4) == [1, 5, 6, 7]  # one order runs out: the other fills
     assert alternate([1, 2], [2, 1], 5) == [1, 2]  # no more chunks than the two orders hold
+
+
+def test_a_missing_table_is_built_on_the_first_question_across_languages_not_at_start(tmp_path: Path) -> None:
+    import time
+
+    path = tmp_path / "later" / "table.npz"
+    r = Retriever(_settings(tmp_path, str(path), first_cross_s=1e-9))
+    r.warm()
+    assert static.status(r.settings)["status"] == "missing" and not path.parent.exists()
+    chunks = [Chunk(id=f"c{i}", index=i, heading_path=("Seite",), text=OTHER[i % 4]) for i in range(40)]
+    r.rank(QUESTION, chunks, "de", None, "p")  # answered without the table; its build starts in the background
+    deadline = time.monotonic() + 30
+    while static._STATE.proc is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc = static._STATE.proc
+    assert proc is not None and static.status(r.settings)["status"] == "building"
+    proc.kill()  # the build this test started, by its own handle
+    proc.wait(30)
+    r.close()

