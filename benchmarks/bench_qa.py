@@ -36,6 +36,12 @@ the share of questions whose answer is among the N, recall@5 and returned-set re
 chunk compared (the ceiling). ``--map FILE`` adds the linear map from table to transformer vectors
 (``--fit-map FILE`` fits it on wcxb-dev pages outside paraphrase-dev, and ko-dev).
 
+``--pipeline 8,10,12`` is the whole first answer without a clock: the real retriever, with the static table
+(``--table``) and without, on every cross-language question as the first on its page, its transformer comparing
+exactly the first N chunks it asks for (:class:`FixedN`; vectors embedded beforehand); prints answer among the
+compared / recall@5 / returned-set recall / answers returned from a chunk the transformer did not reach, and
+tokens (``--set paraphrase`` or ``--all-pairs``: every question, same-language ones too).
+
 ``--set paraphrase`` is ``benchmarks/data/paraphrase-dev`` (questions in the
 user's own words over long wcxb-dev pages, see its README); its pages are read
 from ``--data``/wcxb-dev.
@@ -377,6 +383,10 @@ METHODS: dict[str, Callable[[Ask, int], list[int] | None]] = {
         None if a.st_sections is None else split(_bm_static(a, n) or [], _current_st(a, n), n)
     ),
     "mapped": lambda a, n: None if a.mapped is None else _top(a.mapped, n),
+    # the daemon's lexicon picks with the map's order in place of the table's
+    "split BM25+lex>0|mapped": lambda a, n: (
+        None if a.mapped is None or a.bm_lex is None else split(_positive(a.bm_lex), _top(a.mapped, len(a.chunks)), n)
+    ),
     "mapped, both sides": lambda a, n: None if a.mapped_both is None else _top(a.mapped_both, n),
     "BM25 + mapped": lambda a, n: (
         None if a.mapped is None else _top(fuse.combine(a.bm, a.mapped, _all(a), a.weight), n)
@@ -485,7 +495,7 @@ def run_candidates(name: str, root: Path, args: argparse.Namespace) -> None:
                     None if table is None else static.section_rank(table, query, chunks),
                 )
                 for method, pick in METHODS.items():
-                    if ti and method in TABLE_FREE:
+                    if (ti and method in TABLE_FREE) or (args.methods and method not in args.methods.split(";")):
                         continue
                     label = method if not tagged or method in TABLE_FREE else f"{method} [{tag}]"
                     for n in sizes:
@@ -531,6 +541,137 @@ def run_candidates(name: str, root: Path, args: argparse.Namespace) -> None:
     ranker.close()
 
 
+class FixedN(Retriever):
+    """The real retriever whose transformer compares exactly ``n`` chunks a question, whatever the clock: the first
+    ``n`` it asks for, their vectors taken from ``vecs`` (every chunk's, embedded beforehand). Its budgets are
+    stretched so no clock cuts anything (heading vectors for the current order's sections come free: a bias
+    towards the path without the table) and its rate is pinned to what the default budget holds on a quiet
+    machine (1.5 s at 12 chunks a second), which decides which pages take the first-answer path."""
+
+    def __init__(self, settings: Settings, vecs: dict[str, np.ndarray]) -> None:
+        super().__init__(settings.with_(dense_budget_s=1000.0, first_cross_s=1000.0, embed_ahead=False))
+        self.vecs = vecs
+        self.left = 0
+        self.compared: list[int] = []
+        self.heads: dict[str, np.ndarray] = {}
+
+    def start(self, n: int, model_id: str) -> None:
+        self.left, self.compared = n, []
+        self._cache = EmbeddingCache(None, model_id, 1 << 30, 0, secret=cache_key(self.settings.state_dir))
+        self._rate = 1.5 * 12 / 1000.0
+
+    def _learn_rate(self, n: int, seconds: float) -> None:
+        return None
+
+    def _section_rank(self, chunks: list[Chunk], qvec: np.ndarray, deadline: float) -> list[tuple[str, ...]]:
+        """The real section ranking, its heading vectors kept across questions (the cache is new for each)."""
+        self._cache.put_many(self.heads)
+        out = super()._section_rank(chunks, qvec, deadline)
+        keys = [self._cache.key("heading:" + " > ".join(p)[:200]) for p in select.section_keys(chunks, 24)]
+        self.heads.update(self._cache.get_many(keys))
+        return out
+
+    def _embed_within(
+        self, todo: list[int], keys: list[str], texts: list[str], deadline: float, at_least: int = 0
+    ) -> tuple[dict[str, np.ndarray], bool]:
+        take = todo[: max(0, self.left)]
+        self.left -= len(take)
+        self.compared.extend(take)
+        got = {keys[i]: self.vecs[keys[i]] for i in take}
+        self._cache.put_many(got)
+        return got, len(take) < len(todo)
+
+
+@dataclass
+class Pipe:
+    n: int = 0
+    among: int = 0  # the answer in a compared chunk
+    r5: int = 0
+    rk: int = 0
+    rk_other: int = 0  # returned, and no compared chunk holds it: a chunk the transformer did not reach
+    compared: list[int] = field(default_factory=list)
+    tokens: list[int] = field(default_factory=list)
+
+
+def run_pipeline(name: str, root: Path, args: argparse.Namespace, questions: Path | None = None) -> None:
+    """``--pipeline 8,12``: the real retriever, with and without ``--table``, on every cross-language question
+    (every question with ``--set paraphrase``, or with ``--all-pairs``) as the first on its page, its transformer
+    comparing exactly N chunks (:class:`FixedN`): a budget-equivalent returned-set recall that no machine load
+    moves. Per pair: answer among the compared / recall@5 / returned-set recall / answers returned from a chunk
+    the transformer did not reach, and tokens."""
+    sizes = [int(x) for x in args.pipeline.split(",")]
+    base = Settings.from_env(cache_dir=Path(args.cache_dir), embed_ahead=False)
+    full = Retriever(base.with_(static_table="off"))  # every chunk's vector, kept on disk between runs
+    full.warm()
+    model_id = str(full.describe()["model"])
+    tables = [t for t in args.table.split(",") if t][:1]
+    if tables and static.get(base.with_(static_table=tables[0]), build_missing=False) is None:
+        raise SystemExit(f"no static table at {tables[0]}")
+    variants = [("table off", "off"), *[(f"table {_table_tag(t)}", t) for t in tables]]
+    vecs: dict[str, np.ndarray] = {}
+    on = {t: FixedN(base.with_(static_table=t, cache_dir=Path(tempfile.mkdtemp())), vecs) for t in ["off", *tables]}
+    rankers = {label: on[t] for label, t in variants}
+    for r in on.values():
+        r.warm()
+    rows: dict[tuple[str, int, str], Pipe] = defaultdict(Pipe)
+    pages = load_questions(questions or root, args.limit, args.pairs)
+    done = 0
+    for pi, (html_path, qs) in enumerate(pages.items()):
+        qs = [q for q in qs if q["question_lang"] != q["lang"] or questions is not None or args.all_pairs]
+        if not qs:
+            continue
+        _, chunks, lang = prepare_file(root / html_path, base, qs[0].get("url", "") if questions else "")
+        if len(chunks) <= max(sizes):
+            continue
+        full.prefetch(chunks)
+        keys = [full._cache.key(embed_text(c)) for c in chunks]
+        vecs.clear()
+        vecs.update(full._cache.get_many(keys))
+        for q in qs:
+            pair = f"{q['question_lang']}>{q['lang']}"
+            for label, r in rankers.items():
+                for n in sizes:
+                    r.start(n, model_id)
+                    h = r.rank(q["question"], chunks, lang, None, f"{name}:{html_path}:{done}:{n}")
+                    row = rows[(label, n, pair)]
+                    row.n += 1
+                    among = found(q["answers"], "\n".join(chunks[i].text for i in r.compared))
+                    hit = found(q["answers"], "\n".join(c.text for c in h.chunks))
+                    row.among += among
+                    row.r5 += found(q["answers"], "\n".join(c.text for c in h.chunks[:5]))
+                    row.rk += hit
+                    row.rk_other += hit and not among
+                    row.compared.append(len(r.compared))
+                    row.tokens.append(sum(approx_tokens(c.text) for c in h.chunks))
+            done += 1
+        print(f"\r[{name}] page {pi + 1}/{len(pages)}  questions {done}", end="", file=sys.stderr, flush=True)
+    print(file=sys.stderr)
+    pairs = sorted({p for _, _, p in rows}, key=lambda p: PAIRS.index(p) if p in PAIRS else 99)
+    print(f"\n## {name}: the retriever with N transformer chunk passes (among / R@5 / R@ret / from unreached; tok)")
+    print(f"{'variant':12} {'N':>3} " + " ".join(f"{p:>30}" for p in [*pairs, "all"]))
+    for label, _ in variants:
+        for n in sizes:
+            cells = []
+            tot = Pipe()
+            for p in [*pairs, None]:
+                r = tot if p is None else rows[(label, n, p)]
+                if p is not None:
+                    for f in ("n", "among", "r5", "rk", "rk_other"):
+                        setattr(tot, f, getattr(tot, f) + getattr(r, f))
+                    tot.tokens += r.tokens
+                    tot.compared += r.compared
+                cells.append(
+                    f"{r.among / r.n:.3f}/{r.r5 / r.n:.3f}/{r.rk / r.n:.3f}/{r.rk_other / r.n:.3f}"
+                    f" {statistics.mean(r.tokens):4.0f}t (n={r.n})"
+                    if r.n
+                    else "-"
+                )
+            print(f"{label:12} {n:3d} " + " ".join(f"{c:>30}" for c in cells))
+    full.close()
+    for r in on.values():
+        r.close()
+
+
 def _rank_with(
     ranker: Retriever,
     model_id: str,
@@ -560,7 +701,7 @@ def _cell(r: Cand, among: bool) -> str:
     return f"{a}/{r.r5 / r.n:.3f}/{r.rk / r.n:.3f} {statistics.mean(r.tokens):4.0f}t"
 
 
-def fit_map(out: Path, data: Path, table_path: str, pages: int) -> None:
+def fit_map(out: Path, data: Path, table_path: str, pages: int, ridge: float = 1e-2) -> None:
     """``--fit-map``: least squares from table to transformer passage vectors over the chunks of wcxb-dev pages
     that paraphrase-dev does not use, and ko-dev's pages (nothing of qa-dev's sets)."""
     here = Path(__file__).resolve().parent
@@ -596,18 +737,18 @@ def fit_map(out: Path, data: Path, table_path: str, pages: int) -> None:
     keep = np.linalg.norm(x, axis=1) > 0
     x, y = x[keep], y[keep]
     cut = len(x) * 4 // 5
-    for ridge in (1e-3, 1e-2, 1e-1):
-        w = static.fit_map(x[:cut], y[:cut], ridge)
+    for held in (1e-3, 1e-2, 1e-1, 1.0):
+        w = static.fit_map(x[:cut], y[:cut], held)
         cos = np.sum(static.apply_map(x[cut:], w) * y[cut:], axis=1)
         mean = y[:cut].mean(axis=0)
         base = (y[cut:] @ mean) / np.linalg.norm(mean)
         print(
-            f"ridge {ridge:g}: held-out chunks {len(x) - cut}, mean cosine to the transformer {cos.mean():.4f} "
+            f"ridge {held:g}: held-out chunks {len(x) - cut}, mean cosine to the transformer {cos.mean():.4f} "
             f"(the training chunks' mean vector: {base.mean():.4f})"
         )
-    w = static.fit_map(x, y, args_ridge := 1e-2)
+    w = static.fit_map(x, y, ridge)
     np.save(out, w)
-    print(f"map {w.shape} fitted on {len(x)} chunks (ridge {args_ridge:g}) -> {out}")
+    print(f"map {w.shape} fitted on {len(x)} chunks (ridge {ridge:g}) -> {out}")
     r.close()
 
 
@@ -676,9 +817,13 @@ def main() -> None:
     )
     ap.add_argument("--pairs", default="", help="only these pairs, comma-separated (e.g. en>de,en>ru)")
     ap.add_argument("--candidates", default="", help="fixed-N candidate mode: N values, comma-separated (8,12,16)")
+    ap.add_argument("--pipeline", default="", help="the retriever with exactly N transformer passes: N values (8,12)")
+    ap.add_argument("--methods", default="", help="--candidates: only these METHODS, separated by ';'")
+    ap.add_argument("--all-pairs", action="store_true", help="--pipeline: same-language questions too")
     ap.add_argument("--table", default="", help="the static table for --candidates / --fit-map (a path)")
     ap.add_argument("--map", default="", help="--candidates: a linear map from table to transformer vectors (.npy)")
     ap.add_argument("--fit-map", default="", help="fit that map on pages outside the dev sets, save it here")
+    ap.add_argument("--map-ridge", type=float, default=1e-2, help="--fit-map: the ridge of the saved map")
     ap.add_argument("--map-pages", type=int, default=60, help="--fit-map: wcxb-dev pages used")
     ap.add_argument("--lex-per-word", type=int, default=2, help="--candidates: lexicon pieces per question word")
     ap.add_argument("--lex-min-cos", type=float, default=0.5, help="--candidates: lexicon's cosine floor")
@@ -688,7 +833,13 @@ def main() -> None:
         load_cost(args.table, Path(args.data))
         return
     if args.fit_map:
-        fit_map(Path(args.fit_map), Path(args.data), args.table, args.map_pages)
+        fit_map(Path(args.fit_map), Path(args.data), args.table, args.map_pages, args.map_ridge)
+        return
+    if args.pipeline:
+        if args.set == "paraphrase":
+            run_pipeline("paraphrase", Path(args.data) / "wcxb-dev", args, here / "data" / "paraphrase-dev")
+        for name in {"both": ["qa-dev", "qa-dev-long"], "paraphrase": []}.get(args.set, [args.set]):
+            run_pipeline(name, Path(args.data) / name, args)
         return
     if args.candidates:
         for name in {"both": ["qa-dev", "qa-dev-long"]}.get(args.set, [args.set]):
