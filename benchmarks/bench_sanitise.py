@@ -418,7 +418,8 @@ def bench_lofo(bench: Path, features: list[str], window_sentences: int = 0, with
 
 
 SHAPING = {"pc": "pca", "fam": "fam", "mix": "mix", "xh": "hard_folds", "mineh": "mine_hard", "minep": "mine_pos",
-           "mine": "mine", "hw": "hard_weight"}  # vector modifiers: e5.pc16.xh4
+           "mine": "mine", "hw": "hard_weight",
+           "ctx": "context"}  # vector modifiers: e5.pc16.xh4
 
 
 def _shaping(spec: str) -> tuple[str, Any]:
@@ -426,7 +427,8 @@ def _shaping(spec: str) -> tuple[str, Any]:
     train_injection.Shaping they name: pc<k> benign principal components out, fam[<k>] training-family centroid
     directions out (all without k), mix<m> attack windows mixed with benign ones, xh<K> cross-fitted hard-negative
     calibration, mine<r> rounds of benign tail mining (mineh1: the hard negatives' tail too, minep1: the
-    least-scored training attacks too), hw<percent> the hard negatives' share of the loss."""
+    least-scored training attacks too), hw<percent> the hard negatives' share of the loss, ctx1 each window with
+    its text's mean vector."""
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import train_injection as ti
 

@@ -17,7 +17,7 @@ import ast
 import json
 import os
 import sys
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -531,6 +531,39 @@ class WindowSet:
     n_test: int
     n_hard: int
     texts: dict[str, list[str]]  # "alone" / "placed" per attack, "test" / "hard_test": the texts themselves
+    fit_placed: list[tuple[list[int], list[bool]]] = field(default_factory=list)  # per attack: the fit-placed
+    # text's windows, and which of them hold an attack sentence
+
+
+def with_context(ws: WindowSet, x: np.ndarray, dims: int, min_chars: int = 0) -> tuple[WindowSet, np.ndarray]:
+    """``ws`` and its rows ``x`` with one row per window *per text it stands in*, the text's mean vector (its first
+    ``dims`` columns, over its windows of at least ``min_chars``; all of them if none) after the window's own row:
+    a head can then weigh a sentence against the page around it (a quoted attack in a security page, an order in a
+    recipe). Groups are renumbered; an attack alone is its own context."""
+    size = [len(t) for t in ws.wins.texts]
+    texts: list[str] = []
+    out: list[np.ndarray] = []
+
+    def add(group: list[int]) -> list[int]:
+        keep = [k for k in group if size[k] >= min_chars] or group
+        ctx = x[keep, :dims].mean(axis=0)
+        ids = list(range(len(texts), len(texts) + len(group)))
+        texts.extend(ws.wins.texts[k] for k in group)
+        out.extend(np.concatenate([x[k], ctx]) for k in group)
+        return ids
+
+    alone = [add(g) for g in ws.alone_win]
+    pos, neg = [], []
+    for n, (group, mask) in enumerate(ws.fit_placed):
+        ids = add(group)
+        pos.append(alone[n] + [k for k, m in zip(ids, mask, strict=True) if m])
+        neg += [k for k, m in zip(ids, mask, strict=True) if not m]
+    placed = [add(g) for g in ws.placed_win]
+    per_text = {name: [add(g) for g in groups] for name, groups in ws.per_text.items()}
+    wins = Windows()
+    wins.texts = texts
+    return replace(ws, wins=wins, pos_win=pos, alone_win=alone, placed_win=placed, neg_aug=neg,
+                   per_text=per_text, fit_placed=[]), np.stack(out).astype(np.float32)
 
 
 def window_set(bench: Path) -> WindowSet:
@@ -546,6 +579,7 @@ def window_set(bench: Path) -> WindowSet:
     placed_win: list[list[int]] = []
     neg_aug: list[int] = []
     placed: list[str] = []
+    fit_placed: list[tuple[list[int], list[bool]]] = []
     for n, a in enumerate(sets["attacks"]):
         alone_win.append(wins.add(learned.sentences(a)))
         sents, span = placed_sentences(fit_hosts[(11 * n + 3) % len(fit_hosts)], a)
@@ -554,6 +588,7 @@ def window_set(bench: Path) -> WindowSet:
         pos_win.append(alone_win[-1] + [k for k, (i, j) in zip(ids, ranges, strict=True)
                                         if i < span.stop and j > span.start])
         neg_aug += [k for k, (i, j) in zip(ids, ranges, strict=True) if not (i < span.stop and j > span.start)]
+        fit_placed.append((ids, [i < span.stop and j > span.start for i, j in ranges]))
         test_sents = placed_sentences(test_hosts[(7 * n) % len(test_hosts)], a)[0]
         placed_win.append(wins.add(test_sents))
         placed.append(" ".join(test_sents))
@@ -561,7 +596,7 @@ def window_set(bench: Path) -> WindowSet:
                 for name in ("fit", "calib", "test", "hard_train", "hard_test")}
     return WindowSet(wins, rows, pos_win, alone_win, placed_win, neg_aug, per_text, len(sets["test"]),
                      len(sets["hard_test"]), {"alone": sets["attacks"], "placed": placed, "test": sets["test"],
-                                              "hard_test": sets["hard_test"]})
+                                              "hard_test": sets["hard_test"]}, fit_placed)
 
 
 TAIL_K = 20  # calibration scores the exponential tail is fitted on (tail_threshold)
@@ -624,6 +659,7 @@ class Shaping:
     mine: int = 0
     mine_hard: int = 0
     mine_pos: int = 0
+    context: int = 0  # 1: each window's row followed by its text's mean vector (with_context)
     hard_weight: int = 0  # percent of the loss to the hard negatives (group_weights; 0: HARD_WEIGHT)
 
 
@@ -671,6 +707,9 @@ def lofo_windows(ws: WindowSet, x: np.ndarray, l2: float = DENSE_L2, gate: np.nd
     (alone / placed / mask_test / mask_hard as above, "split": per fold the calibration passages of one half
     flagged by the rule fitted on the other, both ways; "thr": per fold the threshold)."""
     rows = ws.rows
+    if shaping.context:
+        assert gate is None, "a gate's rows are the windows', not the windows' in context"
+        ws, x = with_context(ws, x, shaping.vec_dims, min_chars)
     size = np.array([len(t) for t in ws.wins.texts])
 
     def long(groups: list[list[int]]) -> list[list[int]]:
