@@ -144,20 +144,23 @@ def trawl_extractor(settings: Settings) -> Extractor:
 
 
 def cascade_extractor(settings: Settings) -> Extractor:
-    """trawl's stage sequence without trafilatura (``candidates.vote_text`` reads nothing: no vote, no check on the
-    fallback): the first-wins cascade of rs-trafilatura and the DOM fallback, with its dedupe; the row the ensemble's
-    cost is stated against."""
+    """trawl's stage sequence without trafilatura (``html.Trafilatura`` reads nothing: no vote, no check on the
+    fallback or the shell): the first-wins cascade of rs-trafilatura and the DOM fallback, with its dedupe; the row
+    the ensemble's cost is stated against."""
+    from trawl.extract import html as html_mod
+
     run = trawl_extractor(settings)
 
-    def nothing(html: str, url: str) -> str:
-        return ""
+    class Nothing(html_mod.Trafilatura):
+        text = ""
+        candidate = None
 
     def cascade(html: str, url: str) -> str:
-        vote, cands.vote_text = cands.vote_text, nothing
+        reader, html_mod.Trafilatura = html_mod.Trafilatura, Nothing
         try:
             return run(html, url)
         finally:
-            cands.vote_text = vote
+            html_mod.Trafilatura = reader
 
     return cascade
 

@@ -11,7 +11,7 @@ import pytest
 from trawl.extract import candidates as cands
 from trawl.extract.dom import parse_html
 from trawl.extract.evidence import declared_types, declares_article, is_teaser, record_shares, trim_trailing_teasers
-from trawl.extract.html import choose, extract_html, second_text, thread_already_read, unread_frames
+from trawl.extract.html import Trafilatura, choose, extract_html, thread_already_read, unread_frames
 from trawl.extract.markdown import to_markdown
 from trawl.extract.plain import PLAIN_MIN_CHARS, plain_markdown
 from trawl.settings import Settings
@@ -506,10 +506,17 @@ def _rs_story(text: str) -> cands.Candidate:
     return cands.Candidate("rs-trafilatura", text, text, 0.95, page_type="article")
 
 
+def _reads(text: str) -> Trafilatura:
+    """trafilatura's reading of a page, given: the seam :func:`choose` asks through."""
+    second = Trafilatura("", "")
+    second.text = text
+    return second
+
+
 def test_a_fallback_that_found_more_is_outvoted_when_trafilatura_found_what_the_primary_found() -> None:
     html = _outvote_page()  # no declared article: on length alone the fallback replaces the primary
     assert choose(_rs_story(LONG_STORY), html)[0].name == "dom"  # type: ignore[union-attr]
-    chosen, escalated = choose(_rs_story(LONG_STORY), html, lambda: LONG_STORY.replace(". ", ".\n\n"))  # its own breaks
+    chosen, escalated = choose(_rs_story(LONG_STORY), html, _reads(LONG_STORY.replace(". ", ".\n\n")))  # own breaks
     assert escalated and chosen is not None and chosen.name == "rs-trafilatura"
 
 
@@ -522,17 +529,17 @@ def test_a_fallback_that_found_more_is_outvoted_when_trafilatura_found_what_the_
     ],
 )
 def test_without_agreement_the_fallback_still_replaces_the_primary(second: str) -> None:
-    chosen, _ = choose(_rs_story(LONG_STORY), _outvote_page(), lambda: second)
+    chosen, _ = choose(_rs_story(LONG_STORY), _outvote_page(), _reads(second))
     assert chosen is not None and chosen.name == "dom"
 
 
 def test_two_extractors_agreeing_on_a_short_text_do_not_outvote_the_fallback() -> None:
     # rs-trafilatura and trafilatura both picking the same one card of a listing agree on little
-    chosen, _ = choose(_rs_story(STORY), _outvote_page(), lambda: STORY)
+    chosen, _ = choose(_rs_story(STORY), _outvote_page(), _reads(STORY))
     assert chosen is not None and chosen.name == "dom"
 
 
-def test_trafilatura_runs_once_for_the_fallback_check_and_the_vote() -> None:
+def test_trafilatura_reads_a_page_once_for_every_check_that_asks(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[str] = []
     real = cands.vote_text
 
@@ -540,10 +547,37 @@ def test_trafilatura_runs_once_for_the_fallback_check_and_the_vote() -> None:
         calls.append(url)
         return real(html, url)
 
-    cands.vote_text = counted
-    try:
-        second = second_text(_outvote_page(), "https://news.example/story")
-        first = second()
-        assert second() == first and len(calls) == 1
-    finally:
-        cands.vote_text = real
+    monkeypatch.setattr(cands, "vote_text", counted)
+    second = Trafilatura(_outvote_page(), "https://news.example/story")
+    assert "honest shortlists" in second.text and second.text == second.text and len(calls) == 1
+
+
+def test_the_evidence_for_the_primary_is_overruled_when_trafilatura_found_what_the_fallback_found() -> None:
+    # A declared article the primary rates highly: the page's evidence keeps the primary over the fallback's page
+    html = _service_page(NEWS_LD)
+    fallback = cands.run_dom(html)
+    assert fallback is not None
+    assert choose(_rs_like(0.95), html, _reads(STORY))[0] is not fallback  # trafilatura sides with the primary
+    chosen, _ = choose(_rs_like(0.95), html, _reads(fallback.text.replace(". ", ".\n\n")))
+    assert chosen is not None and chosen.name == "dom"  # two against one, whatever the page declares
+
+
+# ------------------------------------------------------------------ a page the primary and the fallback found empty
+def _unclosed_aside(body: str) -> str:
+    # The banner's <aside> is never closed: both rs-trafilatura and the DOM reader read the whole page into a box
+    # they drop, and find (next to) nothing.
+    return ("<!doctype html><html lang=en><head><title>Ferry crews walk out</title></head><body>"
+            '<aside class="announcement-banner"><div class="column"><a href="/news"><span>Announcement: new timetable '
+            f'<span class="spin"><em></em></span></div></a><main><article>{body}</article></main></body></html>')
+
+
+def test_a_page_whose_markup_both_misread_is_read_by_trafilatura_not_called_a_shell() -> None:
+    paras = "".join(f"<p>{p}</p>" for p in [LONG_STORY, *ABOUT])
+    doc = _doc(_unclosed_aside(f"<h1>Ferry crews walk out</h1>{paras}"))
+    assert doc.extractor == "trafilatura"
+    assert "second stoppage planned for Friday" in doc.markdown and "honest shortlists" in doc.markdown
+
+
+def test_a_real_shell_stays_empty_when_trafilatura_finds_no_body_either() -> None:
+    doc = _doc(_unclosed_aside("<p>Loading the latest stories, one moment please.</p>"))
+    assert doc.extractor == "none" and doc.markdown == ""

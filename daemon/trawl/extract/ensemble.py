@@ -101,14 +101,14 @@ def agreed_span(primary: str, second: str) -> str:
     return "\n\n".join(parts[start:end])
 
 
-def agree(primary: str, second: str) -> bool:
+def agree(one: str, other: str) -> bool:
     """Whether two extractors, reading the page each its own way, found the same text: each holds at least
-    :data:`AGREE_COVER` of the other's word 3-grams, over :data:`AGREE_MIN_WORDS` words or more. Then a third that
-    found several times more is outvoted (:func:`.html.choose`)."""
-    own = _tokens(primary)
+    :data:`AGREE_COVER` of the other's word 3-grams, over :data:`AGREE_MIN_WORDS` words or more. Then the third is
+    outvoted (:func:`.html.choose`)."""
+    own = _tokens(one)
     if len(own) < AGREE_MIN_WORDS:
         return False
-    a, b = _grams(own), _grams(_tokens(second))
+    a, b = _grams(own), _grams(_tokens(other))
     if not b:
         return False
     both = len(a & b)

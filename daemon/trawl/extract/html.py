@@ -15,17 +15,20 @@
                   the fallback would only add each post's author card and quotes.
                   Nor, on a page declaring itself an article, a primary that rates its own result highly, holds an
                   article's prose and sits on a page of records: the fallback would add the page around the body.
+                  Two extractors that agree outvote the third (:func:`.ensemble.agree`): trafilatura, asked then,
+                  keeps the primary when it found the same text, and overrules that evidence when it found the
+                  fallback's.
     -  plain      a very large page of plain paragraphs skips 1-3 (:mod:`.plain`): nothing to choose there
     4. shell      when both found (next to) nothing, the page is an empty JavaScript shell: return an
-                  empty document and let the pipeline report it, rather than a title as "content"
-                  And unless trafilatura, asked then, found the same text as the primary (:func:`.ensemble.agree`):
-                  two extractors that agree outvote the third, however much more it found.
+                  empty document and let the pipeline report it, rather than a title as "content". Unless
+                  trafilatura found a body there (markup both misread): then its result is the page's.
     5. vote       on a page rs-trafilatura judges an article, where its result stayed and does not open and
                   close on its story's own sentences (:func:`.ensemble.uncontested`), trafilatura votes too:
                   the primary's blocks outside the span both agree on go (:mod:`.ensemble`: rails before or
                   after the story); repeated blocks are dropped on every page
 
-Only pages that look weak pay for the DOM fallback, and only contested articles for trafilatura's vote.
+Only pages that look weak pay for the DOM fallback, and only contested articles, pages the fallback would take and
+pages that look empty for trafilatura (:class:`Trafilatura`, run once per page at most).
 """
 
 from __future__ import annotations
@@ -33,9 +36,8 @@ from __future__ import annotations
 import logging
 import re
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import replace
-from functools import cache
+from functools import cached_property
 from html import unescape
 
 from ..settings import Settings
@@ -64,7 +66,8 @@ ESCALATE_QUALITY = 0.7  # ... as does output rs-trafilatura itself rates below t
 DOM_GAIN_RATIO = 3.0  # the fallback must find this many times more text to replace the primary ...
 DOM_SUPERSET_RATIO = 2.5  # ... or this many times more when it also contains nearly all the primary's text
 DOM_SUPERSET_SHARE = 0.9
-SHELL_TOKENS = 40  # both candidates below this (fallback: nothing at all) → an empty shell
+SHELL_TOKENS = 40  # both candidates below this (fallback: nothing at all) → an empty shell ...
+SHELL_BODY_TOKENS = 200  # ... unless trafilatura found a body this long (a shell's banner or cookie notice is less)
 RAIL_PRIMARY_IN_RECORDS = 0.5  # an article beside a rail: less than this share of the primary lies in records ...
 RAIL_EXTRA_IN_RECORDS = 0.6  # ... and at least this share of what the fallback adds is records
 RAIL_MIN_PRIMARY_CHARS = 100  # a primary shorter than this is no article to keep (a title, a "loading" line)
@@ -87,17 +90,28 @@ def _primary(html: str, url: str, warnings: list[str]) -> Candidate | None:
     return cands.run_trafilatura(html, url)
 
 
-SecondText = Callable[[], str]  # trafilatura's plain text of the page, read when first asked (:func:`second_text`)
+class Trafilatura:
+    """trafilatura's readings of the page, for the checks that ask for them: each runs once at most, and only when
+    asked (most pages never ask)."""
+
+    def __init__(self, html: str, url: str) -> None:
+        self._html, self._url = html, url
+
+    @cached_property
+    def text(self) -> str:
+        """Its selection as plain text (the vote and the agreement check compare words)."""
+        return cands.vote_text(self._html, self._url)
+
+    @cached_property
+    def candidate(self) -> Candidate | None:
+        """Its selection as a candidate of its own (markdown), for a page the other two found empty."""
+        return cands.run_trafilatura(self._html, self._url)
 
 
-def second_text(html: str, url: str) -> SecondText:
-    """trafilatura's reading of the page for the checks that ask for it, run once at most, and only when asked."""
-    return cache(lambda: cands.vote_text(html, url))
-
-
-def choose(primary: Candidate | None, html: str, second: SecondText | None = None) -> tuple[Candidate | None, bool]:
+def choose(primary: Candidate | None, html: str, second: Trafilatura | None = None) -> tuple[Candidate | None, bool]:
     """Steps 2-4 of the cascade: (the chosen candidate or None for an empty shell, escalated?). ``second``:
-    trafilatura's text, asked before the fallback replaces the primary (no such check without it)."""
+    trafilatura, asked where the fallback found much more and before a page is called a shell (neither check without
+    it)."""
     if primary is None:
         return cands.run_dom(html), True
     n_primary = _ntokens(primary.text)
@@ -108,23 +122,35 @@ def choose(primary: Candidate | None, html: str, second: SecondText | None = Non
         return primary, True
     n_fallback = _ntokens(fallback.text)
     if n_fallback == 0 and n_primary < SHELL_TOKENS:
-        return None, True
+        return (_read_by(second) if primary.name == "rs-trafilatura" else None), True
     gain = n_fallback >= DOM_GAIN_RATIO * max(n_primary, 1) or (
         n_fallback >= DOM_SUPERSET_RATIO * max(n_primary, 1) and _contained(primary.text, fallback.text)
     )
-    if (
-        gain
-        and not article_beside_rail(primary, fallback, html)
-        and not thread_already_read(primary, fallback, html)
-        and not article_over_comments(primary, fallback, html)
-        and not article_read_well(primary, fallback, html)
-        and not (second is not None and primary.name == "rs-trafilatura" and agree(primary.text, second()))
-    ):
-        return fallback, True
-    return primary, True
+    if not gain:
+        return primary, True
+    kept = (  # the page's evidence says the primary read the body and the fallback adds what lies around it
+        article_beside_rail(primary, fallback, html)
+        or thread_already_read(primary, fallback, html)
+        or article_over_comments(primary, fallback, html)
+        or article_read_well(primary, fallback, html)
+    )
+    if second is not None and primary.name == "rs-trafilatura":  # two extractors that agree outvote the third
+        if kept and agree(fallback.text, second.text):
+            return fallback, True
+        if not kept and agree(primary.text, second.text):
+            return primary, True
+    return (primary if kept else fallback), True
 
 
-def second_opinion(primary: Candidate | None, chosen: Candidate | None, second: SecondText) -> Candidate | None:
+def _read_by(second: Trafilatura | None) -> Candidate | None:
+    """trafilatura's own result on a page the primary and the fallback found (next to) empty, when it found a body
+    there (:data:`SHELL_BODY_TOKENS`): markup so broken that both read the story into a box they drop (an unclosed
+    ``<aside>`` around the page). None, an empty shell, otherwise."""
+    cand = second.candidate if second is not None else None
+    return cand if cand is not None and _ntokens(cand.text) >= SHELL_BODY_TOKENS else None
+
+
+def second_opinion(primary: Candidate | None, chosen: Candidate | None, second: Trafilatura) -> Candidate | None:
     """Step 5: on an article where rs-trafilatura's result stayed, trafilatura's vote trims it to the span both
     agree on (:func:`.ensemble.agreed_span`). Without rs-trafilatura the primary is trafilatura itself: no vote."""
     if chosen is None or chosen is not primary or chosen.name != "rs-trafilatura":
@@ -133,7 +159,7 @@ def second_opinion(primary: Candidate | None, chosen: Candidate | None, second: 
         return chosen
     if uncontested(chosen.markdown):  # it opens and closes on its story's own sentences: nothing to trim
         return chosen
-    text = second()
+    text = second.text
     if not text:
         return chosen
     markdown = agreed_span(chosen.markdown, text)
@@ -236,7 +262,7 @@ def extract_html(page: Page, settings: Settings) -> Document:
         primary = None
     else:
         primary = _primary(html, url, warnings)
-        second = second_text(html, url)
+        second = Trafilatura(html, url)
         chosen, _ = choose(primary, html, second)
         chosen = second_opinion(primary, chosen, second)
     title = _title(page, html, primary, chosen)
