@@ -10,7 +10,8 @@ private content? Once it has, a URL goes out only to a host that is vouched for:
   force, ``deny_all_except_allowed``: in the default mode that list means nothing, so it vouches for nothing);
 * the origin the private content came from (scheme, host and port, exactly: not the rest of its registrable
   domain, where other hosts may belong to anyone), when all of it came from that one origin (the data goes back
-  where it lives; a session that read a local file and a local service may send neither to the other);
+  where it lives; a session that read a local file and a local service may send neither to the other), and only to
+  the addresses its reads connected to (``netguard.pin``: a name its DNS moves after the read is held);
 * a site the user said yes to for this session (asked through MCP elicitation);
 * the exact URL of a link a result showed this session (followed, not composed), unless the link echoes a URL
   this session itself sent (a search page repeating ``http://attacker/?k=…`` does not launder it). A link that a
@@ -61,7 +62,7 @@ from typing import Any, Protocol
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from .exittaint import fold
-from .netguard import HostRule, parse_ip
+from .netguard import HostRule, call_pins, parse_ip
 from .netguard import is_private as _private_ip
 from .policy import canonical_host
 from .settings import Settings
@@ -117,7 +118,8 @@ def one_call() -> Iterator[None]:
     """One agent call: a yes taken in a shared session inside it vouches for its site until the call ends."""
     token = _CALL_GRANTS.set(frozenset())
     try:
-        yield
+        with call_pins():
+            yield
     finally:
         _CALL_GRANTS.reset(token)
 
@@ -136,6 +138,8 @@ class SessionFlow:
     key: str
     private: str = ""  # why the session counts as having read private content ("" = it has not)
     private_sites: set[str] = field(default_factory=set)
+    # the addresses the sources connected to for each private origin (the own-origin allowance goes back there only)
+    private_addresses: dict[str, set[str]] = field(default_factory=dict)
     granted: set[str] = field(default_factory=set)  # sites the user said yes to, this session
     # links shown to the session: "" when a public result showed it (it vouches wherever it points), else the own
     # origin of the private result that showed it (it vouches only for that origin)
@@ -159,6 +163,8 @@ class Verdict:
     send: bool
     why: str  # for the event log: why it was let through, or why it is held
     host: str = ""  # held: the host nobody vouched for
+    # sent as the private content's own origin: (host, port, addresses) its connections must go to (netguard.pin)
+    pins: tuple[tuple[str, int, frozenset[str]], ...] = ()
 
 
 @dataclass(slots=True)
@@ -262,6 +268,9 @@ class FlowMemory:
         # What the sources connected to for the pages this call served (note_read): a public-looking name at a
         # loopback or private address, or a headless page that read from one, is private content too.
         for url, addrs in _reads_of_this_call():
+            key = self._own_key(url) if url else ""
+            if key and addrs and len(s.private_addresses) < MAX_SITES:
+                s.private_addresses.setdefault(key, set()).update(addrs[:16])
             where = private_addresses(addrs)
             if where and not url:
                 s.taint("it was served more pages in one call than trawl records")
@@ -316,6 +325,7 @@ class FlowMemory:
         # Exactly as shown: another %-encoding of a shown link is a new URL (and a channel). None: never shown.
         shown_by = s.links.get(url)
         reasons = []
+        pins: list[tuple[str, int, frozenset[str]]] = []
         own_host = host_of(url)
         own = self._own_key(url)
         for h in hosts:
@@ -327,13 +337,16 @@ class FlowMemory:
                 reasons.append("allowed by the user")
             elif s.private_sites == {origin_here} and not s.overflowed and not borrowed:
                 reasons.append("the private content's own origin")
+                if h == own_host and (addrs := s.private_addresses.get(origin_here)) and (port := port_of(url)):
+                    pins.append((h, port, frozenset(addrs)))  # back to the machine it came from, not wherever
+                    # the name points now (a name the attacker controls can move between the read and the send)
             elif (grant := self._grant_key(url) if h == own_host else site) in s.granted or grant in _CALL_GRANTS.get():
                 reasons.append("the user said yes for this session")
             elif shown_by == "" or (shown_by and shown_by == origin_here):
                 reasons.append("a link a result showed (followed, not composed)")
             else:
                 return Verdict(False, f"the session read private content ({private})", h)
-        return Verdict(True, "; ".join(dict.fromkeys(reasons)))
+        return Verdict(True, "; ".join(dict.fromkeys(reasons)), pins=tuple(pins))
 
     def read_private(self) -> bool:
         """Whether this call's session counts as having read private content (its own reads, or borrowed)."""

@@ -34,6 +34,7 @@ from functools import lru_cache
 from typing import Any
 from urllib.parse import unquote, unquote_plus, urlsplit
 
+from pydantic_core import Url
 from tld import get_fld
 
 from .exitflow import FlowMemory, Verdict, bare_host, begin_call, end_call, host_entries, port_of
@@ -48,6 +49,7 @@ from .exittaint import (
     fold,
     url_parts,
 )
+from .netguard import pin
 from .policy import canonical_host
 from .settings import Settings
 from .types import ErrorCode, TrawlError
@@ -107,8 +109,24 @@ def _registrable(host: str) -> str:
 
 
 def normalise_url(url: str) -> str:
-    """``url`` with its scheme and host lower-cased when it is http(s) in any spelling (``HTTP://Host/p``); other
-    targets unchanged. Every check and the fetch itself then see one spelling."""
+    """``url`` with its scheme and host lower-cased when it is http(s) in any spelling (``HTTP://Host/p``), and read
+    the way a browser's URL parser reads it (WHATWG) when Python's parser would name another host or port
+    (``http://a.test\\@b.test/`` is ``a.test`` to a browser, ``b.test`` to ``urlsplit`` and httpx); other targets
+    unchanged. Every check and the fetch itself then see one spelling, the one Chromium and the extension connect
+    to."""
+    lowered = _lowered(url)
+    if lowered is url:
+        return url
+    return _as_a_browser_reads(lowered)
+
+
+def readings(url: str) -> list[str]:
+    """Every host-bearing reading of ``url`` some part of trawl may act on: the browser's (:func:`normalise_url`)
+    and Python's (what httpx requests for a redirect hop as written). One entry when they agree."""
+    return list(dict.fromkeys((normalise_url(url), _lowered(url))))
+
+
+def _lowered(url: str) -> str:
     m = _SCHEME_HTTP.match(url)
     if not m:
         return url
@@ -122,6 +140,24 @@ def normalise_url(url: str) -> str:
     at = netloc.rfind("@")
     netloc = netloc[:at + 1] + netloc[at + 1:].lower()
     return m.group(1).lower() + "://" + netloc + tail
+
+
+def _authority(host: str, port: int | None, scheme: str) -> tuple[str, int | None]:
+    return canonical_host(host), port or {"http": 80, "https": 443}.get(scheme)
+
+
+def _as_a_browser_reads(url: str) -> str:
+    try:
+        parsed = Url(url)
+    except (ValueError, TypeError):
+        return url  # a browser refuses it too; the sources' validation says why
+    try:
+        parts = urlsplit(url)
+        python = _authority(parts.hostname or "", parts.port, parts.scheme)
+    except ValueError:
+        python = ("", None)
+    browser = _authority(parsed.host or "", parsed.port, parsed.scheme)
+    return url if python == browser else str(parsed)
 
 
 def is_http(url: str) -> bool:
@@ -320,9 +356,16 @@ class ExitGuard:
         own, port = _host_of(url), port_of(url)
         return lambda h: self.allowed_host(h, port if h == own else None)
 
-    def verdict(self, url: str) -> Verdict:
-        """The flow decision on ``url``: its own host and every host named inside it."""
-        return self.flow.decide(url, [_host_of(url), *nested_hosts(url)], self.allowed_for(url))
+    def verdict(self, url: str, forms: list[str] | None = None) -> Verdict:
+        """The flow decision on ``url``: its own host and every host named inside it, under every reading of it
+        (:func:`readings`: where two parsers name two hosts, both must be vouched for)."""
+        out: list[Verdict] = []
+        for form in forms or readings(url):
+            v = self.flow.decide(form, [_host_of(form), *nested_hosts(form)], self.allowed_for(form))
+            if not v.send:
+                return v
+            out.append(v)
+        return Verdict(True, "; ".join(dict.fromkeys(v.why for v in out)), pins=tuple(p for v in out for p in v.pins))
 
     async def check(self, url: str, *, grant: bool = False) -> ExitEvent | None:
         """The exit decision on an agent's URL (see :meth:`decide`)."""
@@ -336,18 +379,18 @@ class ExitGuard:
         said yes (valid only while the question the face opened is still open)."""
         if not self.settings.exit_guard or not is_http(url):
             return None
-        url = normalise_url(url)  # one spelling for every check below (``HTTP://`` is http)
+        forms = readings(url)  # the browser's reading first: the one every check below and the fetch use
+        url = forms[0]
         self.counters["checked"] += 1
         host = _host_of(url)
-        hosts, allowed = [host, *nested_hosts(url)], self.allowed_for(url)
-        verdict = self.flow.decide(url, hosts, allowed)
+        verdict = self.verdict(url, forms)
         if not verdict.send and grant and self.flow.take_grant(url):
             verdict = Verdict(True, "the user said yes when asked")
         # Content matching is the second signal: the reason text, and a hard stop for secrets of a known format.
         found = self.findings(url)
         masked = _masked_url(url, found) if found else url
         hard = [f for f in found if f.reason.startswith(("trawl's own", "it carries what looks like"))]
-        if hard and not all(allowed(h) for h in hosts):
+        if hard and not all(self.allowed_for(f)(h) for f in forms for h in [_host_of(f), *nested_hosts(f)]):
             self._event("refused", host, found, masked)
             raise TrawlError(
                 ErrorCode.EXIT_REFUSED,
@@ -361,6 +404,8 @@ class ExitGuard:
             self._event("held", host, [Finding(why, ""), *found[:1]], masked)
             raise held_error(_host_of(masked) or host or "?", why, found)
         self.flow.note_sent(url)
+        for host_, port_, addrs in verdict.pins:
+            pin(host_, port_, addrs)  # this call's connections there go where the private content came from
         if not found:
             for part in url_parts(url):
                 for text in decodings(part):
@@ -468,11 +513,13 @@ def _masked_url(url: str, found: list[Finding]) -> str:
     return out
 
 
-_NESTED_URL = re.compile(r"(?:https?:)?//([^/\s?#:@]+)", re.IGNORECASE)
+# A browser reads a backslash as a slash in an http(s) URL: ``http:\\h``, ``/\h`` and ``\\h`` all name host h.
+_NESTED_URL = re.compile(r"(?:https?:)?[/\\]{2}([^/\\\s?#:@]+)", re.IGNORECASE)
 
 
 def nested_hosts(url: str) -> list[str]:
-    """Hosts of URLs carried inside ``url`` (redirect parameters, fragments), percent-decoded."""
+    """Hosts of URLs carried inside ``url`` (redirect parameters, fragments), percent-decoded, as a browser would
+    read them (backslashes for slashes)."""
     try:
         parts = urlsplit(url)
     except ValueError:

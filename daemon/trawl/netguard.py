@@ -22,6 +22,12 @@ cloud-metadata        refused      refused     refused     169.254.169.254, fd00
 multicast/reserved    refused      refused     refused     224/4, 240/4, ff00::/8, documentation ranges
 ====================  ===========  ==========  ==========  ==============================================
 
+A loopback port held by another OS user (not ours, not root) is refused in every mode: before any source connects
+(the kernel's listener table, :func:`foreign_listener_uid`) and on the connection itself before a byte is written
+(:func:`listener_refusal`, the HTTP source's pinned transport and the headless proxy). Another account can take a
+port the user's service left and wait there for what an agent sends back to it (``TRAWL_PEER_UID_CHECK=0`` turns
+the check off, with the daemon's own door's).
+
 ``settings.allow_hosts`` (``TRAWL_ALLOW_HOSTS=localhost:3000,nas.lan``) opens single hosts (any port when
 none is given) in any category except cloud metadata, which is never reachable. IPv6 addresses that embed
 an IPv4 one (IPv4-mapped ``::ffff:a.b.c.d``, IPv4-compatible ``::a.b.c.d``, NAT64 ``64:ff9b::/96``, 6to4
@@ -34,8 +40,11 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import os
 import socket
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -252,6 +261,7 @@ class NetGuard:
         self.allowed = _ALLOWED[self.mode]
         self.rules = tuple(HostRule.parse(h) for h in settings.allow_hosts)  # Settings checked each one
         self.resolver = resolver or system_resolve
+        self.check_owners = settings.peer_uid_check  # loopback listeners: check_listener
 
     def verdict(self, host: str, port: int, addr: str | IPAddress) -> str | None:
         """None when connecting to ``addr`` (for ``host``:``port``) is allowed, else the refused category."""
@@ -284,11 +294,33 @@ class NetGuard:
                              await self.unresolved_hint(exc)) from None
         if not addrs:
             raise TrawlError(ErrorCode.NETWORK_ERROR, f"cannot resolve host {host}: no addresses")
+        pinned = (_PINS.get() or {}).get((bare.rstrip("."), port))
+        if pinned is not None:  # connect only where the private content came from (see pin)
+            addrs = [a for a in addrs if canonical_address(a) in pinned] or _rebound(host, port, pinned, addrs)
         for addr in addrs:
             category = self.verdict(bare, port, addr)
             if category is not None:
                 raise refusal(host, port, addr, category)
+            if self.check_owners and (uid := foreign_listener_uid(addr, port)) is not None:
+                raise _foreign(host, port, uid)  # before any source connects (the user's browser included)
         return addrs
+
+    def check_unresolved(self, url: str) -> None:
+        """The part of the rule that needs no lookup: metadata names, ``localhost`` names and address literals are
+        refused here; a name is left for :meth:`check_host`. For a URL the exit rule has not let go yet: looking its
+        name up would already send it (and whatever its labels carry) to a DNS server."""
+        host, port = default_port(url)
+        bare = host.strip().strip("[]").lower().rstrip(".")
+        if bare in CLOUD_METADATA_NAMES:
+            raise refusal(host, port, bare, "cloud-metadata")
+        literal = "127.0.0.1" if bare == "localhost" or bare.endswith(".localhost") else parse_ip(bare)
+        if literal is not None and (category := self.verdict(bare, port, literal)) is not None:
+            raise refusal(host, port, str(literal), category)
+
+    def check_listener(self, host: str, port: int, addr: str, sock: socket.socket | None) -> None:
+        """:func:`listener_refusal` on a connection just made (raised), unless ``TRAWL_PEER_UID_CHECK`` is off."""
+        if self.check_owners and (err := listener_refusal(host, port, addr, sock)) is not None:
+            raise err
 
     async def unresolved_hint(self, exc: OSError) -> str:
         """A name that did not resolve is misspelled, unless the resolver says it is down (EAI_AGAIN) or a
@@ -304,6 +336,86 @@ class NetGuard:
     async def check_url(self, url: str) -> list[str]:
         host, port = default_port(url)
         return await self.check_host(host, port)
+
+
+def listener_refusal(host: str, port: int, addr: str, sock: socket.socket | None) -> TrawlError | None:
+    """Why a connection just made to ``addr`` must carry nothing (None: it may): a loopback port whose listener
+    belongs to another OS user. Another user's process can take a port the user's service left, and would receive
+    what an agent sends "back to where it came from" (the exit rule's own-origin allowance); its pages are not the
+    user's either. Read from the kernel, like the daemon's own door (``channel.peer``); an owner that cannot be read
+    is refused; root is out of scope (it can read everything anyway). Linux only: elsewhere nothing is checked."""
+    if sock is None or classify(addr) not in ("loopback", "unspecified"):
+        return None
+    from .channel.peer import IS_LINUX, PeerUnknown, tcp_peer_uid
+
+    if not IS_LINUX:
+        return None
+    try:
+        uid = tcp_peer_uid(sock.getpeername()[:2], sock.getsockname()[:2])
+    except (PeerUnknown, OSError) as exc:
+        return TrawlError(ErrorCode.BLOCKED_BY_POLICY, f"refused by trawl's private-network rule: cannot tell which "
+                          f"user listens on {_rule_text(host, port)} ({exc})")
+    return None if uid in (os.getuid(), 0) else _foreign(host, port, uid)
+
+
+def foreign_listener_uid(addr: str, port: int) -> int | None:
+    """The uid of another OS user (not ours, not root) whose socket listens where a connection to loopback ``addr``
+    at ``port`` would land (that address, or the wildcard of its family), from the kernel's table; None when there
+    is none, when ``addr`` is not loopback, or off Linux. Checked before any source connects (the extension's tab
+    cannot check it); :func:`listener_refusal` checks the connection itself."""
+    ip = parse_ip(addr)
+    if ip is None or classify(ip) not in ("loopback", "unspecified"):
+        return None
+    from .channel.peer import listeners
+
+    me = os.getuid()
+    wild = "0.0.0.0" if ip.version == 4 else "::"
+    for item in listeners(port, with_pids=False):
+        at = parse_ip(item.host)
+        if item.uid not in (me, 0) and at is not None and str(at) in (str(ip), wild, "::"):
+            return item.uid
+    return None
+
+
+def _foreign(host: str, port: int, uid: int) -> TrawlError:
+    return TrawlError(ErrorCode.BLOCKED_BY_POLICY,
+                      f"refused by trawl's private-network rule: {_rule_text(host, port)} is a loopback port held by "
+                      f"another user (uid {uid}), not one of yours",
+                      "Another account on this machine listens there (the service you meant may have stopped). Start "
+                      "your own service on that port, or read another one.")
+
+
+# --------------------------------------------------------------------------- names bound to addresses, per call
+_PINS: ContextVar[dict[tuple[str, int], frozenset[str]] | None] = ContextVar("trawl_net_pins", default=None)
+
+
+@contextmanager
+def call_pins() -> Iterator[None]:
+    """One agent call: names :func:`pin` binds inside it are bound until it ends."""
+    token = _PINS.set(None)
+    try:
+        yield
+    finally:
+        _PINS.reset(token)
+
+
+def pin(host: str, port: int, addresses: Iterable[str]) -> None:
+    """For the rest of the current agent call, every connection to ``host``:``port`` must go to one of
+    ``addresses``; :meth:`NetGuard.check_host` holds one whose name resolves anywhere else (``exit_held``). The exit
+    rule's own-origin allowance sets it: the data may go back to the machine it came from, which a name stands for
+    only while its answer stays the same (a name the attacker controls can be moved between the read and the send)."""
+    bound = frozenset(a for a in (canonical_address(x) for x in addresses) if a)
+    if bound:
+        _PINS.set({**(_PINS.get() or {}), (host.strip("[]").lower().rstrip("."), port): bound})
+
+
+def _rebound(host: str, port: int, pinned: frozenset[str], addrs: list[str]) -> list[str]:
+    raise TrawlError(ErrorCode.EXIT_HELD,
+                     f"held, not sent: {_rule_text(host, port)} was let through as the origin this session's private "
+                     f"content came from ({', '.join(sorted(pinned))}), but it resolves to {', '.join(addrs)} now: "
+                     "another machine under the same name",
+                     "Do not retry: the name was moved after the read (DNS rebinding). If the service really moved, "
+                     "the user can allow the host (TRAWL_EXIT_ALLOW_HOSTS).")
 
 
 def refusal(host: str, port: int, addr: str, category: str) -> TrawlError:
@@ -351,6 +463,11 @@ class _PinnedBackend(httpcore.AsyncNetworkBackend):
             except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
                 last = exc
                 continue
+            try:
+                self.guard.check_listener(host, port, addr, stream.get_extra_info("socket"))
+            except TrawlError:
+                await stream.aclose()  # before a byte of the request is written
+                raise
             self.connected = [*self.connected[-15:], (host, port, addr)]
             return stream
         assert last is not None

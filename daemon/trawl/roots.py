@@ -214,9 +214,12 @@ _KIND_NAMES: dict[str, str] = {
     "xml": "XML data", "plist": "a property list", "csv": "tabular data", "tsv": "tabular data",
     "log": "a log", "db": "a database", "sqlite": "a database", "lock": "a lock file",
 }
-_PRIVATE_KEY_BLOCK = re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")
-# A line of a settings file: [section], key = value, key: value, "key": value, key: (a YAML mapping), export K=V.
-_CONFIG_LINE = re.compile(r"""^\s*(?:\[[^\]\n]{1,200}\]|["']?[A-Za-z0-9_.\-]{1,100}["']?\s*[=:](?:\s*\S.*)?"""
+# Private keys by their formats' own markers, wherever they sit: PEM and OpenSSH blocks, PuTTY's .ppk, age identities.
+_PRIVATE_KEY_BLOCK = re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|^PuTTY-User-Key-File-\d+:"
+                                r"|\bAGE-SECRET-KEY-1[02-9AC-HJ-NP-Z]{50,}", re.MULTILINE)
+# A line of a settings file: [section], key = value, key: value, "key": value, key: (a YAML mapping), export K=V
+# (a URL alone is none: ``https://…``).
+_CONFIG_LINE = re.compile(r"""^\s*(?:\[[^\]\n]{1,200}\]|["']?[A-Za-z0-9_.\-]{1,100}["']?\s*[=:](?!//)(?:\s*\S.*)?"""
                           r"|export\s+\w+=.*)$")
 _PUNCTUATION_LINE = re.compile(r"^\s*[\[\]{}(),;]+\s*$")  # a JSON/HCL line of brackets: neither prose nor a setting
 _LEADING_COMMENTS = re.compile(r"^(?:\s*(?://[^\n]*|/\*.*?\*/))*\s*", re.S)
@@ -375,6 +378,9 @@ def content_reason(name: str, data: bytes, *, named: bool) -> str | None:
     if line:
         return (f"{name} is mostly variable assignments, one of them a secret-looking value (line {line}): "
                 "environment settings, not a document")
+    line = token_file(text)
+    if line:
+        return (f"{name} holds nothing but a secret-looking value (line {line}): a token file, not a document")
     low = name.lower()
     stem, dot, ext = low.rpartition(".")
     prose = ext in _PROSE_EXTENSIONS if dot and stem else low in _PROSE_NAMES
@@ -412,6 +418,23 @@ def secret_assignments(text: str) -> int:
                     first_secret = number
                 break
     return first_secret if doing and assigning / doing >= ASSIGNMENT_SHARE else 0
+
+
+def token_file(text: str) -> int:
+    """The line number of a secret-looking value when every line of ``text`` that says something is one bare value
+    and one of them looks like a secret (:func:`secret_looking`): a pasted API key, a deploy key, a ``.vault-token``
+    under any name. The shape of a secret's file, not its name; a line with words beside the value is prose."""
+    first = 0
+    for number, raw in enumerate(text[:65536].splitlines(), 1):
+        ln = raw.strip()
+        if not ln or ln.startswith(("#", "//", ";")):
+            continue
+        if len(ln.split()) != 1:
+            return 0
+        # a URL alone is a link (a commit's hash in it is no secret) unless it carries a password
+        if not first and (_URL_PASSWORD.match(ln) or ("://" not in ln and secret_looking(ln))):
+            first = number
+    return first
 
 
 def secret_looking(value: str) -> bool:

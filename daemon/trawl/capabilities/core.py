@@ -10,6 +10,8 @@ from pydantic import AliasChoices, Field
 
 from ..exitflow import SHARED_SESSIONS, current_session, hop_checks, one_call
 from ..exits import _host_of, guard_of, normalise_url
+from ..netguard import NetGuard
+from ..policy import check_url
 from ..roots import file_access
 from ..sources.file import local_path
 from ..sources.urls import classify
@@ -108,9 +110,11 @@ async def _fetch(svc: Services, req: FetchIn) -> PageOut:
         if kind == "path" and not named.expanduser().is_absolute():
             read = str(real)  # found under a root: read (and remember) that file, not the bare relative name
     elif kind == "http":
-        # The site policy and the private-network rule first: a URL they refuse is refused for good (nothing is
-        # sent, nobody is asked), whatever the exit rule would say.
-        await svc.engine.check_policy(target)
+        # The site policy and the private-network rule first, as far as they need no lookup: a URL they refuse is
+        # refused for good (nothing is sent, nobody is asked), whatever the exit rule would say. Then the exit rule,
+        # before any name of the URL is looked up (a held URL's labels reach no DNS server); the rest of the
+        # private-network rule runs before any source does (engine.fetch).
+        unresolved_policy(svc, target)
         try:
             passed = await guard.check(target, grant=req.exit_grant)
         except TrawlError as err:
@@ -131,7 +135,7 @@ async def exit_check(svc: Services, req: ExitCheckIn) -> ExitCheckOut:
     if classify(target).kind != "http" or not svc.settings.exit_guard:
         return ExitCheckOut(url=target)
     try:
-        await svc.engine.check_policy(target)
+        unresolved_policy(svc, target)  # no lookup: a held URL's name must reach no DNS server (see _fetch)
     except TrawlError:
         return ExitCheckOut(url=target)  # refused by the policy: the fetch says so; nobody is asked about it
     host = _host_of(target)
@@ -147,6 +151,12 @@ async def exit_check(svc: Services, req: ExitCheckIn) -> ExitCheckOut:
                 f"a local service) asks trawl to fetch a page on {host}. Anything it read could be inside that "
                 f"URL. {then} URL: {guard.masked(target)[:300]}")
     return ExitCheckOut(url=target, held=True, host=host, why=verdict.why, question=question)
+
+
+def unresolved_policy(svc: Services, target: str) -> None:
+    """The site policy and the private-network rule on ``target`` as written, no name looked up."""
+    check_url(target, svc.settings)
+    NetGuard(svc.settings).check_unresolved(target)
 
 
 async def _tell_browser(svc: Services, code: str, masked_url: str, detail: str) -> None:

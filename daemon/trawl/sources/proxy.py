@@ -40,7 +40,7 @@ from urllib.parse import urlsplit
 
 from .. import ownpages
 from ..channel.peer import PeerCheck, gated, same_user_check
-from ..netguard import parse_ip
+from ..netguard import listener_refusal, parse_ip
 from ..ratelog import RateLimitedLog
 from ..types import ErrorCode, TrawlError
 
@@ -303,6 +303,11 @@ class GuardProxy:
                 continue
             if not self.live(client):
                 up[1].close()
+                return None
+            if (foreign := listener_refusal(host, port, addr, up[1].get_extra_info("socket"))) is not None:
+                up[1].close()  # another user's loopback listener: not a byte of the request (netguard.py)
+                client.note(client.refused, (_clip(asked), foreign))
+                await _answer(writer, 403, foreign.message)
                 return None
             client.note(client.connected, (host, port, addr))
             return up

