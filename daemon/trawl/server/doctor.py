@@ -81,7 +81,8 @@ def check_static(settings: Settings) -> Check:
                                        f"{p.get('total', '?')} pieces; cross-language first answers take the "
                                        "slower path until then", "Nothing to do: it finishes on its own.")
     return Check("static", "warn", f"static table {state}{': ' + d['error'] if d.get('error') else ''} ({d['path']})",
-                 "It is built in the background when the model loads (~6 CPU-minutes); or run "
+                 "It is built in the background on the first question across languages on a long page (~13 "
+                 "CPU-minutes, ~700 MB while it runs); or build it now: "
                  f"python -m trawl.retrieve.static --out {d['path']}")
 
 
