@@ -315,8 +315,10 @@ class FlowMemory:
                 s.sent_parts.add(f)
 
     # ------------------------------------------------------------ the decision
-    def decide(self, url: str, hosts: list[str], allowed: Callable[[str], bool]) -> Verdict:
-        """Whether ``url`` (whose own host and nested hosts are ``hosts``) may go out for this session."""
+    def decide(self, url: str, hosts: list[str], allowed: Callable[[str], bool],
+               origins: list[str] | None = None) -> Verdict:
+        """Whether ``url`` (whose own host and nested hosts are ``hosts``) may go out for this session. ``origins``:
+        beside each host named inside it, the origin that URL names in full (scheme, host, port), "" if it does not."""
         s = self.session()
         borrowed = self._borrowed_taint(s)
         if not s.private and not borrowed:
@@ -326,21 +328,23 @@ class FlowMemory:
         shown_by = s.links.get(url)
         reasons = []
         pins: list[tuple[str, int, frozenset[str]]] = []
-        own_host = host_of(url)
         own = self._own_key(url)
-        for h in hosts:
+        for i, h in enumerate(hosts):
             site = self._site_of(h)
-            # a host named inside the URL has no scheme or port of its own: it is the private origin only when the
-            # session's one private origin is on that very host
-            origin_here = own if h == own_host else _origin_on_host(s.private_sites, h)
+            written = origins[i] if origins and i < len(origins) else ""
+            # hosts[0] is the URL's own; a URL named inside it is the origin it names (``http://127.0.0.1:9999/``
+            # inside a URL of ``http://127.0.0.1:8000`` is another service); a bare host named without one is the
+            # private origin only when the session's one private origin is on that very host
+            origin_here = own if i == 0 else written or _origin_on_host(s.private_sites, h)
             if allowed(h):
                 reasons.append("allowed by the user")
             elif s.private_sites == {origin_here} and not s.overflowed and not borrowed:
                 reasons.append("the private content's own origin")
-                if h == own_host and (addrs := s.private_addresses.get(origin_here)) and (port := port_of(url)):
+                if i == 0 and (addrs := s.private_addresses.get(origin_here)) and (port := port_of(url)):
                     pins.append((h, port, frozenset(addrs)))  # back to the machine it came from, not wherever
                     # the name points now (a name the attacker controls can move between the read and the send)
-            elif (grant := self._grant_key(url) if h == own_host else site) in s.granted or grant in _CALL_GRANTS.get():
+            elif (grant := self._grant_key(url) if i == 0 else self._grant_key(written) if written else site) \
+                    in s.granted or grant in _CALL_GRANTS.get():
                 reasons.append("the user said yes for this session")
             elif shown_by == "" or (shown_by and shown_by == origin_here):
                 reasons.append("a link a result showed (followed, not composed)")

@@ -37,7 +37,7 @@ from urllib.parse import unquote, unquote_plus, urlsplit
 from pydantic_core import Url
 from tld import get_fld
 
-from .exitflow import FlowMemory, Verdict, bare_host, begin_call, end_call, host_entries, port_of
+from .exitflow import FlowMemory, Verdict, bare_host, begin_call, end_call, host_entries, origin_of, port_of
 from .exittaint import (
     FILE_ORIGIN,
     MAX_TEXT_CHARS,
@@ -361,7 +361,9 @@ class ExitGuard:
         (:func:`readings`: where two parsers name two hosts, both must be vouched for)."""
         out: list[Verdict] = []
         for form in forms or readings(url):
-            v = self.flow.decide(form, [_host_of(form), *nested_hosts(form)], self.allowed_for(form))
+            inner = nested_urls(form)
+            v = self.flow.decide(form, [_host_of(form), *(h for h, _o in inner)], self.allowed_for(form),
+                                 origins=["", *(o for _h, o in inner)])
             if not v.send:
                 return v
             out.append(v)
@@ -514,18 +516,29 @@ def _masked_url(url: str, found: list[Finding]) -> str:
 
 
 # A browser reads a backslash as a slash in an http(s) URL: ``http:\\h``, ``/\h`` and ``\\h`` all name host h.
-_NESTED_URL = re.compile(r"(?:https?:)?[/\\]{2}([^/\\\s?#:@]+)", re.IGNORECASE)
+_NESTED_URL = re.compile(r"(?:(https?):)?[/\\]{2}([^/\\\s?#:@]+)(?::(\d{1,5}))?", re.IGNORECASE)
 
 
 def nested_hosts(url: str) -> list[str]:
     """Hosts of URLs carried inside ``url`` (redirect parameters, fragments), percent-decoded, as a browser would
     read them (backslashes for slashes)."""
+    return [host for host, _origin in nested_urls(url)]
+
+
+def nested_urls(url: str) -> list[tuple[str, str]]:
+    """:func:`nested_hosts`, each with the origin its URL names (``http://h:9999/``: scheme, host and port, compared
+    like the URL's own; ``//h/`` takes the outer URL's scheme and that scheme's port), "" when it names none."""
     try:
         parts = urlsplit(url)
     except ValueError:
         return []
     rest = unquote_plus(unquote_plus(parts.path + "?" + parts.query + "#" + parts.fragment))
-    return [m.group(1).lower().rstrip(".") for m in _NESTED_URL.finditer(rest)]
+    out = []
+    for m in _NESTED_URL.finditer(rest):
+        host = m.group(2).lower().rstrip(".")
+        scheme = (m.group(1) or parts.scheme).lower()  # ``//h:9999/`` takes the outer URL's scheme, as a browser
+        out.append((host, origin_of(f"{scheme}://{host}" + (f":{m.group(3)}" if m.group(3) else ""))))
+    return out
 
 
 GUARD_KEY = "exit_guard"

