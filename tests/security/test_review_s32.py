@@ -503,3 +503,13 @@ def test_a_url_named_inside_a_url_of_the_private_origin_is_judged_by_its_own_por
             assert not guard.verdict(f"http://127.0.0.1:8000/r?to={inner}").send, inner
         assert guard.verdict("http://127.0.0.1:8000/r?to=http://127.0.0.1:8000/next").send
         assert guard.verdict("http://127.0.0.1:8000/r?to=//127.0.0.1:8000/next").send
+
+
+@pytest.mark.xfail(strict=True, reason="open: the site policy compares 0.0.0.0 and :: as addresses of their own, "
+                                       "while a connection to them reaches the machine's own listeners (127.0.0.1's "
+                                       "included); the shared address table with policy.js would change too")
+@pytest.mark.parametrize("url", ["http://0.0.0.0:8080/admin", "http://[::]:8080/admin", "http://0:8080/admin"])
+def test_a_denied_loopback_address_is_not_reached_through_the_unspecified_address(url: str) -> None:
+    from trawl.policy import SitePolicy
+
+    assert SitePolicy(deny=("127.0.0.1",)).decide(normalise_url(url)).allowed is False, url
