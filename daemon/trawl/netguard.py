@@ -51,6 +51,7 @@ from urllib.parse import urlsplit
 
 import httpcore
 import httpx
+from pydantic_core import Url
 
 from .types import ErrorCode, TrawlError
 
@@ -146,6 +147,16 @@ def parse_ip(value: str | IPAddress) -> IPAddress | None:
         return None
 
 
+def whatwg_host(host: str) -> str:
+    """``host`` as a browser's URL parser (WHATWG, UTS #46 nontransitional: what Chromium, the extension's
+    ``new URL`` and httpx's IDNA 2008 connect to) spells it, "" when that parser refuses it. Not Python's ``idna``
+    codec (IDNA 2003), which maps ``faß.de`` to ``fass.de``: a comparison there would judge one domain and the
+    connection reach another's."""
+    try:
+        return (Url(f"http://{host}/").host or "").rstrip(".")
+    except (ValueError, TypeError):
+        return ""
+
 def canonical_address(value: str | IPAddress) -> str:
     """An address literal in the one canonical form (:func:`canonical_ip`: ``[::ffff:7f00:1]`` is ``127.0.0.1``), as
     text; "" for anything that is not an address literal. How sources record where their connections went."""
@@ -215,7 +226,9 @@ class HostRule:
         ip = parse_ip(host)
         if ip is None and ":" in host:  # several colons and no brackets: only a bare IPv6 address may
             raise ValueError(f"not a host or host:port: {text!r}")
-        return cls(str(canonical_ip(ip)) if ip is not None else host.rstrip("."), port)
+        name = host.rstrip(".")
+        return cls(str(canonical_ip(ip)) if ip is not None else (whatwg_host(name) or name) if not name.isascii()
+                   else name, port)
 
     def matches(self, names: Iterable[str], port: int) -> bool:
         return (self.port is None or self.port == port) and self.host in names
@@ -233,7 +246,9 @@ class HostRule:
 def _names(host: str) -> set[str]:
     h = host.strip().strip("[]").lower().rstrip(".")
     ip = parse_ip(h)
-    return {h, str(canonical_ip(ip))} if ip is not None else {h}
+    if ip is not None:
+        return {h, str(canonical_ip(ip))}
+    return {h, whatwg_host(h) or h} if not h.isascii() else {h}  # ``bücher.lan`` is the ``xn--`` name httpx asks for
 
 
 def default_port(url: str) -> tuple[str, int]:

@@ -38,11 +38,9 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic_core import Url
-
 from . import labels
 from .atomicfile import write_atomic
-from .netguard import canonical_ip, parse_ip
+from .netguard import canonical_ip, parse_ip, whatwg_host
 from .settings import Settings
 from .types import ErrorCode, TrawlError
 
@@ -130,16 +128,6 @@ def canonical_host(hostname: str) -> str:
         return whatwg_host(host) or host
     return host
 
-
-def whatwg_host(host: str) -> str:
-    """``host`` as a browser's URL parser (WHATWG, UTS #46 nontransitional: what Chromium, the extension's
-    ``new URL`` and httpx's IDNA 2008 connect to) spells it, "" when that parser refuses it. Not Python's ``idna``
-    codec (IDNA 2003), which maps ``faß.de`` to ``fass.de``: a comparison there would judge one domain and the
-    connection reach another's."""
-    try:
-        return (Url(f"http://{host}/").host or "").rstrip(".")
-    except (ValueError, TypeError):
-        return ""
 
 
 @dataclass(frozen=True, slots=True)

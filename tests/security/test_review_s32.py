@@ -513,3 +513,36 @@ def test_a_denied_loopback_address_is_not_reached_through_the_unspecified_addres
     from trawl.policy import SitePolicy
 
     assert SitePolicy(deny=("127.0.0.1",)).decide(normalise_url(url)).allowed is False, url
+
+
+async def test_an_international_private_host_the_user_allowed_is_read_under_either_spelling(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``TRAWL_ALLOW_HOSTS=bücher.test:PORT`` (a NAS on the LAN) matched the Unicode name the site policy saw but not
+    the ``xn--`` name httpx connects to: refused either way (never opened anything). One spelling now."""
+    monkeypatch.setattr(socket, "getaddrinfo", Lookups({"xn--bcher-kva.test": "127.0.0.1"}))
+    runner, port = await serve_notes(Server(""))
+    try:
+        settings = daemon_settings(tmp_path, allow_private_hosts=False, allow_hosts=(f"Bücher.test:{port}",))
+        async with RunningDaemon(settings, warm=False) as d:
+            for url in (f"http://bücher.test:{port}/notes", f"http://xn--bcher-kva.test:{port}/notes"):
+                await read_private(d, url)
+            body = await fetch(d, f"http://localhost:{port}/notes")  # the rule opens that host, not the address
+    finally:
+        await runner.cleanup()
+    assert body["ok"] is False and body["error"]["code"] == "blocked_by_policy", body
+
+
+@pytest.mark.parametrize("url", [
+    "http://127.0.0.1%2e/", "http://0x7F000001/", "http://127.1/", "http://[::ffff:7f00:1]/", "http://127.0.0.01/",
+    "http://2130706433/", "http://127.0.0.1.:80/", "http://EVIL.example./", "http://evil%2eexample/",
+    "http://%65vil.example/", "http://ＥＶＩＬ.example/", "http://evil。example/", "http://evil.example:80/",
+    "http://evil.example\\@good.example/", "http://good.example@evil.example/", "http://faß.test/",
+    "http://[0:0:0:0:0:0:0:1]/",
+])
+def test_every_spelling_of_a_denied_host_is_denied(url: str) -> None:
+    """Held: the site policy sees the URL as the agent's fetch will (``normalise_url``), in the one canonical form."""
+    from trawl.policy import SitePolicy
+
+    deny = SitePolicy(deny=("127.0.0.1", "evil.example", "xn--fa-hia.test", "[::1]"))
+    assert deny.decide(normalise_url(url)).allowed is False, url
