@@ -102,8 +102,9 @@ def test_doctor_says_where_the_table_stands(small_table: Path, tmp_path: Path) -
     ready = check_static(_settings(tmp_path, str(small_table)))
     assert ready.level == "ok" and "pieces" in ready.detail
     assert check_static(_settings(tmp_path, "off")).level == "ok"
-    missing = check_static(_settings(tmp_path, str(tmp_path / "none.npz")))
-    assert missing.level == "warn" and "missing" in missing.detail and "trawl.retrieve.static" in missing.fix
+    missing = check_static(_settings(tmp_path, str(tmp_path / "none.npz")))  # on by default: built when first needed
+    assert missing.level == "ok" and "missing, built on first use" in missing.detail
+    assert "trawl.retrieve.static" in missing.detail
 
 
 def test_int8_rows_are_memory_mapped_and_agree_with_float32(small_table: Path) -> None:

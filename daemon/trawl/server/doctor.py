@@ -13,6 +13,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 import httpx
@@ -80,10 +81,15 @@ def check_static(settings: Settings) -> Check:
         return Check("static", "warn", f"static table being built in the background: {p.get('done', 0)} of "
                                        f"{p.get('total', '?')} pieces; cross-language first answers take the "
                                        "slower path until then", "Nothing to do: it finishes on its own.")
-    return Check("static", "warn", f"static table {state}{': ' + d['error'] if d.get('error') else ''} ({d['path']})",
-                 "It is built in the background on the first question across languages on a long page (~13 "
-                 "CPU-minutes, ~700 MB while it runs); or build it now: "
-                 f"python -m trawl.retrieve.static --out {d['path']}")
+    build = f"python -m trawl.retrieve.static --out {d['path']}"
+    if state == "missing":  # nothing wrong: it is built when first needed
+        return Check("static", "ok", f"static table missing, built on first use ({d['path']}): in the background "
+                                     "on the first question across languages on a long page (~13 CPU-minutes, "
+                                     f"~700 MB while it runs); to build it now: {build}")
+    why = f": {d['error']}" if d.get("error") else ""
+    return Check("static", "warn", f"static table {state}{why} ({d['path']})",
+                 f"See {Path(d['path']).with_suffix('.log')}; build it again with {build}, or set "
+                 "TRAWL_STATIC_TABLE=off.")
 
 
 def check_chromium(settings: Settings) -> Check:
