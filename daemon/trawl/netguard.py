@@ -157,6 +157,13 @@ def whatwg_host(host: str) -> str:
     except (ValueError, TypeError):
         return ""
 
+
+def spelled(name: str) -> str:
+    """``name`` as the connection spells it: an international name in the browser's form (:func:`whatwg_host`,
+    ``bücher.lan`` is the ``xn--`` name httpx asks for), any other name unchanged."""
+    return name if name.isascii() else whatwg_host(name) or name
+
+
 def canonical_address(value: str | IPAddress) -> str:
     """An address literal in the one canonical form (:func:`canonical_ip`: ``[::ffff:7f00:1]`` is ``127.0.0.1``), as
     text; "" for anything that is not an address literal. How sources record where their connections went."""
@@ -226,9 +233,7 @@ class HostRule:
         ip = parse_ip(host)
         if ip is None and ":" in host:  # several colons and no brackets: only a bare IPv6 address may
             raise ValueError(f"not a host or host:port: {text!r}")
-        name = host.rstrip(".")
-        return cls(str(canonical_ip(ip)) if ip is not None else (whatwg_host(name) or name) if not name.isascii()
-                   else name, port)
+        return cls(str(canonical_ip(ip)) if ip is not None else spelled(host.rstrip(".")), port)
 
     def matches(self, names: Iterable[str], port: int) -> bool:
         return (self.port is None or self.port == port) and self.host in names
@@ -246,9 +251,7 @@ class HostRule:
 def _names(host: str) -> set[str]:
     h = host.strip().strip("[]").lower().rstrip(".")
     ip = parse_ip(h)
-    if ip is not None:
-        return {h, str(canonical_ip(ip))}
-    return {h, whatwg_host(h) or h} if not h.isascii() else {h}  # ``bücher.lan`` is the ``xn--`` name httpx asks for
+    return {h, str(canonical_ip(ip))} if ip is not None else {h, spelled(h)}
 
 
 def default_port(url: str) -> tuple[str, int]:
@@ -311,7 +314,10 @@ class NetGuard:
             raise TrawlError(ErrorCode.NETWORK_ERROR, f"cannot resolve host {host}: no addresses")
         pinned = (_PINS.get() or {}).get((bare.rstrip("."), port))
         if pinned is not None:  # connect only where the private content came from (see pin)
-            addrs = [a for a in addrs if canonical_address(a) in pinned] or _rebound(host, port, pinned, addrs)
+            kept = [a for a in addrs if canonical_address(a) in pinned]
+            if not kept:
+                raise _rebound(host, port, pinned, addrs)
+            addrs = kept
         for addr in addrs:
             category = self.verdict(bare, port, addr)
             if category is not None:
@@ -424,13 +430,13 @@ def pin(host: str, port: int, addresses: Iterable[str]) -> None:
         _PINS.set({**(_PINS.get() or {}), (host.strip("[]").lower().rstrip("."), port): bound})
 
 
-def _rebound(host: str, port: int, pinned: frozenset[str], addrs: list[str]) -> list[str]:
-    raise TrawlError(ErrorCode.EXIT_HELD,
-                     f"held, not sent: {_rule_text(host, port)} was let through as the origin this session's private "
-                     f"content came from ({', '.join(sorted(pinned))}), but it resolves to {', '.join(addrs)} now: "
-                     "another machine under the same name",
-                     "Do not retry: the name was moved after the read (DNS rebinding). If the service really moved, "
-                     "the user can allow the host (TRAWL_EXIT_ALLOW_HOSTS).")
+def _rebound(host: str, port: int, pinned: frozenset[str], addrs: list[str]) -> TrawlError:
+    return TrawlError(ErrorCode.EXIT_HELD,
+                      f"held, not sent: {_rule_text(host, port)} was let through as the origin this session's private "
+                      f"content came from ({', '.join(sorted(pinned))}), but it resolves to {', '.join(addrs)} now: "
+                      "another machine under the same name",
+                      "Do not retry: the name was moved after the read (DNS rebinding). If the service really moved, "
+                      "the user can allow the host (TRAWL_EXIT_ALLOW_HOSTS).")
 
 
 def refusal(host: str, port: int, addr: str, category: str) -> TrawlError:

@@ -40,7 +40,7 @@ from urllib.parse import urlsplit
 
 from . import labels
 from .atomicfile import write_atomic
-from .netguard import canonical_ip, parse_ip, whatwg_host
+from .netguard import canonical_ip, parse_ip, spelled
 from .settings import Settings
 from .types import ErrorCode, TrawlError
 
@@ -124,10 +124,7 @@ def canonical_host(hostname: str) -> str:
             return socket.inet_ntoa(socket.inet_aton(host))
         except OSError:
             return host
-    if not host.isascii():
-        return whatwg_host(host) or host
-    return host
-
+    return spelled(host)
 
 
 @dataclass(frozen=True, slots=True)
