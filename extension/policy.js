@@ -43,17 +43,23 @@ export function normalizePattern(raw) {
 // The one address form every decision uses (the daemon's netguard.canonical_ip; the shared table of cases is
 // tests/fixtures/address_forms.json): an IPv6 address that carries an IPv4 one is that IPv4 address:
 // IPv4-mapped ::ffff:a.b.c.d (however spelled: [::ffff:7f00:3], [0:0:0:0:0:ffff:127.0.0.3]), IPv4-compatible
-// ::a.b.c.d, NAT64 64:ff9b::/96, 6to4 2002::/16 and Teredo 2001::/32 (the client's address); :: and ::1 stay.
+// ::a.b.c.d, NAT64 64:ff9b::/96, 6to4 2002::/16 and Teredo 2001::/32 (the client's address); ::1 stays. An
+// address the kernel routes to this host is the loopback address it lands on (THIS_HOST: 0.0.0.0 is 127.0.0.1,
+// [::] is [::1]; netguard._THIS_HOST is the same table).
 // Names lose a trailing dot; IPv4 is already dotted decimal when it comes from the URL parser.
+/** @type {Readonly<Record<string, string>>} the unspecified addresses, as the URL parser writes them */
+const THIS_HOST = Object.freeze({ "0.0.0.0": "127.0.0.1", "[::]": "[::1]" });
+
 export function canonicalHost(hostname) {
   const h = String(hostname || "").trim().toLowerCase().replace(/\.$/, "");
-  if (!h.includes(":") && !h.startsWith("[")) return h;
+  if (!h.includes(":") && !h.startsWith("[")) return THIS_HOST[h] || h;
   const groups = parseIPv6(h.replace(/^\[/, "").replace(/\]$/, ""));
   if (!groups) return h.startsWith("[") ? h : `[${h}]`;
   const v4 = embeddedIPv4(groups);
-  if (v4) return v4;
+  if (v4) return THIS_HOST[v4] || v4;
   try {
-    return new URL(`http://[${groups.map((g) => g.toString(16)).join(":")}]/`).hostname; // compressed, RFC 5952
+    const v6 = new URL(`http://[${groups.map((g) => g.toString(16)).join(":")}]/`).hostname; // compressed, RFC 5952
+    return THIS_HOST[v6] || v6;
   } catch {
     return `[${h}]`;
   }

@@ -31,9 +31,10 @@ the check off, with the daemon's own door's).
 ``settings.allow_hosts`` (``TRAWL_ALLOW_HOSTS=localhost:3000,nas.lan``) opens single hosts (any port when
 none is given) in any category except cloud metadata, which is never reachable. IPv6 addresses that embed
 an IPv4 one (IPv4-mapped ``::ffff:a.b.c.d``, IPv4-compatible ``::a.b.c.d``, NAT64 ``64:ff9b::/96``, 6to4
-``2002::/16``, Teredo) are judged by the embedded address. Odd spellings of an IPv4 address
-(``2130706433``, ``0x7f.1``, ``0``, ``017700000001``) are read the way the C resolver reads them (it is
-what the connection uses), so they can never slip past as names.
+``2002::/16``, Teredo) are judged by the embedded address, and the unspecified addresses, which the kernel
+connects to this host, by the loopback address they land on (``0.0.0.0`` is 127.0.0.1, ``::`` is ``::1``):
+:func:`canonical_ip`. Odd spellings of an IPv4 address (``2130706433``, ``0x7f.1``, ``0``, ``017700000001``)
+are read the way the C resolver reads them (it is what the connection uses), so they can never slip past as names.
 """
 
 from __future__ import annotations
@@ -108,20 +109,29 @@ _ALLOWED: dict[str, frozenset[str]] = {
 }
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
 _COMPAT = ipaddress.ip_network("::/96")
+# Destinations the kernel itself routes to this host: a connection to the unspecified address is made to the
+# loopback address of its family (Linux: ``0.0.0.0`` lands on a listener bound to 127.0.0.1, ``::`` on ``::1``;
+# other addresses of 0.0.0.0/8 do not). policy.js ``THIS_HOST`` is the same table.
+_THIS_HOST: dict[IPAddress, IPAddress] = {
+    ipaddress.IPv4Address("0.0.0.0"): ipaddress.IPv4Address("127.0.0.1"),
+    ipaddress.IPv6Address("::"): ipaddress.IPv6Address("::1"),
+}
 
 
 def canonical_ip(ip: IPAddress) -> IPAddress:
-    """The one form of an address every decision uses (this module's categories and allow_hosts, the site policy's
-    deny and allow lists, the extension's ``canonicalHost`` in policy.js): an IPv6 address that carries an IPv4
-    one is that IPv4 address. IPv4-mapped ``::ffff:a.b.c.d`` (however spelled: ``::ffff:7f00:3``,
-    ``0:0:0:0:0:ffff:127.0.0.3``), IPv4-compatible ``::a.b.c.d``, NAT64 ``64:ff9b::/96``, 6to4 ``2002::/16`` and
-    Teredo (the client's address); ``::`` and ``::1`` stay themselves. The shared table of cases is
+    """The one form of an address every decision uses (this module's categories, allow_hosts and the listener
+    check, the site policy's deny and allow lists, the exit rule's origins, the extension's ``canonicalHost`` in
+    policy.js): the address a connection to it reaches. An IPv6 address that carries an IPv4 one is that IPv4
+    address: IPv4-mapped ``::ffff:a.b.c.d`` (however spelled: ``::ffff:7f00:3``, ``0:0:0:0:0:ffff:127.0.0.3``),
+    IPv4-compatible ``::a.b.c.d``, NAT64 ``64:ff9b::/96``, 6to4 ``2002::/16`` and Teredo (the client's address).
+    An address the kernel routes to this host is the loopback address it lands on (``0.0.0.0`` is 127.0.0.1, ``::``
+    is ``::1``; ``0`` and ``[::ffff:0.0.0.0]`` too, as spellings of those). The shared table of cases is
     ``tests/fixtures/address_forms.json``."""
     if isinstance(ip, ipaddress.IPv6Address):
         inner = _embedded_v4(ip)
         if inner is not None:
-            return inner
-    return ip
+            ip = inner
+    return _THIS_HOST.get(ip, ip)
 
 
 def _embedded_v4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
@@ -390,10 +400,11 @@ def foreign_listener_uid(addr: str, port: int) -> int | None:
     from .channel.peer import listeners
 
     me = os.getuid()
-    wild = "0.0.0.0" if ip.version == 4 else "::"
+    ip = canonical_ip(ip)  # where the connection lands: ``0.0.0.0`` and ``[::ffff:127.0.0.1]`` are 127.0.0.1
+    wild = ("0.0.0.0" if ip.version == 4 else "::", "::")
     for item in listeners(port, with_pids=False):
         at = parse_ip(item.host)
-        if item.uid not in (me, 0) and at is not None and str(at) in (str(ip), wild, "::"):
+        if item.uid not in (me, 0) and at is not None and (str(at) in wild or canonical_ip(at) == ip):
             return item.uid
     return None
 

@@ -27,6 +27,7 @@ request the headless browser makes. A refusal is final: no other source is tried
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import json
 import logging
 import socket
@@ -105,8 +106,9 @@ def _split_pattern(p: str) -> tuple[str, str | None]:
 def canonical_host(hostname: str) -> str:
     """The host as a browser's URL parser gives it, in the one address form: lower case, no trailing dot, IPv4 in
     dotted decimal (``2130706433`` and ``0x7f.1`` are 127.0.0.1), an IPv6 address that carries an IPv4 one as that
-    IPv4 address (:func:`trawl.netguard.canonical_ip`: ``[::ffff:7f00:3]`` is 127.0.0.3), other IPv6 compressed in
-    brackets, international names in punycode."""
+    IPv4 address and an address the kernel routes to this host as the loopback address it lands on
+    (:func:`trawl.netguard.canonical_ip`: ``[::ffff:7f00:3]`` is 127.0.0.3, ``0.0.0.0`` and ``0`` are 127.0.0.1,
+    ``[::]`` is ``[::1]``), other IPv6 compressed in brackets, international names in punycode."""
     host = hostname.lower().strip()
     if not host.isascii():  # what the URL parser that connects does first (UTS #46): full-width forms, and the
         # ideographic full stops as label separators (``127。0.0.3`` is 127.0.0.3)
@@ -121,7 +123,7 @@ def canonical_host(hostname: str) -> str:
     last = host.rsplit(".", 1)[-1]
     if last and (last.isdigit() or (last.startswith("0x") and all(c in "0123456789abcdef" for c in last[2:]))):
         try:
-            return socket.inet_ntoa(socket.inet_aton(host))
+            return str(canonical_ip(ipaddress.IPv4Address(socket.inet_aton(host))))
         except OSError:
             return host
     return spelled(host)

@@ -126,8 +126,9 @@ def assert_refused(body: dict[str, Any], *, rule: str = "private-network rule") 
 
 # ---------------------------------------------------------------------------------------- the one function
 @pytest.mark.parametrize(("addr", "category"), [
-    ("127.0.0.1", "loopback"), ("127.255.255.254", "loopback"), ("::1", "loopback"), ("0.0.0.0", "unspecified"),
-    ("::", "unspecified"), ("10.1.2.3", "private"), ("172.16.0.1", "private"), ("192.168.1.1", "private"),
+    ("127.0.0.1", "loopback"), ("127.255.255.254", "loopback"), ("::1", "loopback"), ("0.0.0.0", "loopback"),
+    ("::", "loopback"), ("0.1.2.3", "unspecified"), ("10.1.2.3", "private"), ("172.16.0.1", "private"),
+    ("192.168.1.1", "private"),
     ("fc00::1", "private"), ("fd12:3456::1", "private"), ("fec0::1", "private"), ("100.64.0.1", "cgnat"),
     ("100.127.255.254", "cgnat"), ("169.254.1.1", "link-local"), ("fe80::1", "link-local"),
     ("169.254.169.254", "cloud-metadata"), ("fd00:ec2::254", "cloud-metadata"),

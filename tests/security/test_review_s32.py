@@ -15,6 +15,10 @@ Found and fixed here (each first mounted as a failing test):
   httpx and Chromium: an allow entry for ``fass.test`` vouched for another registrant's domain.
 * **A token file.** A document-named file whose lines are nothing but secret-looking tokens (``deploy-key.txt``,
   a pasted API key) was read for agents; its content is a secret's, whatever its name.
+* **The unspecified address is this host.** With ``127.0.0.1`` denied, ``http://0.0.0.0:PORT/``, ``0:PORT`` and
+  ``[::ffff:0.0.0.0]:PORT`` read the denied service (the kernel connects them to 127.0.0.1; ``[::]`` to ``::1``),
+  and another user's listener on 127.0.0.1 was not found for them (nor for ``[::ffff:127.0.0.1]``) by the check the
+  extension relies on. An address the kernel routes to this host is now the loopback address it lands on.
 
 Held (kept as regression tests): a transformed secret to an unvouched host, split over several requests; the
 classic address spellings of a private origin used as the attacker's host.
@@ -30,7 +34,8 @@ from typing import Any
 import pytest
 from aiohttp import web
 from trawl.exits import normalise_url
-from trawl.policy import canonical_host
+from trawl.netguard import parse_ip
+from trawl.policy import SitePolicy, canonical_host, now_revision, policy_store
 from trawl.roots import content_reason
 from trawl.server.runner import RunningDaemon
 
@@ -505,14 +510,119 @@ def test_a_url_named_inside_a_url_of_the_private_origin_is_judged_by_its_own_por
         assert guard.verdict("http://127.0.0.1:8000/r?to=//127.0.0.1:8000/next").send
 
 
-@pytest.mark.xfail(strict=True, reason="open: the site policy compares 0.0.0.0 and :: as addresses of their own, "
-                                       "while a connection to them reaches the machine's own listeners (127.0.0.1's "
-                                       "included); the shared address table with policy.js would change too")
-@pytest.mark.parametrize("url", ["http://0.0.0.0:8080/admin", "http://[::]:8080/admin", "http://0:8080/admin"])
-def test_a_denied_loopback_address_is_not_reached_through_the_unspecified_address(url: str) -> None:
-    from trawl.policy import SitePolicy
+# The unspecified address is this host: a socket aimed at 0.0.0.0 is connected to 127.0.0.1, one aimed at ``::`` to
+# ``::1`` (Linux; measured by the test itself). Each spelling, with the loopback address it lands on.
+UNSPECIFIED = [("0.0.0.0", "127.0.0.1"), ("0", "127.0.0.1"), ("0x0", "127.0.0.1"), ("0.0", "127.0.0.1"),
+               ("[::ffff:0.0.0.0]", "127.0.0.1"), ("[::]", "[::1]"), ("[0:0:0:0:0:0:0:0]", "[::1]")]
 
-    assert SitePolicy(deny=("127.0.0.1",)).decide(normalise_url(url)).allowed is False, url
+
+def lands_on(connect: str, listen: str) -> bool:
+    """Does a connection to ``connect`` reach a listener bound to ``listen`` only (the real kernel)?"""
+    family = socket.AF_INET6 if ":" in listen else socket.AF_INET
+    target = connect.strip("[]")
+    try:
+        server = socket.create_server((listen.strip("[]"), 0), family=family)
+    except OSError:
+        pytest.skip(f"cannot listen on {listen}")
+    with server, socket.socket(socket.AF_INET6 if ":" in target else socket.AF_INET) as client:
+        client.settimeout(5)
+        try:
+            client.connect((target, server.getsockname()[1]))
+        except OSError:
+            return False
+        return True
+
+
+@pytest.mark.parametrize(("host", "loopback"), UNSPECIFIED)
+def test_a_denied_loopback_address_is_not_reached_through_the_unspecified_address(host: str, loopback: str) -> None:
+    """Open before: ``0.0.0.0``, ``0`` and ``[::]`` were addresses of their own to the site policy, while the kernel
+    connects them to the machine's own listener (127.0.0.1's, ::1's). An address the kernel routes to this host is
+    now the loopback address it lands on, in both directions (a deny of ``0.0.0.0`` is a deny of 127.0.0.1)."""
+    if parse_ip(host) is not None:  # the fact the rule rests on: this kernel lands there (``0`` is a URL spelling)
+        assert lands_on(host, loopback), (host, loopback)
+    url = normalise_url(f"http://{host}:8080/admin")
+    assert SitePolicy(deny=(loopback,)).decide(url).allowed is False, url
+    assert SitePolicy(deny=(host,)).decide(f"http://{loopback}:8080/admin").allowed is False, host
+    assert SitePolicy(deny=(f"{loopback}:8080",)).decide(url).allowed is False, url
+    assert SitePolicy(deny=(f"{loopback}:8081",)).decide(url).allowed is True, url
+
+
+def test_an_unspecified_address_of_the_other_family_is_not_the_other_loopback() -> None:
+    """``[::]`` lands on ``::1``, never on a listener bound to 127.0.0.1 only (measured): the two stay apart, like
+    ``127.0.0.1`` and ``[::1]`` themselves (a dual-stack wildcard listener is reached by both: deny both)."""
+    assert not lands_on("[::]", "127.0.0.1") and not lands_on("0.0.0.0", "[::1]")
+    assert SitePolicy(deny=("127.0.0.1",)).decide("http://[::]:8080/").allowed is True
+    assert SitePolicy(deny=("[::1]",)).decide("http://0.0.0.0:8080/").allowed is True
+
+
+@pytest.mark.parametrize("source", ["http", "playwright"])
+async def test_a_denied_local_service_is_not_read_through_the_unspecified_address(
+    tmp_path: Path, chromium: str, source: str
+) -> None:
+    """The attack through the real daemon: 127.0.0.1 and ::1 denied, the service on 127.0.0.1 (and on ::1 where the
+    machine has IPv6) read through ``0.0.0.0``, ``0``, ``[::ffff:0.0.0.0]``, ``[::]``. Before: the page."""
+    srv = Server("")
+    runner, port = await serve_notes(srv)
+    runner6, port6 = await serve6(srv)
+    hosts = [f"{h}:{port}" for h in ("0.0.0.0", "0", "[::ffff:0.0.0.0]")] + ([f"[::]:{port6}"] if port6 else [])
+    settings = daemon_settings(tmp_path, chromium_path=chromium, render_timeout_s=40.0,
+                               exit_public_hosts=("127.0.0.1", "::1"))  # the control's reads taint nothing
+    try:
+        async with RunningDaemon(settings, warm=False) as d:
+            policy_store(settings).save(SitePolicy.from_json({"deny": ["127.0.0.1", "[::1]"],
+                                                              "revision": now_revision()}))
+            for hostport in hosts:
+                body = await v1_fetch(d, f"http://{hostport}/notes", query="", source=source)
+                assert body["ok"] is False and body["error"]["code"] == "blocked_by_policy", (hostport, body)
+                assert "deny list" in body["error"]["message"] and TOKEN not in str(body), body
+            denied_hits = list(srv.hits)
+            policy_store(settings).save(SitePolicy.from_json({"deny": [], "revision": now_revision()}))
+            for hostport in hosts:  # the control: without the deny, each spelling reaches the service
+                body = await v1_fetch(d, f"http://{hostport}/notes", query="", source=source)
+                assert body["ok"] is True and TOKEN in str(body), (hostport, body.get("error"))
+    finally:
+        await runner.cleanup()
+        if runner6 is not None:
+            await runner6.cleanup()
+    assert denied_hits == [], f"the denied service was contacted: {denied_hits}"
+
+
+async def serve6(srv: Server) -> tuple[web.AppRunner | None, int]:
+    """The same notes on ``::1`` (None, 0 without IPv6 loopback)."""
+    try:
+        with socket.socket(socket.AF_INET6) as probe:
+            probe.bind(("::1", 0))
+    except OSError:
+        return None, 0
+
+    async def handle(request: web.Request) -> web.Response:
+        srv.hits.append(str(request.rel_url))
+        return web.Response(text=NOTES, content_type="text/html")
+
+    app = web.Application()
+    app.router.add_get("/{tail:.*}", handle)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, "::1", 0).start()
+    return runner, int(runner.addresses[0][1])
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "[::ffff:127.0.0.1]", "[::ffff:0.0.0.0]"])
+async def test_another_users_loopback_listener_is_found_under_every_spelling_before_any_source_runs(
+    tmp_path: Path, host: str, another_user: tuple[int, Any]
+) -> None:
+    """The check the extension's tab relies on (the kernel's listener table, before any source runs) compared the
+    URL's literal as written: another user's listener on 127.0.0.1:PORT was not found for ``0.0.0.0:PORT`` or
+    ``[::ffff:127.0.0.1]:PORT``, which land on it, so the user's browser would have been sent there."""
+    from trawl.netguard import NetGuard
+    from trawl.types import TrawlError
+
+    port, squatter = another_user
+    guard = NetGuard(daemon_settings(tmp_path))
+    with pytest.raises(TrawlError) as err:
+        await guard.check_host(host, port)
+    assert "another user" in err.value.message, err.value.message
+    assert squatter.received() == b""
 
 
 async def test_an_international_private_host_the_user_allowed_is_read_under_either_spelling(
@@ -542,7 +652,5 @@ async def test_an_international_private_host_the_user_allowed_is_read_under_eith
 ])
 def test_every_spelling_of_a_denied_host_is_denied(url: str) -> None:
     """Held: the site policy sees the URL as the agent's fetch will (``normalise_url``), in the one canonical form."""
-    from trawl.policy import SitePolicy
-
     deny = SitePolicy(deny=("127.0.0.1", "evil.example", "xn--fa-hia.test", "[::1]"))
     assert deny.decide(normalise_url(url)).allowed is False, url
