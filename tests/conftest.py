@@ -18,10 +18,20 @@ os.environ.setdefault("TRAWL_CONFIG", os.devnull)
 # Daemons this session starts leave their notes (trawl.channel.running) in a folder of its own, so a bridge or
 # `trawl doctor` under test never hears of another session's daemons.
 os.environ.setdefault("TRAWL_RUNNING_DIR", tempfile.mkdtemp(prefix="trawl-running-"))
+SESSION_RUNNING_DIR = os.environ["TRAWL_RUNNING_DIR"]  # every xdist worker's: each test gets its own (below)
 # The static table's distillation (retrieve/static.py, ~6 CPU-minutes; off by default too) never starts under
 # the tests, nor in the daemons they start: tests of the table build a small one and name it.
 os.environ.setdefault("TRAWL_STATIC_TABLE", "off")
 DEMO_PAGE = ROOT / "daemon" / "trawl" / "data" / "demo.html"
+
+
+@pytest.fixture(autouse=True)
+def _running_dir_of_this_test(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test's daemons leave their notes in a folder of that test's own (``TRAWL_RUNNING_DIR``, the seam
+    ``trawl.channel.running`` reads at every call; processes the test starts inherit it). The session's folder above
+    is shared by every xdist worker (they inherit the controller's environment), so a bridge under test heard of
+    another worker's daemon (test_slowloris's) and said it would answer in its own process."""
+    monkeypatch.setenv("TRAWL_RUNNING_DIR", str(tmp_path_factory.mktemp("running")))
 
 
 @pytest.fixture(autouse=True)

@@ -10,6 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import signal
+import subprocess
+import sys
+import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -251,6 +255,50 @@ async def test_the_trawl_mcp_process_asks_the_daemon_for_its_session(tmp_path: P
         assert len(minted) == 1 and flow.session(minted[0]).private
         assert not flow.session(UNBOUND_SESSION).private  # the bridge's calls did not land in the unbound one
     assert len(elicit.asked) == 1 and attacker.hits == [f"/collect?k={TOKEN}"]
+
+
+@contextlib.contextmanager
+def _daemon_process(tmp: Path, running_dir: str) -> Iterator[int]:
+    """A real daemon in a process of its own (``python -m trawl.server``, as trawl-mcp starts one), leaving its note
+    in ``running_dir``; yields its pid once the note is there."""
+    env = {**trawl_env(tmp, free_port()), "TRAWL_RUNNING_DIR": running_dir,
+           "TRAWL_CHROMIUM_PATH": str(tmp / "no-chromium")}
+    proc = subprocess.Popen([sys.executable, "-m", "trawl.server"], env=env, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        note = Path(running_dir) / f"{proc.pid}.json"
+        for _ in range(600):
+            if note.exists() or proc.poll() is not None:
+                break
+            time.sleep(0.1)
+        assert note.exists(), "the other daemon did not start"
+        yield proc.pid
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+async def test_a_bridge_under_test_never_hears_of_a_daemon_another_test_runs(tmp_path: Path) -> None:
+    """The flake of the test above under pytest-xdist: every worker inherited the session's ``TRAWL_RUNNING_DIR``,
+    so the bridge read the note of a daemon another worker's test ran in a process of its own (test_slowloris's)
+    and told its agent it "will answer in its own process". Each test now has a folder of its own
+    (tests/conftest.py); here a real daemon leaves its note in the session's folder, as another test's did."""
+    from tests.conftest import SESSION_RUNNING_DIR
+
+    other = tmp_path / "other"
+    settings = _settings(tmp_path)
+    with _daemon_process(other, SESSION_RUNNING_DIR):
+        async with _daemon(settings) as d:
+            env = trawl_env(tmp_path, d.port)
+            async with Client(StdioServerParameters(command=TRAWL_MCP, args=["--no-start"], env=env)) as c:
+                read = _page(await c.call_tool("fetch_page", {"url": str(tmp_path / "secrets.md")}))
+    assert read.ok, read
+    heard = [w for w in read.warnings if "other settings" in w or "own process" in w or str(other) in w]
+    assert heard == [], heard
 
 
 async def test_an_agent_on_both_faces_cannot_send_through_the_shared_one(tmp_path: Path, attacker: Server) -> None:
