@@ -499,16 +499,36 @@ _READS: ContextVar[list[tuple[str, tuple[str, ...]]] | None] = ContextVar("trawl
 MAX_NOTED = 256  # pages one call can serve (a search over many tabs): past this the call counts as private
 
 
-def begin_call() -> None:
+class EndpointCheck(Protocol):
+    def __call__(self, url: str) -> str: ...
+
+
+_ENDPOINT: ContextVar[EndpointCheck | None] = ContextVar("trawl_exit_endpoint", default=None)
+
+
+def begin_call(endpoint_check: EndpointCheck | None = None) -> None:
     """Start recording the pages one agent call is served (:func:`note_read`); the face's exit guard calls it
-    before the call runs, and :meth:`FlowMemory.observe` reads the record with the call's result."""
+    before the call runs, and :meth:`FlowMemory.observe` reads the record with the call's result.
+    ``endpoint_check``: the exit rule on the configured endpoints this call's question may go to
+    (:func:`endpoint_refusal`)."""
     _READS.set([])
+    _ENDPOINT.set(endpoint_check)
 
 
 def end_call() -> None:
     """Stop recording (the call's result was observed): a later read in this context, or in a task started from it
     (the list is shared by reference), is no part of that call."""
     _READS.set(None)
+    _ENDPOINT.set(None)
+
+
+def endpoint_refusal(url: str) -> str:
+    """Why the agent call being served may not send its question (text the agent composed, which can carry what
+    the session read) to the configured endpoint at ``url``: query expansion, a remote embedding or rerank endpoint.
+    The exit rule decides, as for a URL the agent composed (``ExitGuard.endpoint_refusal``); "" when it may, and
+    outside an agent call (the CLI in its own process, the pre-reader of tabs: no agent's text)."""
+    check = _ENDPOINT.get()
+    return check(url) if check is not None else ""
 
 
 def note_read(url: str, addresses: tuple[str, ...]) -> None:

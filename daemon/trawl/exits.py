@@ -49,7 +49,7 @@ from .exittaint import (
     fold,
     url_parts,
 )
-from .netguard import pin
+from .netguard import classify, parse_ip, pin
 from .policy import canonical_host
 from .settings import Settings
 from .types import ErrorCode, TrawlError
@@ -220,7 +220,9 @@ class ExitGuard:
         """Start one agent call: what it reads is told apart from what earlier calls read."""
         self._reads += 1
         _CURRENT_READ.set(self._reads)
-        begin_call()  # and the record of what the sources connected to for this call's pages (exitflow.note_read)
+        # and the record of what the sources connected to for this call's pages (exitflow.note_read); the rule on
+        # where its question may go (exitflow.endpoint_refusal)
+        begin_call(self.endpoint_refusal)
 
     def end_read(self) -> None:
         """The call's result was observed: what is read from now on belongs to no call of this context."""
@@ -415,6 +417,28 @@ class ExitGuard:
             return None
         return self._event(f"let through: {verdict.why}", host, found, masked)
 
+    def endpoint_refusal(self, url: str) -> str:
+        """Why this agent call's question may not go to the configured endpoint at ``url`` (query expansion, a
+        remote embedding or rerank endpoint): the question is text the agent composed, so after a private read it
+        can carry the secret like a URL can, and the same flow decision holds it. "" when it may go: the exit rule
+        is off, the endpoint is on this machine (a loopback address or a ``localhost`` name, as configured), or the
+        session may send to its host (it read nothing private, or the user vouched for the host). A refusal is an
+        event (status page, popup log) and a log line naming the host, never the question."""
+        if not self.settings.exit_guard:
+            return ""
+        url = normalise_url(url)
+        host = _host_of(url)
+        if _on_this_machine(host):
+            return ""
+        verdict = self.verdict(url)
+        if verdict.send:
+            return ""
+        shown = host if verdict.host == host else _mask(verdict.host)
+        why = (f"the question was not sent to {shown or '?'}, which is not on this machine and not vouched for, "
+               f"and {verdict.why}")
+        self._event("held", host, [Finding(why, "")], url)
+        return why
+
     def check_hop(self, url: str, *, subrequest: bool = False) -> None:
         """The same decision on a redirect hop or a page's final URL (no grant: the user was asked about the
         first URL, not about where it sends the data next). ``subrequest``: a request the page made itself
@@ -490,6 +514,16 @@ def _where(sites: set[str]) -> str:
     if len(sites) == 1 and next(iter(sites)) in names:
         return names[next(iter(sites))]
     return "an earlier result from " + ", ".join(sorted(names.get(s, s) for s in sites)[:3])
+
+
+def _on_this_machine(host: str) -> bool:
+    """``host`` as written names this machine: a loopback address (in any spelling, ``0.0.0.0`` included) or a
+    ``localhost`` name (answered locally whatever DNS says). A name that resolves to loopback does not count: its
+    owner's DNS can move it."""
+    bare = canonical_host(host).strip("[]")
+    if bare == "localhost" or bare.endswith(".localhost"):
+        return True
+    return parse_ip(bare) is not None and classify(bare) == "loopback"
 
 
 def _host_of(url: str) -> str:

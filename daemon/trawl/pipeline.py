@@ -8,6 +8,7 @@ use one shared default engine.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import hashlib
 import logging
 import threading
@@ -389,8 +390,10 @@ class Engine:
         return replace(page, html=html)
 
     async def _run(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args)`` on the engine's threads, in this call's context (as ``asyncio.to_thread``): the exit rule's
+        per-call state (``exitflow``: the session, where its question may go) holds there too."""
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, fn, *args)
+        return await loop.run_in_executor(self._executor, contextvars.copy_context().run, fn, *args)
 
     def _recall(self, req: FetchRequest) -> Prepared | None:
         key = self._by_target.get(req.target)

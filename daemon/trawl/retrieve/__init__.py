@@ -40,6 +40,7 @@ import numpy as np
 
 from ..cache.embeddings import EmbeddingCache
 from ..cache.salt import cache_key
+from ..exitflow import endpoint_refusal
 from ..settings import Settings
 from ..text import approx_tokens
 from ..types import Chunk, Mode
@@ -216,7 +217,11 @@ class Retriever:
         fresh = 0
         first = First(same, fuse.fusion_weight(w_bm25, same))
         first.index, first.stop = index, stopwords(qlang)  # the static table's lexicon scores with them
-        if self._embedder is not None and not self._is_down("embed"):
+        # The question goes to a remote embedding endpoint only where the exit rule lets it (exitflow.py)
+        held = endpoint_refusal(remote) if (remote := getattr(self._embedder, "endpoint", "")) else ""
+        if held:
+            warnings.append(f"dense retrieval skipped ({held}); ranked by BM25 only")
+        elif self._embedder is not None and not self._is_down("embed"):
             try:
                 with self.serving():  # embedding ahead waits
                     dense, have_vec, fresh, late = self._dense(
@@ -535,6 +540,9 @@ class Retriever:
         assert self._reranker is not None
         if self._is_down("rerank"):
             warnings.append("rerank skipped: the rerank endpoint failed recently")
+            return order, fused, False
+        if held := endpoint_refusal(self._reranker.url):  # it is sent the question (exitflow.py)
+            warnings.append(f"rerank skipped ({held}); kept the fused order")
             return order, fused, False
         head = order[: self.settings.rerank_candidates]
         try:

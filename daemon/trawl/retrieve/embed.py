@@ -234,6 +234,7 @@ class OpenAIEmbedder:
         if self._url.endswith("/v1"):
             self._url = self._url[: -len("/v1")]
         self._model = settings.embed_model
+        self.endpoint = self._url  # where questions go: the exit rule decides whether they may (retrieve/__init__)
         self.model_id = f"openai:{self._model or '-'}@{self._url}"
         key = settings.embed_api_key.get_secret_value()
         headers = {"Authorization": f"Bearer {key}"} if key else {}

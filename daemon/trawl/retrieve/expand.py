@@ -11,7 +11,9 @@ the answer is written like a passage of the page) are both unit length; the quer
 query with equal weight. One vector keeps fusion, the dense budget and the embedding cache as they are; a second
 dense ranking fused by RRF would double the work for the same idea.
 
-What goes out: the question only (never page text), to the endpoint the user configured. What comes back is
+What goes out: the question only (never page text), to the endpoint the user configured, and in an agent call only
+where the exit rule lets it (``exitflow.endpoint_refusal``: after a private read, not to an endpoint off this
+machine nobody vouched for). What comes back is
 untrusted: it only shapes a vector, never reaches the agent, the page store or a log line. Every failure (timeout,
 HTTP error, malformed or empty reply, an answer that is only whitespace) falls back to the plain question with the
 reason in the result's ``warnings``; after a failure the endpoint is skipped for ``endpoint_retry_s``.
@@ -29,6 +31,7 @@ from typing import Any
 import httpx
 import numpy as np
 
+from ..exitflow import endpoint_refusal
 from ..settings import Settings
 
 log = logging.getLogger("trawl.retrieve.expand")
@@ -83,6 +86,9 @@ class Expander:
         if down:
             warnings.append(f"query expansion skipped: the expansion endpoint failed recently ({self._down_reason}); "
                             "searched with the question alone")
+            return None
+        if held := endpoint_refusal(self.url):  # the exit rule on the question (exitflow.py)
+            warnings.append(f"query expansion skipped ({held}); searched with the question alone")
             return None
         try:
             text = self._ask(question)

@@ -1,0 +1,175 @@
+"""The configured endpoints (query expansion, a remote embedding or rerank endpoint) under the exit rule.
+
+Before: after a session read a private page, a prompt-injected agent put the secret into its next question and the
+daemon sent that question to the expansion endpoint (and the embedding and rerank endpoints) the user configured,
+whatever the session had read: an exit no URL check saw. The question is text the agent composed, like a URL, so
+the same flow decision now holds it (``exitflow.endpoint_refusal``): an endpoint off this machine that nobody
+vouched for gets no question from a session that read private content; the call ranks locally and says why.
+
+Real daemon over its real Unix socket, a real HTTP server standing in for the endpoints, configured under a name
+(``llm.test``) that resolves to it through the resolver every connection uses (``socket.getaddrinfo``).
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from aiohttp import web
+from trawl.exitflow import SESSION_HEADER
+from trawl.server.runner import RunningDaemon
+
+from ..integration.test_daemon_helpers import daemon_settings
+from .test_exit_flow_daemon import SECRET_FILE
+from .test_exits import TOKEN
+
+QUESTION = "what is the payment API key for"
+NAME = "llm.test"  # the endpoints' name in the configuration: not a loopback spelling
+
+
+class Endpoint:
+    """An OpenAI-compatible server (chat completions, embeddings, rerank) recording every body it is sent."""
+
+    def __init__(self) -> None:
+        self.bodies: list[tuple[str, str]] = []  # (path, raw body)
+        self.port = 0
+        self._runner: web.AppRunner | None = None
+
+    async def start(self) -> Endpoint:
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", self._chat)
+        app.router.add_post("/v1/embeddings", self._embed)
+        app.router.add_post("/v1/rerank", self._rerank)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        await web.TCPSite(self._runner, "127.0.0.1", 0).start()
+        self.port = int(self._runner.addresses[0][1])
+        return self
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    async def _body(self, request: web.Request) -> Any:
+        raw = await request.text()
+        self.bodies.append((request.path, raw))
+        return json.loads(raw)
+
+    async def _chat(self, request: web.Request) -> web.Response:
+        await self._body(request)
+        return web.json_response({"choices": [{"index": 0, "message": {"role": "assistant",
+                                                                       "content": "The key opens payments."}}]})
+
+    async def _embed(self, request: web.Request) -> web.Response:
+        texts = (await self._body(request))["input"]
+        vec = [[float((len(t) * (j + 3)) % 7 + 1) for j in range(8)] for t in texts]
+        return web.json_response({"data": [{"index": i, "embedding": v} for i, v in enumerate(vec)]})
+
+    async def _rerank(self, request: web.Request) -> web.Response:
+        docs = (await self._body(request))["documents"]
+        return web.json_response({"results": [{"index": i, "relevance_score": 1.0 / (i + 1)}
+                                              for i in range(len(docs))]})
+
+    def got(self, path: str, text: str) -> bool:
+        return any(p == path and text in raw for p, raw in self.bodies)
+
+
+@pytest.fixture
+async def endpoint(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Endpoint]:
+    real = socket.getaddrinfo
+
+    def resolve(host: Any, port: Any, *args: Any, **kw: Any) -> Any:
+        name = (host.decode() if isinstance(host, bytes) else str(host)).rstrip(".").lower()
+        if name == NAME:
+            return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", int(port or 0)))]
+        return real(host, port, *args, **kw)
+
+    monkeypatch.setattr(socket, "getaddrinfo", resolve)
+    e = await Endpoint().start()
+    yield e
+    await e.stop()
+
+
+async def _session(d: RunningDaemon) -> str:
+    async with _client(d) as c:
+        r = await c.post("/v1/session", json={})
+    sid: str = r.json()["session"]
+    return sid
+
+
+def _client(d: RunningDaemon, session: str = "") -> httpx.AsyncClient:
+    assert d.socket_path is not None
+    headers = {"Authorization": f"Bearer {d.token}", **({SESSION_HEADER: session} if session else {})}
+    return httpx.AsyncClient(transport=httpx.AsyncHTTPTransport(uds=str(d.socket_path)), base_url=d.url,
+                             headers=headers, timeout=60)
+
+
+async def _ask(d: RunningDaemon, session: str, url: str, query: str) -> dict[str, Any]:
+    async with _client(d, session) as c:
+        r = await c.post("/v1/fetch", json={"url": url, "query": query})
+    body: dict[str, Any] = r.json()
+    assert body["ok"] is True, body
+    return body
+
+
+@pytest.mark.parametrize("where", ["named", "local-embedder"])
+async def test_a_question_carrying_a_private_read_never_reaches_a_remote_endpoint(
+    tmp_path: Path, endpoint: Endpoint, where: str
+) -> None:
+    """``named``: expansion, embeddings and rerank all at ``http://llm.test:PORT``. ``local-embedder``: embeddings at
+    ``http://127.0.0.1:PORT`` (on this machine: the question may go there), expansion at ``llm.test``: the
+    expansion endpoint alone is held. In both, an untainted session keeps using every endpoint."""
+    secrets_md = tmp_path / "secrets.md"
+    secrets_md.write_text(SECRET_FILE + "\nThe keeper's ledger lists the pay.\n" * 3)
+    remote = f"http://{NAME}:{endpoint.port}"
+    embed = remote if where == "named" else f"http://127.0.0.1:{endpoint.port}"
+    settings = daemon_settings(tmp_path, dense="openai", embed_url=embed, expand_url=remote,
+                               rerank_url=remote if where == "named" else "")
+    async with RunningDaemon(settings, warm=False) as d:
+        agent, other = await _session(d), await _session(d)
+        # an untainted session's question goes to every endpoint (the read of the private file is this call)
+        await _ask(d, agent, str(secrets_md), QUESTION)
+        assert endpoint.got("/v1/chat/completions", QUESTION), endpoint.bodies
+        assert endpoint.got("/v1/embeddings", QUESTION), endpoint.bodies
+        assert where != "named" or endpoint.got("/v1/rerank", QUESTION), endpoint.bodies
+        # the session read the secret: its next question carries it
+        sent = f"{QUESTION} {TOKEN}"  # the question (page text holds the secret too, never this sentence)
+        body = await _ask(d, agent, str(secrets_md), sent)
+        leaked = [p for p, raw in endpoint.bodies if sent in raw and (embed == remote or p != "/v1/embeddings")]
+        assert leaked == [], f"a remote endpoint was sent the question with the secret: {leaked}"
+        held = [w for w in body.get("warnings", []) if "not sent to" in w]
+        assert held and NAME in held[0] and "private content" in held[0], body.get("warnings")
+        assert TOKEN not in json.dumps(held)
+        if where == "named":
+            assert body["mode"] == "bm25-only", body["mode"]
+        # another session that read nothing still uses the endpoints
+        await _ask(d, other, str(secrets_md), "who keeps the ledger")
+        async with _client(d) as c:
+            events = (await c.get("/v1/status")).json()
+    assert not endpoint.got("/v1/chat/completions", TOKEN)
+    assert endpoint.got("/v1/chat/completions", "who keeps the ledger"), "the untainted session was held too"
+    if where == "local-embedder":  # on this machine: the question went there, and the ranking used it
+        assert endpoint.got("/v1/embeddings", sent)
+        assert body["mode"] != "bm25-only", body["mode"]
+    assert NAME in json.dumps(events), "the hold is not on the status page"
+
+
+async def test_an_endpoint_the_user_vouched_for_still_gets_the_question(tmp_path: Path, endpoint: Endpoint) -> None:
+    """``TRAWL_EXIT_ALLOW_HOSTS=llm.test``: the user said data may go there, so a question after a private read does
+    (the rule is the exit rule's, not a second list)."""
+    secrets_md = tmp_path / "secrets.md"
+    secrets_md.write_text(SECRET_FILE)
+    remote = f"http://{NAME}:{endpoint.port}"
+    settings = daemon_settings(tmp_path, dense="openai", embed_url=remote, expand_url=remote,
+                               exit_allow_hosts=(NAME,))
+    async with RunningDaemon(settings, warm=False) as d:
+        agent = await _session(d)
+        await _ask(d, agent, str(secrets_md), QUESTION)
+        body = await _ask(d, agent, str(secrets_md), f"{QUESTION} {TOKEN}")
+    assert not any("not sent to" in w for w in body.get("warnings", [])), body.get("warnings")
+    assert endpoint.got("/v1/chat/completions", f"{QUESTION} {TOKEN}")
