@@ -219,26 +219,10 @@ class FlowMemory:
 
     # ------------------------------------------------------------ what a session was given
     def is_public_page(self, url: str, source: str, addresses: tuple[str, ...] = ()) -> bool:
-        """A page anyone on the internet could read: a public source, a host the user named as a public mirror, or
-        a host that is public by its spelling *and* by every address the source connected to for it."""
-        if source not in PUBLIC_SOURCES:
-            return False
-        host = host_of(url)
-        if not host:
-            return False
-        if self._named_public(url):
-            return True
-        return not _private_host(host) and not private_addresses(addresses)
+        return is_public_page(self.settings, url, source, addresses)
 
     def _named_public(self, url: str) -> bool:
-        """The user named this host (or host:port) in ``TRAWL_EXIT_PUBLIC_HOSTS``: a local mirror of public pages."""
-        try:
-            host = bare_host(urlsplit(url).hostname or "")
-        except ValueError:
-            return False
-        port = port_of(url)
-        return bool(host) and any(e.covers(host, port, subdomains=False)
-                                  for e in host_entries(self.settings.exit_public_hosts))
+        return named_public(self.settings, url)
 
     def _own_key(self, url: str) -> str:
         """The origin a private read came from, as the own-site allowance compares it: scheme, host (in the one
@@ -415,6 +399,30 @@ class FlowMemory:
         tainted = sum(1 for s in self._sessions.values() if s.private)
         return {**self.counters, "sessions": len(self._sessions), "tainted_sessions": tainted,
                 "all_new_tainted": self._all_new_tainted}
+
+
+def is_public_page(settings: Settings, url: str, source: str, addresses: tuple[str, ...] = ()) -> bool:
+    """A page anyone on the internet could read: a public source, a host the user named as a public mirror, or
+    a host that is public by its spelling *and* by every address the source connected to for it. Any other page
+    is private content."""
+    if source not in PUBLIC_SOURCES:
+        return False
+    host = host_of(url)
+    if not host:
+        return False
+    if named_public(settings, url):
+        return True
+    return not _private_host(host) and not private_addresses(addresses)
+
+
+def named_public(settings: Settings, url: str) -> bool:
+    """The user named this host (or host:port) in ``TRAWL_EXIT_PUBLIC_HOSTS``: a local mirror of public pages."""
+    try:
+        host = bare_host(urlsplit(url).hostname or "")
+    except ValueError:
+        return False
+    port = port_of(url)
+    return bool(host) and any(e.covers(host, port, subdomains=False) for e in host_entries(settings.exit_public_hosts))
 
 
 def origin_of(url: str) -> str:

@@ -334,24 +334,7 @@ class ExitGuard:
         return found
 
     def allowed_host(self, host: str, port: int | None = None) -> bool:
-        """The user vouched for ``host`` (at ``port``; None: a host named inside a URL, whose port is not known) as
-        a place data may go: TRAWL_EXIT_ALLOW_HOSTS (the explicit exit list: a host and its subdomains on any port,
-        or ``host:port`` that port only), or the allow list of their site policy *while that list is in force*
-        (``deny_all_except_allowed``: the user named the only sites agents may use at all). In the default mode the
-        allow list decides nothing about reading, so it vouches for nothing either: an entry left over from the
-        other mode, or one that only ever meant "readable", is not a yes to sending data there."""
-        host = bare_host(host)
-        if any(e.covers(host, port, subdomains=True) for e in host_entries(self.settings.exit_allow_hosts)):
-            return True
-        try:
-            from .policy import pattern_matches, policy_store
-
-            policy = policy_store(self.settings).current()
-        except Exception:  # no policy module, or an unreadable file: nothing extra is allowed
-            return False
-        if policy.mode != "deny_all_except_allowed":
-            return False
-        return any(pattern_matches(p, host, host) for p in policy.allow)
+        return allowed_host(self.settings, host, port)
 
     def allowed_for(self, url: str) -> Callable[[str], bool]:
         """:meth:`allowed_host` for the hosts of ``url``: its own at its port, one named inside it at none."""
@@ -514,6 +497,42 @@ def _where(sites: set[str]) -> str:
     if len(sites) == 1 and next(iter(sites)) in names:
         return names[next(iter(sites))]
     return "an earlier result from " + ", ".join(sorted(names.get(s, s) for s in sites)[:3])
+
+
+def allowed_host(settings: Settings, host: str, port: int | None = None) -> bool:
+    """The user vouched for ``host`` (at ``port``; None: a host named inside a URL, whose port is not known) as
+    a place data may go: TRAWL_EXIT_ALLOW_HOSTS (the explicit exit list: a host and its subdomains on any port,
+    or ``host:port`` that port only), or the allow list of their site policy *while that list is in force*
+    (``deny_all_except_allowed``: the user named the only sites agents may use at all). In the default mode the
+    allow list decides nothing about reading, so it vouches for nothing either: an entry left over from the
+    other mode, or one that only ever meant "readable", is not a yes to sending data there."""
+    host = bare_host(host)
+    if any(e.covers(host, port, subdomains=True) for e in host_entries(settings.exit_allow_hosts)):
+        return True
+    try:
+        from .policy import pattern_matches, policy_store
+
+        policy = policy_store(settings).current()
+    except Exception:  # no policy module, or an unreadable file: nothing extra is allowed
+        return False
+    if policy.mode != "deny_all_except_allowed":
+        return False
+    return any(pattern_matches(p, host, host) for p in policy.allow)
+
+
+def private_content_refusal(settings: Settings, endpoint: str) -> str:
+    """Why private content (a page of the user's browser, a local file, a local service: ``exitflow.is_public_page``)
+    may not go to the configured endpoint at ``endpoint`` (embedding, rerank) to be processed: it is off this machine
+    and the user did not vouch for it (``TRAWL_EXIT_ALLOW_HOSTS``, as for exits). "" when it may, or when the exit
+    rule is off."""
+    if not settings.exit_guard:
+        return ""
+    url = normalise_url(endpoint)
+    host = _host_of(url)
+    if _on_this_machine(host) or allowed_host(settings, host, port_of(url)):
+        return ""
+    return (f"private content is not sent to {host or '?'}, which is not on this machine and not vouched for "
+            f"({ALLOW_HINT})")
 
 
 def _on_this_machine(host: str) -> bool:

@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 from . import sanitise as sanitise_stage
 from . import stages
 from .cache import PageCache
-from .exitflow import check_hop, note_read
+from .exitflow import check_hop, is_public_page, note_read
 from .extract.html import BROWSER_SOURCES
 from .frameguard import guard_frames
 from .netguard import NetGuard
@@ -180,8 +180,9 @@ class Engine:
                    explicit_k: bool | None = None, where: str = "page") -> Judged:
         """Stage 5 alone, off the event loop, over any chunks (search_tabs ranks all tabs' chunks at once), judged as
         a page's answer is (trawl.scores: scores 0-1, passages with no evidence left out unless ``explicit_k``, the
-        absolute match); ``warnings``: the ranking's and the judgement's, trawl's own diagnostics."""
-        ranking = await self._run(self.retriever.rank, query, chunks, lang, k, key)
+        absolute match); ``warnings``: the ranking's and the judgement's, trawl's own diagnostics. The chunks count
+        as private content (the user's tabs)."""
+        ranking = await self._run(self.retriever.rank, query, chunks, lang, k, key, True)
         verdict = self._judged(ranking, k is not None if explicit_k is None else explicit_k, where)
         return replace(verdict, warnings=(*ranking.warnings, *verdict.warnings))
 
@@ -296,7 +297,10 @@ class Engine:
 
         # 5. retrieve
         t = time.perf_counter()
-        ranking = await self._run(self.retriever.rank, req.query, list(prep.chunks), prep.doc.lang, req.k, prep.key)
+        page = prep.page
+        private = not is_public_page(self.settings, page.final_url or page.url, page.source, page.addresses)
+        ranking = await self._run(self.retriever.rank, req.query, list(prep.chunks), prep.doc.lang, req.k, prep.key,
+                                  private)
         timings["retrieve"] = _ms(t)
 
         # 6. sanitise

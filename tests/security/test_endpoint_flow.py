@@ -26,7 +26,7 @@ from trawl.server.runner import RunningDaemon
 
 from ..integration.test_daemon_helpers import daemon_settings
 from .test_exit_flow_daemon import SECRET_FILE
-from .test_exits import TOKEN
+from .test_exits import TOKEN, page, serve
 
 QUESTION = "what is the payment API key for"
 NAME = "llm.test"  # the endpoints' name in the configuration: not a loopback spelling
@@ -113,13 +113,31 @@ async def _ask(d: RunningDaemon, session: str, url: str, query: str) -> dict[str
     async with _client(d, session) as c:
         r = await c.post("/v1/fetch", json={"url": url, "query": query})
     body: dict[str, Any] = r.json()
-    assert body["ok"] is True, body
+    assert body["ok"] is True, body.get("error")
     return body
+
+
+@pytest.fixture
+async def guide() -> AsyncIterator[str]:
+    """A public page (a local mirror of public docs, named in ``TRAWL_EXIT_PUBLIC_HOSTS``): reading it taints nothing,
+    and the test's settings let a tainted session fetch it (``TRAWL_EXIT_ALLOW_HOSTS``): only the endpoint is at
+    stake."""
+
+    async def handle(request: web.Request) -> web.Response:
+        return web.Response(text=GUIDE, content_type="text/html")
+
+    runner, port = await serve("127.0.0.1", handle)
+    yield f"http://127.0.0.1:{port}/guide"
+    await runner.cleanup()
+
+
+GUIDE = page("Payments guide", "<p>The payment API key is issued by the bank for each shop.</p>"
+             "<p>Keys are rotated every year by the keeper of the ledger.</p>" * 3)
 
 
 @pytest.mark.parametrize("where", ["named", "local-embedder"])
 async def test_a_question_carrying_a_private_read_never_reaches_a_remote_endpoint(
-    tmp_path: Path, endpoint: Endpoint, where: str
+    tmp_path: Path, endpoint: Endpoint, guide: str, where: str
 ) -> None:
     """``named``: expansion, embeddings and rerank all at ``http://llm.test:PORT``. ``local-embedder``: embeddings at
     ``http://127.0.0.1:PORT`` (on this machine: the question may go there), expansion at ``llm.test``: the
@@ -129,17 +147,17 @@ async def test_a_question_carrying_a_private_read_never_reaches_a_remote_endpoin
     remote = f"http://{NAME}:{endpoint.port}"
     embed = remote if where == "named" else f"http://127.0.0.1:{endpoint.port}"
     settings = daemon_settings(tmp_path, dense="openai", embed_url=embed, expand_url=remote,
-                               rerank_url=remote if where == "named" else "")
+                               rerank_url=remote if where == "named" else "", exit_public_hosts=("127.0.0.1",),
+                               exit_allow_hosts=("127.0.0.1",))  # the guide may still be fetched
+    sent = f"{QUESTION} {TOKEN}"  # the question (page text holds the secret too, never this sentence)
     async with RunningDaemon(settings, warm=False) as d:
         agent, other = await _session(d), await _session(d)
-        # an untainted session's question goes to every endpoint (the read of the private file is this call)
-        await _ask(d, agent, str(secrets_md), QUESTION)
+        await _ask(d, agent, guide, QUESTION)  # an untainted session's question goes to every endpoint
         assert endpoint.got("/v1/chat/completions", QUESTION), endpoint.bodies
         assert endpoint.got("/v1/embeddings", QUESTION), endpoint.bodies
         assert where != "named" or endpoint.got("/v1/rerank", QUESTION), endpoint.bodies
-        # the session read the secret: its next question carries it
-        sent = f"{QUESTION} {TOKEN}"  # the question (page text holds the secret too, never this sentence)
-        body = await _ask(d, agent, str(secrets_md), sent)
+        await _ask(d, agent, str(secrets_md), "who keeps the ledger")  # the private read
+        body = await _ask(d, agent, guide, sent)  # the next question carries the secret
         leaked = [p for p, raw in endpoint.bodies if sent in raw and (embed == remote or p != "/v1/embeddings")]
         assert leaked == [], f"a remote endpoint was sent the question with the secret: {leaked}"
         held = [w for w in body.get("warnings", []) if "not sent to" in w]
@@ -147,15 +165,16 @@ async def test_a_question_carrying_a_private_read_never_reaches_a_remote_endpoin
         assert TOKEN not in json.dumps(held)
         if where == "named":
             assert body["mode"] == "bm25-only", body["mode"]
-        # another session that read nothing still uses the endpoints
-        await _ask(d, other, str(secrets_md), "who keeps the ledger")
+        await _ask(d, other, guide, "who rotates the keys")  # another session that read nothing still uses them
         async with _client(d) as c:
             events = (await c.get("/v1/status")).json()
-    assert not endpoint.got("/v1/chat/completions", TOKEN)
-    assert endpoint.got("/v1/chat/completions", "who keeps the ledger"), "the untainted session was held too"
-    if where == "local-embedder":  # on this machine: the question went there, and the ranking used it
-        assert endpoint.got("/v1/embeddings", sent)
+    assert endpoint.got("/v1/chat/completions", "who rotates the keys"), "the untainted session was held too"
+    if where == "named":  # the private file's text itself went to no endpoint off this machine either
+        assert not any(TOKEN in raw for _p, raw in endpoint.bodies), [p for p, r in endpoint.bodies if TOKEN in r]
+    else:  # on this machine: the question and the file's text went there, and the ranking used them
+        assert endpoint.got("/v1/embeddings", sent) and endpoint.got("/v1/embeddings", f"is {TOKEN}")
         assert body["mode"] != "bm25-only", body["mode"]
+        assert not endpoint.got("/v1/chat/completions", TOKEN)
     assert NAME in json.dumps(events), "the hold is not on the status page"
 
 

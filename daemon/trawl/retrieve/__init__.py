@@ -41,6 +41,7 @@ import numpy as np
 from ..cache.embeddings import EmbeddingCache
 from ..cache.salt import cache_key
 from ..exitflow import endpoint_refusal
+from ..exits import private_content_refusal
 from ..settings import Settings
 from ..text import approx_tokens
 from ..types import Chunk, Mode
@@ -162,8 +163,12 @@ class Retriever:
         return d
 
     def prefetch(self, chunks: Sequence[Chunk], budget_s: float | None = None) -> int:
-        """Embed the page's chunks that are not cached yet (a tab opened ahead of time); returns how many."""
+        """Embed the page's chunks that are not cached yet (a tab opened ahead of time: private content, see
+        ``_endpoint_held``); returns how many."""
         if self._embedder is None or self._is_down("embed"):
+            return 0
+        if held := self._endpoint_held(getattr(self._embedder, "endpoint", ""), True):
+            log.debug("tabs read ahead are not embedded: %s", held)
             return 0
         texts = [embed_text(c) for c in chunks[: self.settings.embed_ahead_max_chunks]]
         keys = [self._cache.key(t) for t in texts]
@@ -197,7 +202,10 @@ class Retriever:
                 close()
 
     # -------------------------------------------------------------- rank
-    def rank(self, query: str, chunks: list[Chunk], page_lang: str, k: int | None, page_key: str) -> Ranking:
+    def rank(self, query: str, chunks: list[Chunk], page_lang: str, k: int | None, page_key: str,
+             private: bool = False) -> Ranking:
+        """``private``: the chunks are private content (``exitflow.is_public_page``: the user's browser, a local file
+        or service), which no endpoint off this machine that nobody vouched for is sent (``_endpoint_held``)."""
         t0 = time.perf_counter()
         if not chunks:
             return Ranking([], "bm25-only" if self._embedder is None else "hybrid")
@@ -217,8 +225,7 @@ class Retriever:
         fresh = 0
         first = First(same, fuse.fusion_weight(w_bm25, same))
         first.index, first.stop = index, stopwords(qlang)  # the static table's lexicon scores with them
-        # The question goes to a remote embedding endpoint only where the exit rule lets it (exitflow.py)
-        held = endpoint_refusal(remote) if (remote := getattr(self._embedder, "endpoint", "")) else ""
+        held = self._endpoint_held(getattr(self._embedder, "endpoint", ""), private)
         if held:
             warnings.append(f"dense retrieval skipped ({held}); ranked by BM25 only")
         elif self._embedder is not None and not self._is_down("embed"):
@@ -277,7 +284,7 @@ class Retriever:
 
         reranked = False
         if self._reranker is not None:
-            order, fused, reranked = self._rerank(query, chunks, order, fused, warnings)
+            order, fused, reranked = self._rerank(query, chunks, order, fused, warnings, private)
             if reranked:
                 mode = "hybrid+rerank" if mode != "bm25-only" else "bm25-only"
 
@@ -535,13 +542,14 @@ class Retriever:
 
     # ------------------------------------------------------------ rerank
     def _rerank(
-        self, query: str, chunks: list[Chunk], order: list[int], fused: np.ndarray, warnings: list[str]
+        self, query: str, chunks: list[Chunk], order: list[int], fused: np.ndarray, warnings: list[str],
+        private: bool = False,
     ) -> tuple[list[int], np.ndarray, bool]:
         assert self._reranker is not None
         if self._is_down("rerank"):
             warnings.append("rerank skipped: the rerank endpoint failed recently")
             return order, fused, False
-        if held := endpoint_refusal(self._reranker.url):  # it is sent the question (exitflow.py)
+        if held := self._endpoint_held(self._reranker.url, private):
             warnings.append(f"rerank skipped ({held}); kept the fused order")
             return order, fused, False
         head = order[: self.settings.rerank_candidates]
@@ -555,6 +563,15 @@ class Retriever:
         return order, new, True
 
     # ---------------------------------------------------------- helpers
+    def _endpoint_held(self, url: str, private: bool) -> str:
+        """Why the endpoint at ``url`` (embedding, rerank; "" = none, or a model in this process) is not sent this
+        ranking's texts ("" = it is): private chunks only to an endpoint on this machine or vouched for
+        (``exits.private_content_refusal``), the agent's question only where the exit rule lets it
+        (``exitflow.endpoint_refusal``: after a private read, the question can carry it)."""
+        if not url:
+            return ""
+        return (private_content_refusal(self.settings, url) if private else "") or endpoint_refusal(url)
+
     def _index(self, page_key: str, chunks: list[Chunk]) -> tuple[BM25Index, bool]:
         """The page's BM25 index, and whether this page was asked about before."""
         key = f"{page_key or id(chunks)}:{len(chunks)}:{chunks[0].id}:{chunks[-1].id}"
