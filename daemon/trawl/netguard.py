@@ -532,3 +532,50 @@ class PinnedTransport(httpx.AsyncHTTPTransport):
             keepalive_expiry=limits.keepalive_expiry,
             network_backend=self.backend,
         )
+
+
+class _OwnListenerBackend(httpcore.NetworkBackend):
+    """Connects as usual, then refuses a loopback listener of another OS user before a byte is written
+    (:func:`listener_refusal`)."""
+
+    def __init__(self) -> None:
+        self.inner = httpcore.SyncBackend()
+
+    def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
+                    socket_options: Any = None) -> httpcore.NetworkStream:
+        stream = self.inner.connect_tcp(host, port, timeout=timeout, local_address=local_address,
+                                        socket_options=socket_options)
+        sock = stream.get_extra_info("socket")
+        try:
+            peer = str(sock.getpeername()[0]) if sock is not None else ""
+        except OSError:
+            peer = ""
+        if (err := listener_refusal(host, port, peer, sock) if peer else None) is not None:
+            stream.close()
+            raise httpcore.ConnectError(err.message)
+        return stream
+
+    def connect_unix_socket(self, path: str, timeout: float | None = None,
+                            socket_options: Any = None) -> httpcore.NetworkStream:
+        return self.inner.connect_unix_socket(path, timeout=timeout, socket_options=socket_options)
+
+    def sleep(self, seconds: float) -> None:
+        self.inner.sleep(seconds)
+
+
+class OwnListenerTransport(httpx.HTTPTransport):
+    """``httpx.HTTPTransport`` for the endpoints the user configured (embedding, rerank, query expansion): an
+    endpoint on this machine is sent questions and private pages, so a loopback port whose listener is another OS
+    user's (the user's model server stopped and someone took its port) is sent nothing, as for the sources."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._pool = httpcore.ConnectionPool(ssl_context=httpx.create_ssl_context(), max_connections=16,
+                                             max_keepalive_connections=8, keepalive_expiry=5.0,
+                                             network_backend=_OwnListenerBackend())
+
+
+def endpoint_transport(settings: Settings) -> httpx.BaseTransport | None:
+    """The transport for a configured endpoint's client: :class:`OwnListenerTransport` unless
+    ``TRAWL_PEER_UID_CHECK`` is off (None: httpx's own)."""
+    return OwnListenerTransport() if settings.peer_uid_check else None

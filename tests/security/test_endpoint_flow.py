@@ -27,6 +27,7 @@ from trawl.server.runner import RunningDaemon
 from ..integration.test_daemon_helpers import daemon_settings
 from .test_exit_flow_daemon import SECRET_FILE
 from .test_exits import TOKEN, page, serve
+from .test_review_s32 import another_user as another_user  # the fixture
 
 QUESTION = "what is the payment API key for"
 NAME = "llm.test"  # the endpoints' name in the configuration: not a loopback spelling
@@ -192,3 +193,22 @@ async def test_an_endpoint_the_user_vouched_for_still_gets_the_question(tmp_path
         body = await _ask(d, agent, str(secrets_md), f"{QUESTION} {TOKEN}")
     assert not any("not sent to" in w for w in body.get("warnings", [])), body.get("warnings")
     assert endpoint.got("/v1/chat/completions", f"{QUESTION} {TOKEN}")
+
+
+async def test_another_users_listener_on_the_endpoints_port_is_sent_nothing(
+    tmp_path: Path, another_user: tuple[int, Any]
+) -> None:
+    """The user's model server on 127.0.0.1:PORT (expansion, embeddings, rerank: on this machine, so it is sent
+    questions and private pages) stops, and another user listens there: it received every question and every
+    chunk of the pages read. The endpoints' connections are now checked like the sources' (the listener's owner,
+    before a byte is written)."""
+    port, rec = another_user  # nobody on the loopback port the user's model server left
+    secrets_md = tmp_path / "secrets.md"
+    secrets_md.write_text(SECRET_FILE)
+    local = f"http://127.0.0.1:{port}"
+    settings = daemon_settings(tmp_path, dense="openai", embed_url=local, expand_url=local, rerank_url=local)
+    async with RunningDaemon(settings, warm=False) as d:
+        body = await _ask(d, await _session(d), str(secrets_md), QUESTION)
+    got = rec.received()
+    assert got == b"", f"another user's listener received {got[:200]!r}"
+    assert body["mode"] == "bm25-only", body["mode"]

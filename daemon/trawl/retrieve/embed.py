@@ -17,6 +17,7 @@ from typing import Any, Protocol
 import httpx
 import numpy as np
 
+from ..netguard import endpoint_transport
 from ..settings import Settings, prefer_passive_openmp
 from ..types import Chunk
 
@@ -240,7 +241,8 @@ class OpenAIEmbedder:
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         t = settings.endpoint_timeout_s
         self._client = httpx.Client(
-            timeout=httpx.Timeout(t, connect=min(t, 3.0)), headers=headers, transport=transport
+            timeout=httpx.Timeout(t, connect=min(t, 3.0)), headers=headers,
+            transport=transport or endpoint_transport(settings),
         )
 
     @property

@@ -32,6 +32,7 @@ import httpx
 import numpy as np
 
 from ..exitflow import endpoint_refusal
+from ..netguard import endpoint_transport
 from ..settings import Settings
 
 log = logging.getLogger("trawl.retrieve.expand")
@@ -60,7 +61,8 @@ class Expander:
         self._retry_s = settings.endpoint_retry_s
         key = settings.expand_api_key.get_secret_value()
         t = settings.expand_timeout_s
-        self._client = httpx.Client(timeout=httpx.Timeout(t, connect=min(t, 3.0)), transport=transport,
+        self._client = httpx.Client(timeout=httpx.Timeout(t, connect=min(t, 3.0)),
+                                    transport=transport or endpoint_transport(settings),
                                     headers={"Authorization": f"Bearer {key}"} if key else {})
         self._timeout = t
         self._answers: OrderedDict[str, str] = OrderedDict()

@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 import numpy as np
 
+from ..netguard import endpoint_transport
 from ..settings import Settings
 
 
@@ -26,7 +27,8 @@ class Reranker:
             self._url = self._url[: -len("/v1")]
         self._model = settings.rerank_model
         t = settings.endpoint_timeout_s
-        self._client = httpx.Client(timeout=httpx.Timeout(t, connect=min(t, 3.0)), transport=transport)
+        self._client = httpx.Client(timeout=httpx.Timeout(t, connect=min(t, 3.0)),
+                                    transport=transport or endpoint_transport(settings))
 
     @property
     def url(self) -> str:
