@@ -536,13 +536,11 @@ def private_content_refusal(settings: Settings, endpoint: str) -> str:
 
 
 def _on_this_machine(host: str) -> bool:
-    """``host`` as written names this machine: a loopback address (in any spelling, ``0.0.0.0`` included) or a
-    ``localhost`` name (answered locally whatever DNS says). A name that resolves to loopback does not count: its
-    owner's DNS can move it."""
+    """``host`` as written names this machine: a loopback address (in any spelling, ``0.0.0.0`` included) or
+    ``localhost`` (the hosts file's). Any other name does not count, ``*.localhost`` included: the endpoints' clients
+    resolve through the system resolver, which may ask DNS for it, and a name's owner can move it."""
     bare = canonical_host(host).strip("[]")
-    if bare == "localhost" or bare.endswith(".localhost"):
-        return True
-    return parse_ip(bare) is not None and classify(bare) == "loopback"
+    return bare == "localhost" or (parse_ip(bare) is not None and classify(bare) == "loopback")
 
 
 def _host_of(url: str) -> str:

@@ -212,3 +212,17 @@ async def test_another_users_listener_on_the_endpoints_port_is_sent_nothing(
     got = rec.received()
     assert got == b"", f"another user's listener received {got[:200]!r}"
     assert body["mode"] == "bm25-only", body["mode"]
+
+
+@pytest.mark.parametrize(("endpoint_url", "here"), [
+    ("http://127.0.0.1:8080", True), ("http://localhost:8080/v1", True), ("http://[::1]:8080", True),
+    ("http://127.1:8080", True), ("http://0.0.0.0:8080", True), ("http://[::ffff:127.0.0.1]:8080", True),
+    ("http://llm.localhost:8080", False), ("http://llm.test:8080", False), ("http://192.168.1.20:8080", False),
+    ("https://api.example.com", False),
+])
+def test_on_this_machine_is_judged_by_the_spelling_alone(tmp_path: Path, endpoint_url: str, here: bool) -> None:
+    """Which configured endpoint counts as this machine (private content and a tainted question may go there): a
+    loopback address in any spelling or ``localhost``; a name DNS could answer (``*.localhost`` too) does not."""
+    from trawl.exits import private_content_refusal
+
+    assert (private_content_refusal(daemon_settings(tmp_path), endpoint_url) == "") is here
