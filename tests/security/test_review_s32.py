@@ -360,18 +360,20 @@ async def test_no_source_sends_a_request_to_another_users_loopback_listener(
 
 
 @pytest.mark.timeout(120)
+@pytest.mark.parametrize("host", ["127.0.0.1", "[::ffff:127.0.0.1]"])
 async def test_the_users_browser_is_not_sent_to_another_users_loopback_listener(
-    tmp_path: Path, chromium: str, another_user: tuple[int, Any]
+    tmp_path: Path, chromium: str, another_user: tuple[int, Any], host: str
 ) -> None:
     """The extension's tab cannot ask the kernel who listens: the daemon does, before any source runs (the
-    listener table), so the user's browser, with its cookies for ``127.0.0.1``, sends the squatter nothing."""
+    listener table), so the user's browser, with its cookies for ``127.0.0.1``, sends the squatter nothing. The
+    listener is found under the address the connection lands on (``[::ffff:127.0.0.1]`` was missed)."""
     from tests.e2e.conftest import close_linked, e2e_settings, launch_linked
 
     port, squatter = another_user
     stack = await launch_linked(tmp_path, chromium, settings=e2e_settings(tmp_path))
     try:
         assert await stack.hub.wait_attached(15), stack.hub.describe()
-        body = await v1_fetch(stack.daemon, f"http://127.0.0.1:{port}/page", query="", source="extension")
+        body = await v1_fetch(stack.daemon, f"http://{host}:{port}/page", query="", source="extension")
     finally:
         await close_linked(stack)
     got = squatter.received()
