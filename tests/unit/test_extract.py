@@ -7,7 +7,7 @@ import re
 
 import pytest
 from trawl.extract import candidates as cands
-from trawl.extract import extract
+from trawl.extract import extract, guard
 from trawl.extract.dom import parse_html
 from trawl.extract.markdown import to_markdown
 from trawl.settings import Settings
@@ -201,6 +201,25 @@ def test_deeply_nested_html_finishes_and_keeps_text(settings):
     doc = extract(html_page(html), settings)
     assert "deep treasure text" in doc.markdown
     assert any("nested too deeply" in w for w in doc.warnings)
+
+
+def test_tags_the_parser_closes_itself_do_not_make_a_page_too_deep(settings):
+    # 600 unclosed <p> and <li>: the cheap bound counts each as a level, a parser closes each at the next one.
+    items = "".join(f"<li><p>Listing {i}: a room to let near the river, two beds, garden" for i in range(600))
+    html = f"<html><body><main><h1>Rooms to let</h1><ul>{items}</ul></main></body></html>"
+    assert guard.nesting_upper_bound(html) > guard.MAX_SAFE_DEPTH and not guard.too_deep(html)
+    doc = extract(html_page(html), settings)
+    assert "Listing 599" in doc.markdown
+    assert not any("nested too deeply" in w for w in doc.warnings)
+
+
+@pytest.mark.timeout(120)  # a hang guard only, never a speed check
+@pytest.mark.parametrize("unit", ["<div>", "<table><tr><td>", "<p><div>", "<i><b><u>", "<a href=#><div>"])
+def test_pages_deep_as_parsed_skip_the_main_extractors(settings, unit):
+    html = "<html><body>" + unit * 5_000 + "<p>deep treasure text</p></body></html>"
+    assert guard.too_deep(html)
+    doc = extract(html_page(html), settings)
+    assert "deep treasure text" in doc.markdown
 
 
 def test_unclosed_deep_nesting_does_not_recurse(settings):

@@ -114,7 +114,7 @@ def choose(primary: Candidate | None, html: str, second: Trafilatura | None = No
     it)."""
     if primary is None:
         return cands.run_dom(html), True
-    n_primary = _ntokens(primary.text)
+    n_primary = 0 if _only_title(primary) else _ntokens(primary.text)
     if n_primary >= ESCALATE_TOKENS and primary.quality >= ESCALATE_QUALITY:
         return primary, False
     fallback = cands.run_dom(html)
@@ -140,6 +140,14 @@ def choose(primary: Candidate | None, html: str, second: Trafilatura | None = No
         if not kept and agree(primary.text, second.text):
             return primary, True
     return (primary if kept else fallback), True
+
+
+def _only_title(cand: Candidate) -> bool:
+    """Whether the candidate's text is the page's ``<title>`` and nothing else (rs-trafilatura gives the title,
+    once or twice, the last copy perhaps cut at its output limit, for a page whose body holds no text)."""
+    title = cand.title.strip()
+    rest = cand.text.replace(title, "").strip()
+    return bool(title) and title.startswith(rest)
 
 
 def _read_by(second: Trafilatura | None) -> Candidate | None:
