@@ -656,3 +656,51 @@ def test_every_spelling_of_a_denied_host_is_denied(url: str) -> None:
     """Held: the site policy sees the URL as the agent's fetch will (``normalise_url``), in the one canonical form."""
     deny = SitePolicy(deny=("127.0.0.1", "evil.example", "xn--fa-hia.test", "[::1]"))
     assert deny.decide(normalise_url(url)).allowed is False, url
+
+
+@pytest.mark.timeout(120)
+async def test_a_tab_at_the_unspecified_address_of_a_denied_loopback_is_not_listed(tmp_path: Path,
+                                                                                    chromium: str) -> None:
+    """The extension's half (``policy.js``, which filters the tab listings): with 127.0.0.1 denied on the options
+    page, a tab at ``http://0.0.0.0:PORT/`` (the kernel's 127.0.0.1) is not shown to agents; one at 127.0.0.4 is."""
+    from trawl.browser import PINNED_EXTENSION_ID
+    from trawl.capabilities.tabs import ListTabsIn, SearchTabsIn, list_tabs, search_tabs
+
+    from tests.e2e.conftest import close_linked, e2e_settings, launch_linked
+
+    secret, public = "The harbour ledger lists the bell at four.", "The ferry timetable lists the bell at nine."
+    srv = Server("")
+
+    async def handle(request: web.Request) -> web.Response:
+        srv.hits.append(str(request.rel_url))
+        text = secret if request.path == "/ledger" else public
+        return web.Response(text=page("Tab", f"<p>{text}</p>" * 3), content_type="text/html")
+
+    app = web.Application()
+    app.router.add_get("/{tail:.*}", handle)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, "0.0.0.0", 0).start()  # 127.0.0.1 and 127.0.0.4 alike
+    port = int(runner.addresses[0][1])
+    stack = await launch_linked(tmp_path, chromium, settings=e2e_settings(tmp_path))
+    try:
+        assert await stack.hub.wait_attached(15), stack.hub.describe()
+        options = await stack.context.new_page()
+        await options.goto(f"chrome-extension://{PINNED_EXTENSION_ID}/options/options.html")
+        await options.fill("#deny", "127.0.0.1")
+        await options.click("#save")
+        await options.wait_for_selector("#saved:has-text('Saved')")
+        await options.close()
+        await stack.open_tab(f"http://0.0.0.0:{port}/ledger")
+        await stack.open_tab(f"http://127.0.0.4:{port}/ferry")
+        services = stack.daemon.state.services
+        listing = await list_tabs(services, ListTabsIn())
+        found = await search_tabs(services, SearchTabsIn(query="bell ledger"))
+    finally:
+        await close_linked(stack)
+        await runner.cleanup()
+    assert "/ledger" in srv.hits, "the browser did not open the tab at 0.0.0.0 (the test shows nothing)"
+    urls = [t.url for t in listing.tabs]
+    assert any("127.0.0.4" in u for u in urls), urls
+    assert not any("0.0.0.0" in u for u in urls), urls
+    assert found.ok and not any(secret in h.text for h in found.hits), found.hits
