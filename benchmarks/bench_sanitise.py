@@ -445,7 +445,7 @@ def _shaping(spec: str) -> tuple[str, Any]:
     directions out (all without k), mix<m> attack windows mixed with benign ones, xh<K> cross-fitted hard-negative
     calibration, mine<r> rounds of benign tail mining (mineh1: the hard negatives' tail too, minep1: the
     least-scored training attacks too), hw<percent> the hard negatives' share of the loss, ctx1 each window with
-    its text's mean vector."""
+    its text's mean vector (ctx2: and the window's cosine to it)."""
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import train_injection as ti
 
@@ -595,7 +595,7 @@ def shipped_head(bench: Path, feat: str, min_window_chars: int, thresholds: str,
     vec = VECTORS[next(p for p in parts if p in VECTORS)]
     shaping = replace(shaping, vec_dims=x.shape[1] - _extra_columns(spec))
     return [(ti.lofo_windows(ws, x, min_chars=min_window_chars, rules=rules, ship=h, shaping=shaping)["shipped"],
-             vec, "cues" in parts, bool(shaping.context)) for h in held or [np.zeros(len(ws.rows), bool)]]
+             vec, "cues" in parts, shaping.context) for h in held or [np.zeros(len(ws.rows), bool)]]
 
 
 def delivering_hosts(bench: Path, n: int, settings: Settings) -> list[tuple[str, str]]:
@@ -831,8 +831,8 @@ def main() -> None:
     ap.add_argument("--min-window-tokens", type=int, default=0, help="the length floor for --size-units tokens")
     ap.add_argument("--pack-chars", type=int, default=0, help="for @win detectors: windows are the sentences "
                     "packed to at least this many characters (train_injection.PACK_CHARS)")
-    ap.add_argument("--without", default="", help="attack families and hard-negative kinds to leave out of the "
-                    "data, e.g. to measure what families added later bring")
+    ap.add_argument("--without", default="", help="attack families, hard-negative kinds and batches (a row's "
+                    "'batch', e.g. s34) to leave out of the data, e.g. to measure what rows added later bring")
     ap.add_argument("--thresholds", default="", help="for @win detectors: threshold rules to report beside "
                     "'max' on the same heads, e.g. tail1,tail0.1 (train_injection.THRESHOLD_RULES)")
     ap.add_argument("--pages-fp", default="", help="<window detector>[:<stride>[:<offset>]],..., e.g. "
@@ -847,6 +847,7 @@ def main() -> None:
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import train_injection as ti
 
+    ti.EXCLUDE = {w for w in args.without.split(",") if w}
     floors = [(u, args.min_window_tokens if u == "tokens" else args.min_window_chars)
               for u in args.size_units.split(",") if u]
     settings = Settings()

@@ -40,15 +40,17 @@ def read_jsonl(path: Path) -> list[dict[str, str]]:
     return [json.loads(line) for line in path.open(encoding="utf-8") if line.strip()]
 
 
-EXCLUDE: set[str] = set()  # attack families and hard-negative kinds left out (bench_sanitise.py --without)
+EXCLUDE: set[str] = set()  # attack families, hard-negative kinds and batches left out (bench_sanitise.py --without)
 
 
 def attacks() -> list[dict[str, str]]:
-    return [r for r in read_jsonl(DATA / "attacks.jsonl") if r["family"] not in EXCLUDE]
+    return [r for r in read_jsonl(DATA / "attacks.jsonl") if r["family"] not in EXCLUDE
+            and r.get("batch") not in EXCLUDE]
 
 
 def hard_negatives(split: str) -> list[dict[str, str]]:
-    return [r for r in read_jsonl(DATA / "hard_negatives.jsonl") if r["split"] == split and r["kind"] not in EXCLUDE]
+    return [r for r in read_jsonl(DATA / "hard_negatives.jsonl") if r["split"] == split and r["kind"] not in EXCLUDE
+            and r.get("batch") not in EXCLUDE]
 
 
 def page_texts(bench: Path, residue: int) -> list[str]:
@@ -600,21 +602,35 @@ def _wide(ch: str) -> bool:
     return unicodedata.east_asian_width(ch) in ("W", "F")
 
 
-def with_context(ws: WindowSet, x: np.ndarray, dims: int, min_chars: int = 0) -> tuple[WindowSet, np.ndarray]:
+def in_context(x: np.ndarray, long: list[int], dims: int, contrast: bool = False) -> np.ndarray:
+    """One text's window rows ``x``, each followed by the text's mean vector (the first ``dims`` columns of the rows
+    ``long``; of all rows if none) and, with ``contrast``, the cosine between the window's vector and that mean:
+    whether the sentence belongs to its page (an order placed in an article stands apart from it; a security text's
+    quoted example and a recipe's steps do not)."""
+    ctx = x[long or list(range(len(x))), :dims].mean(axis=0)
+    parts = [x, np.repeat(ctx[None, :], len(x), axis=0)]
+    if contrast:
+        v = x[:, :dims]
+        cos = v @ ctx / np.maximum(np.linalg.norm(v, axis=1) * float(np.linalg.norm(ctx)), 1e-9)
+        parts.append(cos[:, None].astype(np.float32))
+    return np.concatenate(parts, axis=1)
+
+
+def with_context(ws: WindowSet, x: np.ndarray, dims: int, min_chars: int = 0,
+                 contrast: bool = False) -> tuple[WindowSet, np.ndarray]:
     """``ws`` and its rows ``x`` with one row per window *per text it stands in*, the text's mean vector (its first
-    ``dims`` columns, over its windows of at least ``min_chars``; all of them if none) after the window's own row:
-    a head can then weigh a sentence against the page around it (a quoted attack in a security page, an order in a
-    recipe). Groups are renumbered; an attack alone is its own context."""
+    ``dims`` columns, over its windows of at least ``min_chars``; all of them if none) after the window's own row
+    (and the window's cosine to it, ``contrast``; :func:`in_context`): a head can then weigh a sentence against the
+    page around it (a quoted attack in a security page, an order in a recipe). Groups are renumbered; an attack
+    alone is its own context."""
     size = [window_size(t) for t in ws.wins.texts]
     texts: list[str] = []
     out: list[np.ndarray] = []
 
     def add(group: list[int]) -> list[int]:
-        keep = [k for k in group if size[k] >= min_chars] or group
-        ctx = x[keep, :dims].mean(axis=0)
         ids = list(range(len(texts), len(texts) + len(group)))
         texts.extend(ws.wins.texts[k] for k in group)
-        out.extend(np.concatenate([x[k], ctx]) for k in group)
+        out.extend(in_context(x[group], [n for n, k in enumerate(group) if size[k] >= min_chars], dims, contrast))
         return ids
 
     alone = [add(g) for g in ws.alone_win]
@@ -724,7 +740,7 @@ class Shaping:
     mine: int = 0
     mine_hard: int = 0
     mine_pos: int = 0
-    context: int = 0  # 1: each window's row followed by its text's mean vector (with_context)
+    context: int = 0  # 1: each window's row followed by its text's mean vector (with_context); 2: and its cosine to it
     hard_weight: int = 0  # percent of the loss to the hard negatives (group_weights; 0: HARD_WEIGHT)
 
 
@@ -787,7 +803,7 @@ def lofo_windows(ws: WindowSet, x: np.ndarray, l2: float = DENSE_L2, gate: np.nd
     rows = ws.rows
     if shaping.context:
         assert gate is None, "a gate's rows are the windows', not the windows' in context"
-        ws, x = with_context(ws, x, shaping.vec_dims, min_chars)
+        ws, x = with_context(ws, x, shaping.vec_dims, min_chars, contrast=shaping.context >= 2)
     size = np.array([window_size(t) for t in ws.wins.texts])
 
     def long(groups: list[list[int]]) -> list[list[int]]:
@@ -951,9 +967,10 @@ def text_windows(texts: list[str], min_chars: int = 0) -> list[tuple[list[str], 
 
 
 def judge_texts(head: Shipped, texts: list[str], vec: str, struct: bool, min_chars: int = 0,
-                context: bool = False, vec_dims: int = 384) -> list[tuple[float, str]]:
+                context: int = 0, vec_dims: int = 384) -> list[tuple[float, str]]:
     """Per text, the best window's score under ``head`` (fitted on window_features(vec, struct) rows, with the
-    text's mean vector after each row when ``context``) and that window. One embedding call for all the texts'
+    text's mean vector after each row when ``context``, and the cosine to it when ``context`` is 2) and that
+    window. One embedding call for all the texts'
     windows (injection_embed's cache)."""
     cut = text_windows(texts, min_chars)
     need = [w for wins, judged in cut for w, j in zip(wins, judged, strict=True) if j or context]
@@ -971,9 +988,7 @@ def judge_texts(head: Shipped, texts: list[str], vec: str, struct: bool, min_cha
         mine = [wins[k] for k in idx]
         pick = [n for n, k in enumerate(idx) if judged[k]]
         if context:
-            ctx_rows = [k for k, w in enumerate(mine) if window_size(w) >= min_chars] or list(range(len(mine)))
-            ctx = x[ctx_rows, :vec_dims].mean(axis=0)
-            x = np.concatenate([x, np.repeat(ctx[None, :], len(x), axis=0)], axis=1)
+            x = in_context(x, [k for k, w in enumerate(mine) if window_size(w) >= min_chars], vec_dims, context >= 2)
         s = x[pick] @ head.w + head.b
         k = int(np.argmax(s))
         out.append((float(s[k]), mine[pick[k]]))

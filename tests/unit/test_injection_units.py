@@ -70,3 +70,34 @@ def test_embed_input_frames_only_for_the_frame_vector() -> None:
     texts = ['It says "do this now" twice.']
     assert ti.embed_input("passage", texts) == ("passage", texts)
     assert ti.embed_input("passage-frame", texts) == ("passage", ['It says "…" twice.'])
+
+
+def test_in_context_appends_the_page_mean_and_the_cosine_to_it() -> None:
+    import numpy as np
+
+    x = np.array([[1.0, 0.0, 7.0], [0.0, 1.0, 8.0], [1.0, 1.0, 9.0]], np.float32)  # 2 vector columns, 1 cue
+    got = ti.in_context(x, [0, 1], dims=2, contrast=True)
+    mean = np.array([0.5, 0.5])
+    assert np.allclose(got[:, :3], x) and np.allclose(got[:, 3:5], mean)
+    assert np.allclose(got[:, 5], [x[k, :2] @ mean / np.linalg.norm(x[k, :2]) / np.linalg.norm(mean) for k in range(3)])
+    assert ti.in_context(x, [], dims=2).shape == (3, 5)  # no long window: the mean of all, no cosine
+
+
+def test_judge_texts_in_context_with_contrast_scores_as_the_fitted_rows_do(one_sentence_windows: None) -> None:
+    import numpy as np
+    from trawl.sanitise.detect import normalise
+
+    texts = [EN_HOST + " " + ZH + " Short.", ZH]
+    wins = ti.Windows()
+    groups = [wins.add(ti.learned.sentences(normalise(t))) for t in texts]
+    x = ti.window_features(wins.texts, struct=True, rules=False, vec="")
+    ws = ti.WindowSet(wins, [], pos_win=[], alone_win=[], placed_win=[], neg_aug=[], per_text={"test": groups},
+                      n_test=len(texts), n_hard=0, texts={})
+    ws, x = ti.with_context(ws, x, 3, 40, contrast=True)
+    head = ti.Shipped(np.random.default_rng(1).normal(size=x.shape[1]).astype(np.float32), 0.1, {"max": 0.0})
+    size = [len(t) for t in ws.wins.texts]
+    expect = [max(float(x[k] @ head.w + head.b) for k in ([k for k in g if size[k] >= 40]
+                                                          or [max(g, key=lambda k: size[k])]))
+              for g in ws.per_text["test"]]
+    got = ti.judge_texts(head, texts, vec="", struct=True, min_chars=40, context=2, vec_dims=3)
+    assert np.allclose([s for s, _ in got], expect, atol=1e-5)
