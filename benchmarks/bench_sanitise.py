@@ -435,7 +435,7 @@ def _window_rows(texts: list[str], spec: str) -> np.ndarray:
 
 
 SHAPING = {"pc": "pca", "fam": "fam", "mix": "mix", "xh": "hard_folds", "mineh": "mine_hard", "minep": "mine_pos",
-           "mine": "mine", "hw": "hard_weight",
+           "mine": "mine", "hw": "hard_weight", "lang": "lang",
            "ctx": "context"}  # vector modifiers: e5.pc16.xh4
 
 

@@ -742,12 +742,25 @@ class Shaping:
     mine_pos: int = 0
     context: int = 0  # 1: each window's row followed by its text's mean vector (with_context); 2: and its cosine to it
     hard_weight: int = 0  # percent of the loss to the hard negatives (group_weights; 0: HARD_WEIGHT)
+    lang: int = 0  # 1: the attack windows' weight shared by language as the benign windows' are (lang_weights)
 
 
 MINE_POS = 0.25  # of the training attack windows (the lowest scoring), weighted up per round when Shaping.mine_pos
 MINE_HARD = 0.1  # of the fitted hard-negative windows, weighted up per round too when Shaping.mine_hard
 MINE_TOP = 200  # benign fit windows weighted up per mining round (Shaping.mine): the highest scoring
 MINE_FACTOR = 5.0  # their weight is multiplied by this, the benign group's total kept
+
+
+def lang_weights(langs: list[str], benign_share: dict[str, float]) -> np.ndarray:
+    """Per attack row (its language), a weight summing to 1 in which each language carries half its share of the
+    benign windows plus half an equal share: the benign pages are mostly English and the attacks mostly not, so a
+    head can take "not English" for "attack" unless the languages weigh alike on both sides."""
+    from collections import Counter
+
+    n = Counter(langs)
+    want = {g: 0.5 * benign_share.get(g, 0.0) + 0.5 / len(n) for g in n}
+    total = sum(want.values())
+    return np.array([want[g] / total / n[g] for g in langs], np.float32)
 
 
 def project_out(x: np.ndarray, basis: np.ndarray, dims: int) -> np.ndarray:
@@ -825,6 +838,16 @@ def lofo_windows(ws: WindowSet, x: np.ndarray, l2: float = DENSE_L2, gate: np.nd
         x = project_out(x, top_directions(x[benign, :sh.vec_dims], sh.pca), sh.vec_dims)
     rng = np.random.default_rng(0)
     fitted: dict[str, tuple[np.ndarray, float]] = {}  # the last dense head fitted (w, b)
+    win_lang = {k: rows[n]["lang"] for n, g in enumerate(ws.pos_win) for k in g}
+    benign_share: dict[str, float] = {}
+    if sh.lang:  # the languages of the benign fit windows (trawl.lang), over the attacks' languages
+        from collections import Counter
+
+        from trawl.lang import detect
+
+        seen = Counter(detect(ws.wins.texts[k]) for k in benign)
+        total = sum(seen[g] for g in set(win_lang.values())) or 1
+        benign_share = {g: seen[g] / total for g in set(win_lang.values())}
 
     def head(feats: np.ndarray | Matrix, held: np.ndarray, hard_rows: list[int] = hard_rows) -> np.ndarray:
         p_rows = sorted({k for n in np.flatnonzero(~held) for k in ws.pos_win[n]})
@@ -858,6 +881,8 @@ def lofo_windows(ws: WindowSet, x: np.ndarray, l2: float = DENSE_L2, gate: np.nd
             extra[:, :sh.vec_dims] = v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-9)
         n_pos = len(p_rows) + len(extra)
         y, cw = labels(n_pos)
+        if judging and sh.lang and not len(extra):
+            cw[:n_pos] = lang_weights([win_lang[k] for k in p_rows], benign_share) * float(cw[:n_pos].sum())
         xs = np.concatenate([feats[p_rows], extra, feats[benign], feats[hard_rows]])
         if mlp and judging:  # the judging head with a hidden layer of ``mlp`` units
             return mlp_scores(feats, *fit_mlp(xs, y, cw, hidden=mlp))

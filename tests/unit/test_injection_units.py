@@ -101,3 +101,12 @@ def test_judge_texts_in_context_with_contrast_scores_as_the_fitted_rows_do(one_s
               for g in ws.per_text["test"]]
     got = ti.judge_texts(head, texts, vec="", struct=True, min_chars=40, context=2, vec_dims=3)
     assert np.allclose([s for s, _ in got], expect, atol=1e-5)
+
+
+def test_lang_weights_give_each_language_half_its_benign_share_plus_half_an_equal_share() -> None:
+    import numpy as np
+
+    w = ti.lang_weights(["en", "de", "de", "zh"], {"en": 0.9, "de": 0.1, "zh": 0.0})
+    assert np.isclose(w.sum(), 1.0)
+    per = {g: float(w[[k for k, x in enumerate(["en", "de", "de", "zh"]) if x == g]].sum()) for g in ("en", "de", "zh")}
+    assert np.isclose(per["en"], 0.45 + 0.5 / 3) and np.isclose(per["zh"], 0.5 / 3) and w[1] == w[2]
