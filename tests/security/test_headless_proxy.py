@@ -111,10 +111,11 @@ async def test_no_request_is_relayed_without_a_live_contexts_credentials(
     guard_proxy: proxy.GuardProxy, upstream: Upstream, creds: str
 ) -> None:
     client = guard_proxy.register(admit_to("127.0.0.1"))
+    wrong = client.password[:-1] + ("y" if client.password.endswith("x") else "x")  # never the right one
     header = {
         "none": b"",
         "guessed": auth(None, "trawl-0000000000000000", "password"),
-        "other-password": auth(None, client.username, client.password[:-1] + "x"),
+        "other-password": auth(None, client.username, wrong),
         "forgotten": auth(client),
     }[creds]
     if creds == "forgotten":
