@@ -359,6 +359,19 @@ async def test_no_source_sends_a_request_to_another_users_loopback_listener(
     assert body["ok"] is False, body
 
 
+@pytest.mark.parametrize("source", ["http", "playwright"])
+async def test_the_peer_uid_setting_turned_off_lets_every_source_reach_another_users_listener(
+    tmp_path: Path, chromium: str, source: str, another_user: tuple[int, Any]
+) -> None:
+    """``TRAWL_PEER_UID_CHECK=0`` is the documented way to read another user's loopback service, for every source
+    alike (the headless proxy checked the listener's owner whatever the setting)."""
+    port, squatter = another_user
+    settings = daemon_settings(tmp_path, chromium_path=chromium, render_timeout_s=20.0, peer_uid_check=False)
+    async with RunningDaemon(settings, warm=False) as d:
+        await v1_fetch(d, f"http://127.0.0.1:{port}/page", query="", source=source)
+    assert b"GET /page" in squatter.received()
+
+
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("host", ["127.0.0.1", "[::ffff:127.0.0.1]"])
 async def test_the_users_browser_is_not_sent_to_another_users_loopback_listener(

@@ -218,7 +218,8 @@ class PlaywrightSource:
         if self.use_proxy:
             if self._proxy is None:
                 self._proxy = GuardProxy(connect_timeout_s=settings.connect_timeout_s,
-                                         peer_check=same_user_check(enforce_tcp=settings.peer_uid_check))
+                                         peer_check=same_user_check(enforce_tcp=settings.peer_uid_check),
+                                         check_listeners=settings.peer_uid_check)
             await self._proxy.start()
         browser = self._browser
         if browser is not None and browser.is_connected():

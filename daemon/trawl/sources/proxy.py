@@ -101,8 +101,10 @@ class _Bad(Exception):
 class GuardProxy:
     """The daemon's forward proxy for headless Chromium (one per event loop)."""
 
-    def __init__(self, connect_timeout_s: float = CONNECT_TIMEOUT_S, *, peer_check: PeerCheck | None = None) -> None:
+    def __init__(self, connect_timeout_s: float = CONNECT_TIMEOUT_S, *, peer_check: PeerCheck | None = None,
+                 check_listeners: bool = True) -> None:
         self.connect_timeout_s = connect_timeout_s
+        self.check_listeners = check_listeners  # another user's loopback listener is refused (TRAWL_PEER_UID_CHECK)
         # Only the daemon's user (Chromium is its child) may use the proxy: the daemon's own door check
         self._peer_check = peer_check or same_user_check()
         self._events = RateLimitedLog(log, 10.0)
@@ -304,7 +306,8 @@ class GuardProxy:
             if not self.live(client):
                 up[1].close()
                 return None
-            if (foreign := listener_refusal(host, port, addr, up[1].get_extra_info("socket"))) is not None:
+            sock = up[1].get_extra_info("socket")
+            if self.check_listeners and (foreign := listener_refusal(host, port, addr, sock)) is not None:
                 up[1].close()  # another user's loopback listener: not a byte of the request (netguard.py)
                 client.note(client.refused, (_clip(asked), foreign))
                 await _answer(writer, 403, foreign.message)
