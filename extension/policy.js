@@ -47,19 +47,21 @@ export function normalizePattern(raw) {
 // address the kernel routes to this host is the loopback address it lands on (THIS_HOST: 0.0.0.0 is 127.0.0.1,
 // [::] is [::1]; netguard._THIS_HOST is the same table).
 // Names lose a trailing dot; IPv4 is already dotted decimal when it comes from the URL parser.
-/** @type {Readonly<Record<string, string>>} the unspecified addresses, as the URL parser writes them */
-const THIS_HOST = Object.freeze({ "0.0.0.0": "127.0.0.1", "[::]": "[::1]" });
+// A Map, not an object literal: a host named "constructor" or "__proto__" must not find Object.prototype's members
+// (patternMatches threw on them, and list_tabs failed whole for one such tab).
+/** @type {ReadonlyMap<string, string>} the unspecified addresses, as the URL parser writes them */
+const THIS_HOST = new Map([["0.0.0.0", "127.0.0.1"], ["[::]", "[::1]"]]);
 
 export function canonicalHost(hostname) {
   const h = String(hostname || "").trim().toLowerCase().replace(/\.$/, "");
-  if (!h.includes(":") && !h.startsWith("[")) return THIS_HOST[h] || h;
+  if (!h.includes(":") && !h.startsWith("[")) return THIS_HOST.get(h) ?? h;
   const groups = parseIPv6(h.replace(/^\[/, "").replace(/\]$/, ""));
   if (!groups) return h.startsWith("[") ? h : `[${h}]`;
   const v4 = embeddedIPv4(groups);
-  if (v4) return THIS_HOST[v4] || v4;
+  if (v4) return THIS_HOST.get(v4) ?? v4;
   try {
     const v6 = new URL(`http://[${groups.map((g) => g.toString(16)).join(":")}]/`).hostname; // compressed, RFC 5952
-    return THIS_HOST[v6] || v6;
+    return THIS_HOST.get(v6) ?? v6;
   } catch {
     return `[${h}]`;
   }

@@ -535,11 +535,14 @@ class PinnedTransport(httpx.AsyncHTTPTransport):
 
 
 class _OwnListenerBackend(httpcore.NetworkBackend):
-    """Connects as usual, then refuses a loopback listener of another OS user before a byte is written
-    (:func:`listener_refusal`)."""
+    """Connects as usual, then, before a byte is written, refuses a connection that did not land where the endpoint's
+    spelling says: a ``localhost`` name whose address is not loopback (the exit rule counts an endpoint named
+    ``localhost`` as this machine, but the name is the resolver's: ``localhost.`` is asked of DNS, a hosts file can
+    point it anywhere), and, with ``uid_check``, a loopback listener of another OS user (:func:`listener_refusal`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, uid_check: bool = True) -> None:
         self.inner = httpcore.SyncBackend()
+        self.uid_check = uid_check
 
     def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
                     socket_options: Any = None) -> httpcore.NetworkStream:
@@ -550,7 +553,10 @@ class _OwnListenerBackend(httpcore.NetworkBackend):
             peer = str(sock.getpeername()[0]) if sock is not None else ""
         except OSError:
             peer = ""
-        if (err := listener_refusal(host, port, peer, sock) if peer else None) is not None:
+        err = _localhost_elsewhere(host, port, peer)
+        if err is None and self.uid_check and peer:
+            err = listener_refusal(host, port, peer, sock)
+        if err is not None:
             stream.close()
             raise httpcore.ConnectError(err.message)
         return stream
@@ -563,19 +569,37 @@ class _OwnListenerBackend(httpcore.NetworkBackend):
         self.inner.sleep(seconds)
 
 
+def _localhost_elsewhere(host: str, port: int, peer: str) -> TrawlError | None:
+    """Why a connection to a host named ``localhost`` (any case, a trailing dot) that reached ``peer`` must carry
+    nothing: ``peer`` is not a loopback address (or cannot be read). None for any other host, and for loopback."""
+    if host.strip().lower().rstrip(".") != "localhost":
+        return None
+    try:
+        if peer and classify(peer) == "loopback":
+            return None
+    except ValueError:
+        pass
+    return TrawlError(ErrorCode.BLOCKED_BY_POLICY, f"refused: {_rule_text(host, port)} is named as this machine, but "
+                      f"the connection reached {peer or 'an unknown address'}, which is not a loopback address")
+
+
 class OwnListenerTransport(httpx.HTTPTransport):
     """``httpx.HTTPTransport`` for the endpoints the user configured (embedding, rerank, query expansion): an
     endpoint on this machine is sent questions and private pages, so a loopback port whose listener is another OS
-    user's (the user's model server stopped and someone took its port) is sent nothing, as for the sources."""
+    user's (the user's model server stopped and someone took its port) is sent nothing, as for the sources
+    (``uid_check``), and neither is a ``localhost`` that resolved off this machine. A client given a transport
+    uses no proxy from the environment (``HTTP_PROXY``: httpx mounts those only on a client without one), so a
+    question to an endpoint on this machine is never handed to a proxy elsewhere."""
 
-    def __init__(self) -> None:
+    def __init__(self, uid_check: bool = True) -> None:
         super().__init__()
         self._pool = httpcore.ConnectionPool(ssl_context=httpx.create_ssl_context(), max_connections=16,
                                              max_keepalive_connections=8, keepalive_expiry=5.0,
-                                             network_backend=_OwnListenerBackend())
+                                             network_backend=_OwnListenerBackend(uid_check))
 
 
-def endpoint_transport(settings: Settings) -> httpx.BaseTransport | None:
-    """The transport for a configured endpoint's client: :class:`OwnListenerTransport` unless
-    ``TRAWL_PEER_UID_CHECK`` is off (None: httpx's own)."""
-    return OwnListenerTransport() if settings.peer_uid_check else None
+def endpoint_transport(settings: Settings) -> httpx.BaseTransport:
+    """The transport for a configured endpoint's client, always :class:`OwnListenerTransport` (the listener's owner
+    checked unless ``TRAWL_PEER_UID_CHECK`` is off): with httpx's own, ``HTTP_PROXY`` would carry the question and
+    the private chunks meant for ``localhost`` to the proxy."""
+    return OwnListenerTransport(uid_check=settings.peer_uid_check)

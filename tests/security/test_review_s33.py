@@ -1,0 +1,243 @@
+"""Review s33: an attacker's-eye look at the configured endpoints under the exit rule, the own-listener transport and
+the unspecified address written as this host (``netguard._THIS_HOST``, ``policy.js`` ``THIS_HOST``).
+
+Found and fixed here (each test fails with the code before the fix):
+
+- An endpoint named ``localhost`` counts as this machine by its spelling (private chunks and a tainted question go
+  there), but the name is the resolver's: ``localhost.`` is asked of DNS (this machine's hosts file does not answer
+  it), and a hosts file can point ``localhost`` anywhere. The endpoints' connection now must land on a loopback
+  address when the name is ``localhost``.
+- With ``TRAWL_PEER_UID_CHECK=0`` the endpoints' clients were httpx's own, which take ``HTTP_PROXY`` from the
+  environment: the question and the private chunks meant for ``localhost`` went to the proxy.
+- ``policy.js`` looked the unspecified addresses up in an object literal: a host named ``constructor`` or
+  ``__proto__`` found Object.prototype's members, ``patternMatches`` threw, and ``list_tabs`` failed whole.
+
+Tried and held (kept as tests): a local endpoint's redirect to a remote one is not followed; endpoint spellings that
+look local but are not (userinfo, ``localhost.attacker.test``, ``127.0.0.1.nip.io``) are judged by the host httpx
+connects to.
+
+Real daemon over its real Unix socket; real HTTP servers stand in for the endpoints and the proxy; name resolution
+stands in for DNS or a hosts file by patching ``socket.getaddrinfo`` (which every connection uses) for one port.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import web
+from trawl.server.runner import RunningDaemon
+
+from tests.integration.test_daemon_helpers import daemon_settings
+from tests.security.test_endpoint_flow import NAME, QUESTION, Endpoint, _ask, _session
+from tests.security.test_endpoint_flow import endpoint as endpoint  # the fixture
+from tests.security.test_exit_flow_daemon import SECRET_FILE
+from tests.security.test_exits import TOKEN, page
+
+
+def _this_machines_other_address() -> str:
+    """An address of this machine that is not loopback (a listener there stands in for "elsewhere")."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        try:
+            s.connect(("192.0.2.123", 9))  # no packet is sent: the kernel picks the outgoing address
+            addr = str(s.getsockname()[0])
+        except OSError:
+            return ""
+    return "" if addr.startswith("127.") else addr
+
+
+class ElsewhereEndpoint(Endpoint):
+    """The endpoint server at a given address."""
+
+    def __init__(self, host: str) -> None:
+        super().__init__()
+        self.host = host
+
+    async def start(self) -> ElsewhereEndpoint:
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", self._chat)
+        app.router.add_post("/v1/embeddings", self._embed)
+        app.router.add_post("/v1/rerank", self._rerank)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        await web.TCPSite(self._runner, self.host, 0).start()
+        self.port = int(self._runner.addresses[0][1])
+        return self
+
+
+@pytest.mark.parametrize("spelled", ["localhost", "localhost."])
+async def test_a_localhost_that_resolves_off_this_machine_is_sent_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spelled: str
+) -> None:
+    """The endpoints are configured at ``http://localhost:PORT`` (or ``localhost.``, which the resolver asks DNS for),
+    and the resolver answers an address that is not loopback (a hosts file edited, a DNS answer): before, the private
+    file's text and the question went there, since ``localhost`` counts as this machine by its spelling."""
+    addr = _this_machines_other_address()
+    if not addr:
+        pytest.skip("this machine has no non-loopback address to stand in for elsewhere")
+    far = await ElsewhereEndpoint(addr).start()
+    real = socket.getaddrinfo
+
+    def resolve(host: Any, port: Any, *args: Any, **kw: Any) -> Any:
+        name = (host.decode() if isinstance(host, bytes) else str(host)).lower()
+        if name.rstrip(".") == "localhost" and str(port) == str(far.port):
+            return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (addr, far.port))]
+        return real(host, port, *args, **kw)
+
+    monkeypatch.setattr(socket, "getaddrinfo", resolve)
+    secrets_md = tmp_path / "secrets.md"
+    secrets_md.write_text(SECRET_FILE + "\nThe keeper's ledger lists the pay.\n" * 3)
+    url = f"http://{spelled}:{far.port}"
+    settings = daemon_settings(tmp_path, dense="openai", embed_url=url, expand_url=url, rerank_url=url)
+    try:
+        async with RunningDaemon(settings, warm=False) as d:
+            agent = await _session(d)
+            await _ask(d, agent, str(secrets_md), "who keeps the ledger")
+            body = await _ask(d, agent, str(secrets_md), f"{QUESTION} {TOKEN}")
+    finally:
+        await far.stop()
+    assert far.bodies == [], f"an endpoint off this machine got {[p for p, _ in far.bodies]}"
+    assert body["mode"] == "bm25-only", body["mode"]
+
+
+class Recorder:
+    """A TCP server that records what it is sent and answers 502: a proxy somewhere else."""
+
+    def __init__(self) -> None:
+        self.got = b""
+        self.port = 0
+        self._server: asyncio.base_events.Server | None = None
+
+    async def start(self) -> Recorder:
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        self.port = int(self._server.sockets[0].getsockname()[1])
+        return self
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            self.got += await asyncio.wait_for(reader.read(65536), 5)
+            writer.write(b"HTTP/1.1 502 Bad Gateway\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+            await writer.drain()
+        except (TimeoutError, OSError):
+            pass
+        writer.close()
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+
+
+async def test_a_proxy_in_the_environment_gets_nothing_meant_for_a_local_endpoint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``HTTP_PROXY`` names a proxy (somewhere else; here a recorder) and ``TRAWL_PEER_UID_CHECK=0``: the endpoints at
+    ``http://localhost:PORT`` are on this machine, so private chunks and the question go there. Before, httpx's own
+    transport handed them to the proxy (no ``NO_PROXY`` default covers localhost in httpx)."""
+    proxy = await Recorder().start()
+    local = await ElsewhereEndpoint("127.0.0.1").start()
+    for var in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy", "HTTPS_PROXY", "https_proxy"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy.port}")
+    monkeypatch.setenv("http_proxy", f"http://127.0.0.1:{proxy.port}")
+    secrets_md = tmp_path / "secrets.md"
+    secrets_md.write_text(SECRET_FILE + "\nThe keeper's ledger lists the pay.\n" * 3)
+    url = f"http://localhost:{local.port}"
+    settings = daemon_settings(tmp_path, dense="openai", embed_url=url, expand_url=url, rerank_url=url,
+                               peer_uid_check=False)
+    try:
+        async with RunningDaemon(settings, warm=False) as d:
+            await _ask(d, await _session(d), str(secrets_md), f"{QUESTION} {TOKEN}")
+    finally:
+        await proxy.stop()
+        await local.stop()
+    assert TOKEN.encode() not in proxy.got and proxy.got == b"", f"the proxy got {proxy.got[:300]!r}"
+    assert local.got("/v1/embeddings", TOKEN), "the local endpoint was not used (the test shows nothing)"
+
+
+async def test_a_local_endpoints_redirect_to_a_remote_one_is_not_followed(tmp_path: Path, endpoint: Endpoint) -> None:
+    """Held: the user's endpoint on 127.0.0.1 (which may be sent private content) answers every call with a 307 to
+    ``llm.test`` (off this machine, not vouched for): the endpoints' clients follow no redirect."""
+    remote = f"http://{NAME}:{endpoint.port}"
+
+    async def bounce(request: web.Request) -> web.Response:
+        raise web.HTTPTemporaryRedirect(f"{remote}{request.path}")
+
+    app = web.Application()
+    app.router.add_post("/{tail:.*}", bounce)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    local = f"http://127.0.0.1:{int(runner.addresses[0][1])}"
+    secrets_md = tmp_path / "secrets.md"
+    secrets_md.write_text(SECRET_FILE)
+    settings = daemon_settings(tmp_path, dense="openai", embed_url=local, expand_url=local, rerank_url=local)
+    try:
+        async with RunningDaemon(settings, warm=False) as d:
+            agent = await _session(d)
+            await _ask(d, agent, str(secrets_md), QUESTION)
+            await _ask(d, agent, str(secrets_md), f"{QUESTION} {TOKEN}")
+    finally:
+        await runner.cleanup()
+    assert endpoint.bodies == [], f"the redirect was followed: {[p for p, _ in endpoint.bodies]}"
+
+
+@pytest.mark.parametrize(("endpoint_url", "here"), [
+    ("http://localhost@llm.test:8080", False), ("http://localhost:8080@llm.test", False),
+    ("http://127.0.0.1@llm.test", False), ("http://localhost.attacker.test:8080", False),
+    ("http://127.0.0.1.nip.io:8080", False), ("http://localhost.localdomain:8080", False),
+    ("http://[::ffff:7f00:1]:8080", True), ("http://[::]:8080", True), ("http://0:8080", True),
+    ("http://0x7f.1:8080", True), ("http://LOCALHOST:8080", True),
+])
+def test_spellings_that_look_local_are_judged_by_the_host_connected_to(tmp_path: Path, endpoint_url: str,
+                                                                       here: bool) -> None:
+    """Held: the judgement reads the URL's host as httpx connects to it (userinfo is no host)."""
+    from trawl.exits import private_content_refusal
+
+    assert (private_content_refusal(daemon_settings(tmp_path), endpoint_url) == "") is here
+
+
+@pytest.mark.timeout(120)
+async def test_a_tab_at_a_host_named_like_an_object_member_does_not_break_the_listing(
+    tmp_path: Path, chromium: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The real extension in Chromium (its resolver maps ``constructor`` and ``__proto__`` to 127.0.0.1, as an
+    intranet name or a search domain could): before, ``policy.js`` found ``THIS_HOST["constructor"]`` on
+    Object.prototype, ``patternMatches`` threw on every deny entry, and ``list_tabs`` failed for every tab."""
+    from trawl.capabilities.tabs import ListTabsIn, list_tabs
+
+    from tests.e2e import conftest as e2e
+    from tests.e2e.conftest import close_linked, e2e_settings, launch_linked
+
+    hits: list[str] = []
+
+    async def handle(request: web.Request) -> web.Response:
+        hits.append(request.host)
+        return web.Response(text=page("Tab", "<p>The ferry timetable lists the bell at nine.</p>" * 3),
+                            content_type="text/html")
+
+    app = web.Application()
+    app.router.add_get("/{tail:.*}", handle)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    port = int(runner.addresses[0][1])
+    rules = "--host-resolver-rules=MAP constructor 127.0.0.1, MAP __proto__ 127.0.0.1"
+    monkeypatch.setattr(e2e, "BROWSER_FLAGS", [*e2e.BROWSER_FLAGS, rules])
+    stack = await launch_linked(tmp_path, chromium, settings=e2e_settings(tmp_path))
+    try:
+        assert await stack.hub.wait_attached(15), stack.hub.describe()
+        await stack.open_tab(f"http://constructor:{port}/one")
+        await stack.open_tab(f"http://__proto__:{port}/two")
+        await stack.open_tab(f"http://127.0.0.1:{port}/three")
+        listing = await list_tabs(stack.daemon.state.services, ListTabsIn())
+    finally:
+        await close_linked(stack)
+        await runner.cleanup()
+    assert any(h.startswith("constructor") for h in hits), hits  # the tab really opened there
+    urls = [t["url"] for t in json.loads(listing.model_dump_json())["tabs"]]
+    assert any("constructor" in u for u in urls) and any("/three" in u for u in urls), urls
