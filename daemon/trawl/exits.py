@@ -49,7 +49,7 @@ from .exittaint import (
     fold,
     url_parts,
 )
-from .netguard import classify, parse_ip, pin
+from .netguard import lands_here, pin
 from .policy import canonical_host
 from .settings import Settings
 from .types import ErrorCode, TrawlError
@@ -536,11 +536,16 @@ def private_content_refusal(settings: Settings, endpoint: str) -> str:
 
 
 def _on_this_machine(host: str) -> bool:
-    """``host`` as written names this machine: a loopback address (in any spelling, ``0.0.0.0`` included) or
-    ``localhost`` (the hosts file's). Any other name does not count, ``*.localhost`` included: the endpoints' clients
-    resolve through the system resolver, which may ask DNS for it, and a name's owner can move it."""
-    bare = canonical_host(host).strip("[]")
-    return bare == "localhost" or (parse_ip(bare) is not None and classify(bare) == "loopback")
+    """``host`` as written names this machine: an address a connection to which lands here (``netguard.lands_here``:
+    loopback in any IPv4 spelling, ``0.0.0.0``, ``::1``, ``::``, IPv4-mapped forms; not a 6to4, NAT64, Teredo or
+    IPv4-compatible address that carries 127.0.0.1, whose packets leave the machine) or ``localhost`` (whose
+    connection the endpoints' transport requires to land on loopback, ``netguard.OwnListenerTransport``). Any other
+    name does not count, ``*.localhost`` included: the endpoints' clients resolve through the system resolver,
+    which may ask DNS for it, and a name's owner can move it."""
+    if ":" in host:  # an IPv6 literal as written: canonical_host would write the IPv4 address a 6to4 one carries
+        return lands_here(host.strip("[]"))
+    bare = canonical_host(host)  # IPv4 in dotted decimal (127.1, 0x7f.1, 2130706433), names without a trailing dot
+    return bare == "localhost" or lands_here(bare)
 
 
 def _host_of(url: str) -> str:

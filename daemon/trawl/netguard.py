@@ -134,6 +134,18 @@ def canonical_ip(ip: IPAddress) -> IPAddress:
     return _THIS_HOST.get(ip, ip)
 
 
+def lands_here(value: str | IPAddress) -> bool:
+    """A connection to this address literal reaches this host's own listeners: a loopback address (``127.0.0.0/8``,
+    ``::1``), the unspecified address of either family (the kernel connects it to loopback), or IPv4-mapped forms of
+    those (a dual-stack socket's IPv4). Stricter than ``classify(...) == "loopback"``, which judges NAT64, 6to4,
+    Teredo and IPv4-compatible forms by the IPv4 address they carry (right for what they name, wrong for where the
+    packets go: a 6to4 relay, a NAT64 gateway). False for a name."""
+    ip = parse_ip(value)
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return ip is not None and (ip.is_loopback or ip.is_unspecified)
+
+
 def _embedded_v4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
     if ip.ipv4_mapped is not None:
         return ip.ipv4_mapped
@@ -574,11 +586,8 @@ def _localhost_elsewhere(host: str, port: int, peer: str) -> TrawlError | None:
     nothing: ``peer`` is not a loopback address (or cannot be read). None for any other host, and for loopback."""
     if host.strip().lower().rstrip(".") != "localhost":
         return None
-    try:
-        if peer and classify(peer) == "loopback":
-            return None
-    except ValueError:
-        pass
+    if peer and lands_here(peer):
+        return None
     return TrawlError(ErrorCode.BLOCKED_BY_POLICY, f"refused: {_rule_text(host, port)} is named as this machine, but "
                       f"the connection reached {peer or 'an unknown address'}, which is not a loopback address")
 

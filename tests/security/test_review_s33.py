@@ -35,6 +35,7 @@ from trawl.server.runner import RunningDaemon
 from tests.integration.test_daemon_helpers import daemon_settings
 from tests.security.test_endpoint_flow import NAME, QUESTION, Endpoint, _ask, _session
 from tests.security.test_endpoint_flow import endpoint as endpoint  # the fixture
+from tests.security.test_endpoint_flow import guide as guide  # the fixture
 from tests.security.test_exit_flow_daemon import SECRET_FILE
 from tests.security.test_exits import TOKEN, page
 
@@ -241,3 +242,42 @@ async def test_a_tab_at_a_host_named_like_an_object_member_does_not_break_the_li
     assert any(h.startswith("constructor") for h in hits), hits  # the tab really opened there
     urls = [t["url"] for t in json.loads(listing.model_dump_json())["tabs"]]
     assert any("constructor" in u for u in urls) and any("/three" in u for u in urls), urls
+
+
+@pytest.mark.parametrize(("endpoint_url", "here"), [
+    ("http://[2002:7f00:1::]:8080", False),  # 6to4: carries 127.0.0.1, routed to a 6to4 relay
+    ("http://[64:ff9b::7f00:1]:8080", False),  # NAT64: to the NAT64 gateway
+    ("http://[::7f00:1]:8080", False),  # IPv4-compatible: a plain IPv6 address to the kernel
+    ("http://[2001:0:0:0:0:0:80ff:fffe]:8080", False),  # Teredo carrying 127.0.0.1
+    ("http://[2002::]:8080", False),  # 6to4 carrying 0.0.0.0
+    ("http://[::ffff:127.0.0.1]:8080", True), ("http://[::ffff:0.0.0.0]:8080", True), ("http://127.1:8080", True),
+])
+def test_an_address_that_only_carries_loopback_is_not_this_machine(tmp_path: Path, endpoint_url: str,
+                                                                   here: bool) -> None:
+    """Before: the endpoint judgement used the address categories, which judge NAT64, 6to4, Teredo and
+    IPv4-compatible addresses by the IPv4 address they carry (right for the site policy: the same host), so an
+    endpoint at ``[2002:7f00:1::]`` was "this machine" and was sent private pages; its packets go to a relay."""
+    from trawl.exits import private_content_refusal
+
+    assert (private_content_refusal(daemon_settings(tmp_path), endpoint_url) == "") is here
+
+
+async def test_a_6to4_endpoint_carrying_loopback_is_not_sent_private_content(tmp_path: Path, guide: str) -> None:
+    """The real daemon, endpoints configured at ``http://[2002:7f00:1::]:PORT``: the private file's chunks are held,
+    and so is the tainted question about a public page (before: the daemon tried to send them, and said only that
+    the endpoint failed)."""
+    secrets_md = tmp_path / "secrets.md"
+    secrets_md.write_text(SECRET_FILE + "\nThe keeper's ledger lists the pay.\n" * 3)
+    url = "http://[2002:7f00:1::]:9"
+    guide_at = guide.split("/")[2]  # 127.0.0.1:PORT: public by the user's word, and fetchable when tainted
+    settings = daemon_settings(tmp_path, dense="openai", embed_url=url, expand_url=url, rerank_url=url,
+                               endpoint_timeout_s=2.0, expand_timeout_s=2.0, exit_public_hosts=(guide_at,),
+                               exit_allow_hosts=(guide_at,))
+    async with RunningDaemon(settings, warm=False) as d:
+        agent = await _session(d)
+        first = await _ask(d, agent, str(secrets_md), "who keeps the ledger")
+        body = await _ask(d, agent, guide, f"{QUESTION} {TOKEN}")
+    held = [w for w in first.get("warnings", []) if "private content is not sent to" in w]
+    assert held, first.get("warnings")
+    asked = [w for w in body.get("warnings", []) if "question was not sent to" in w]
+    assert asked, body.get("warnings")
