@@ -34,6 +34,7 @@ from functools import lru_cache
 from typing import Any
 from urllib.parse import unquote, unquote_plus, urlsplit
 
+import httpx
 from pydantic_core import Url
 from tld import get_fld
 
@@ -409,6 +410,9 @@ class ExitGuard:
         event (status page, popup log) and a log line naming the host, never the question."""
         if not self.settings.exit_guard:
             return ""
+        if split := _split_host(url):
+            log.warning("configured endpoint held: %s", split)
+            return f"the question was not sent: {split}"
         url = normalise_url(url)
         host = _host_of(url)
         if _on_this_machine(host):
@@ -527,12 +531,30 @@ def private_content_refusal(settings: Settings, endpoint: str) -> str:
     rule is off."""
     if not settings.exit_guard:
         return ""
+    if split := _split_host(endpoint):
+        return f"private content is not sent: {split}"
     url = normalise_url(endpoint)
     host = _host_of(url)
     if _on_this_machine(host) or allowed_host(settings, host, port_of(url)):
         return ""
     return (f"private content is not sent to {host or '?'}, which is not on this machine and not vouched for "
             f"({ALLOW_HINT})")
+
+
+def _split_host(endpoint: str) -> str:
+    """Why the configured endpoint's URL cannot be judged ("" when it can): the host its client connects to (httpx's
+    reading of the URL) is not the host the rule reads (a browser's, ``normalise_url``). ``http://localhost\\@x.test``
+    is localhost to a browser (a backslash ends the authority) and ``x.test`` to httpx (userinfo ``localhost\\``), so
+    the rule would judge this machine and the client send elsewhere."""
+    try:
+        connected = httpx.URL(endpoint).host
+        judged = _host_of(normalise_url(endpoint))
+    except (httpx.InvalidURL, TrawlError, ValueError) as exc:
+        return f"its URL cannot be read ({type(exc).__name__})"
+    if canonical_host(connected) != canonical_host(judged):
+        return (f"its URL names {judged or '?'} as a browser reads it and {connected or '?'} as the client connects "
+                "(write the endpoint as scheme://host:port/path)")
+    return ""
 
 
 def _on_this_machine(host: str) -> bool:

@@ -281,3 +281,20 @@ async def test_a_6to4_endpoint_carrying_loopback_is_not_sent_private_content(tmp
     assert held, first.get("warnings")
     asked = [w for w in body.get("warnings", []) if "question was not sent to" in w]
     assert asked, body.get("warnings")
+
+
+async def test_an_endpoint_url_a_browser_and_httpx_read_apart_is_held(tmp_path: Path, endpoint: Endpoint) -> None:
+    """The endpoints configured at ``http://localhost\\@llm.test:PORT``: a browser's parser (the one the rule reads
+    with, ``normalise_url``) reads host ``localhost``, httpx (the client that connects) reads userinfo
+    ``localhost\\`` and host ``llm.test``. Before: judged this machine, so the private file's text went to
+    ``llm.test``."""
+    secrets_md = tmp_path / "secrets.md"
+    secrets_md.write_text(SECRET_FILE + "\nThe keeper's ledger lists the pay.\n" * 3)
+    url = f"http://localhost\\@{NAME}:{endpoint.port}"
+    settings = daemon_settings(tmp_path, dense="openai", embed_url=url, expand_url=url, rerank_url=url)
+    async with RunningDaemon(settings, warm=False) as d:
+        agent = await _session(d)
+        body = await _ask(d, agent, str(secrets_md), "who keeps the ledger")
+        await _ask(d, agent, str(secrets_md), f"{QUESTION} {TOKEN}")
+    assert not any(TOKEN in raw for _p, raw in endpoint.bodies), [p for p, r in endpoint.bodies if TOKEN in r]
+    assert any("as the client connects" in w for w in body.get("warnings", [])), body.get("warnings")
