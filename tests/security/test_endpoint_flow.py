@@ -36,8 +36,9 @@ NAME = "llm.test"  # the endpoints' name in the configuration: not a loopback sp
 class Endpoint:
     """An OpenAI-compatible server (chat completions, embeddings, rerank) recording every body it is sent."""
 
-    def __init__(self) -> None:
+    def __init__(self, host: str = "127.0.0.1") -> None:
         self.bodies: list[tuple[str, str]] = []  # (path, raw body)
+        self.host = host
         self.port = 0
         self._runner: web.AppRunner | None = None
 
@@ -48,7 +49,7 @@ class Endpoint:
         app.router.add_post("/v1/rerank", self._rerank)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
-        await web.TCPSite(self._runner, "127.0.0.1", 0).start()
+        await web.TCPSite(self._runner, self.host, 0).start()
         self.port = int(self._runner.addresses[0][1])
         return self
 

@@ -51,25 +51,6 @@ def _this_machines_other_address() -> str:
     return "" if addr.startswith("127.") else addr
 
 
-class ElsewhereEndpoint(Endpoint):
-    """The endpoint server at a given address."""
-
-    def __init__(self, host: str) -> None:
-        super().__init__()
-        self.host = host
-
-    async def start(self) -> ElsewhereEndpoint:
-        app = web.Application()
-        app.router.add_post("/v1/chat/completions", self._chat)
-        app.router.add_post("/v1/embeddings", self._embed)
-        app.router.add_post("/v1/rerank", self._rerank)
-        self._runner = web.AppRunner(app, access_log=None)
-        await self._runner.setup()
-        await web.TCPSite(self._runner, self.host, 0).start()
-        self.port = int(self._runner.addresses[0][1])
-        return self
-
-
 @pytest.mark.parametrize("spelled", ["localhost", "localhost."])
 async def test_a_localhost_that_resolves_off_this_machine_is_sent_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spelled: str
@@ -80,7 +61,7 @@ async def test_a_localhost_that_resolves_off_this_machine_is_sent_nothing(
     addr = _this_machines_other_address()
     if not addr:
         pytest.skip("this machine has no non-loopback address to stand in for elsewhere")
-    far = await ElsewhereEndpoint(addr).start()
+    far = await Endpoint(addr).start()
     real = socket.getaddrinfo
 
     def resolve(host: Any, port: Any, *args: Any, **kw: Any) -> Any:
@@ -140,7 +121,7 @@ async def test_a_proxy_in_the_environment_gets_nothing_meant_for_a_local_endpoin
     ``http://localhost:PORT`` are on this machine, so private chunks and the question go there. Before, httpx's own
     transport handed them to the proxy (no ``NO_PROXY`` default covers localhost in httpx)."""
     proxy = await Recorder().start()
-    local = await ElsewhereEndpoint("127.0.0.1").start()
+    local = await Endpoint("127.0.0.1").start()
     for var in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy", "HTTPS_PROXY", "https_proxy"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy.port}")
