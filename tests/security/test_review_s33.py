@@ -279,3 +279,26 @@ async def test_an_endpoint_url_a_browser_and_httpx_read_apart_is_held(tmp_path: 
         await _ask(d, agent, str(secrets_md), f"{QUESTION} {TOKEN}")
     assert not any(TOKEN in raw for _p, raw in endpoint.bodies), [p for p, r in endpoint.bodies if TOKEN in r]
     assert any("as the client connects" in w for w in body.get("warnings", [])), body.get("warnings")
+
+
+async def test_concurrent_calls_of_a_tainted_and_a_clean_session_keep_their_own_rule(
+    tmp_path: Path, endpoint: Endpoint, guide: str
+) -> None:
+    """Held: eight calls at once, half from a session that read the private file (its questions carry the secret),
+    half from one that read nothing, all served by the engine's shared threads (``Engine._run`` copies each call's
+    context): no question with the secret reaches the remote endpoint, and every clean question does."""
+    secrets_md = tmp_path / "secrets.md"
+    secrets_md.write_text(SECRET_FILE + "\nThe keeper's ledger lists the pay.\n" * 3)
+    remote = f"http://{NAME}:{endpoint.port}"
+    guide_at = guide.split("/")[2]
+    settings = daemon_settings(tmp_path, dense="openai", embed_url=remote, expand_url=remote, rerank_url=remote,
+                               exit_public_hosts=(guide_at,), exit_allow_hosts=(guide_at,))
+    async with RunningDaemon(settings, warm=False) as d:
+        tainted, clean = await _session(d), await _session(d)
+        await _ask(d, tainted, str(secrets_md), "who keeps the ledger")
+        calls = [_ask(d, tainted, guide, f"{QUESTION} {i} {TOKEN}") if i % 2 else
+                 _ask(d, clean, guide, f"who rotates key number {i}") for i in range(8)]
+        await asyncio.gather(*calls)
+    assert not any(TOKEN in raw for _p, raw in endpoint.bodies), [p for p, r in endpoint.bodies if TOKEN in r]
+    for i in range(0, 8, 2):
+        assert endpoint.got("/v1/chat/completions", f"who rotates key number {i}"), i
