@@ -39,13 +39,18 @@ class DaemonProc:
         return {"Authorization": f"Bearer {self.token}"}
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc)
+
+
+def stop_process(proc: subprocess.Popen[Any]) -> None:
+    """SIGTERM a child the test started, then SIGKILL it if it has not exited within 30 s."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 @contextlib.contextmanager
@@ -63,13 +68,7 @@ def spawn(tmp: Path, **settings: Any) -> Iterator[DaemonProc]:
         port, token = line.split()
         yield DaemonProc(proc, int(port), token)
     finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop_process(proc)
 
 
 def healthz_answers(url: str, deadline_s: float = 10.0) -> bool:

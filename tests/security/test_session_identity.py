@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import signal
 import subprocess
 import sys
 import time
@@ -33,6 +32,7 @@ from trawl_mcp.client import DaemonBackend
 
 from ..integration.test_daemon_helpers import daemon_settings, free_port
 from .channel_util import cli, trawl_env
+from .serve_daemon import stop_process
 from .test_client_channel import TRAWL_MCP, _announce
 from .test_exit_flow_daemon import SECRET_FILE, _answering
 from .test_exits import TOKEN, Server
@@ -274,12 +274,7 @@ def _daemon_process(tmp: Path, running_dir: str) -> Iterator[int]:
         assert note.exists(), "the other daemon did not start"
         yield proc.pid
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_process(proc)
 
 
 async def test_a_bridge_under_test_never_hears_of_a_daemon_another_test_runs(tmp_path: Path) -> None:

@@ -28,7 +28,7 @@ import pytest
 from trawl.server.lifecycle import lock_holder
 from trawl.server.limits import AcceptErrorLimiter, CappedStderr, cap_start_log
 
-from .serve_daemon import healthz_answers
+from .serve_daemon import healthz_answers, stop_process
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.slow]
 
@@ -95,12 +95,7 @@ def _daemon(tmp: Path, preexec: Callable[[], None] | None = None, **env: str) ->
         assert healthz_answers(f"http://127.0.0.1:{port}", 60.0), err.read_text()[-3000:]
         yield proc.pid, port, err
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_process(proc)
 
 
 class Attacker:
