@@ -327,6 +327,10 @@ class NetGuard:
             if category is not None:
                 raise refusal(host, port, "127.0.0.1", category)
         literal = parse_ip(bare)
+        if literal is None and bare.rstrip(".").endswith(".localhost"):
+            # ... and so does trawl, without asking a resolver (RFC 6761 6.3): the system's may ask DNS, which would
+            # hear the name's labels (whatever an agent put there) and could answer an address off this machine.
+            literal = ipaddress.IPv4Address("127.0.0.1")
         try:
             addrs = [str(literal)] if literal is not None else await self.resolver(bare, port)
         except OSError as exc:

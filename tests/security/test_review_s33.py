@@ -302,3 +302,33 @@ async def test_concurrent_calls_of_a_tainted_and_a_clean_session_keep_their_own_
     assert not any(TOKEN in raw for _p, raw in endpoint.bodies), [p for p, r in endpoint.bodies if TOKEN in r]
     for i in range(0, 8, 2):
         assert endpoint.got("/v1/chat/completions", f"who rotates key number {i}"), i
+
+
+
+@pytest.mark.parametrize("source", ["http", "playwright"])
+async def test_a_localhost_subdomain_is_this_machine_without_asking_any_resolver(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chromium: str, source: str
+) -> None:
+    """``*.localhost`` is loopback (RFC 6761 6.3), as the browser answers it. Before, trawl asked the system
+    resolver, which asks DNS for a name the hosts file lacks: DNS heard every label (with
+    ``TRAWL_EXIT_ALLOW_HOSTS=localhost``, an agent's ``<secret>.localhost`` after a private read was let go and
+    looked up), and its answer was where the HTTP source connected ("DNS" says 192.0.2.1 here; the page is on this
+    machine)."""
+    from tests.security.test_exits import Server
+    from tests.security.test_private_hosts import v1_fetch
+    from tests.security.test_review_s32 import Lookups, serve_notes
+
+    lookups = Lookups({"app.localhost": "192.0.2.1"})
+    monkeypatch.setattr(socket, "getaddrinfo", lookups)
+    runner, port = await serve_notes(Server(""))
+    settings = daemon_settings(tmp_path, allow_private_hosts=True, exit_allow_hosts=("localhost",),
+                               chromium_path=chromium, render_timeout_s=30.0)
+    try:
+        async with RunningDaemon(settings, warm=False) as d:
+            notes = await v1_fetch(d, f"http://app.localhost:{port}/notes", query="", source=source)
+            assert notes["ok"] is True and TOKEN in str(notes["chunks"]), notes
+            await v1_fetch(d, f"http://{TOKEN.lower()}.localhost:{port}/c", query="", source=source)
+    finally:
+        await runner.cleanup()
+    asked = [n for n in lookups.names if n.endswith(".localhost")]
+    assert asked == [], f"the resolver was asked for {asked}"

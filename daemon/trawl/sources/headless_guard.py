@@ -133,13 +133,7 @@ class RequestGuard:
         return list(await asyncio.shield(fut))
 
     async def _resolve(self, host: str, port: int) -> list[str]:
-        try:
-            addrs = await self.net.check_host(host, port)
-        except TrawlError as err:
-            bare = host.rstrip(".")
-            if err.code == ErrorCode.BLOCKED_BY_POLICY or not bare.endswith(".localhost"):
-                raise
-            addrs = ["127.0.0.1"]  # Chromium answers *.localhost with loopback itself (check_host judged that)
+        addrs = await self.net.check_host(host, port)  # *.localhost is loopback there, as Chromium answers it
         if private := private_addresses(addrs):
             self._private_hosts[(host, port)] = private
         return addrs
