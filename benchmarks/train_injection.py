@@ -26,7 +26,9 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "daemon"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
+import injection_debian  # noqa: E402
 from trawl.sanitise import learned  # noqa: E402
 from trawl.sanitise.detect import normalise  # noqa: E402
 
@@ -571,6 +573,8 @@ class WindowSet:
     texts: dict[str, list[str]]  # "alone" / "placed" per attack, "test" / "hard_test": the texts themselves
     fit_placed: list[tuple[list[int], list[bool]]] = field(default_factory=list)  # per attack: the fit-placed
     # text's windows, and which of them hold an attack sentence
+    deb_lang: dict[str, list[str]] = field(default_factory=dict)  # "fit" / "calib" / "test": each Debian passage's
+    # package language (per_text["deb_<split>"], injection_debian)
 
 
 SIZE_UNIT = "chars"  # what a window's length floor counts (window_size): "chars", "wide" or "tokens"
@@ -673,11 +677,15 @@ def window_set(bench: Path) -> WindowSet:
         test_sents = placed_sentences(test_hosts[(7 * n) % len(test_hosts)], a)[0]
         placed_win.append(wins.add(test_sents))
         placed.append(" ".join(test_sents))
+    deb = injection_debian.splits(passages)  # benign text in the attacks' languages (empty if not installed)
+    for name, pairs in deb.items():
+        sets[f"deb_{name}"] = [normalise(t) for _, t in pairs]
     per_text = {name: [wins.add(learned.sentences(t)) for t in sets[name]]
-                for name in ("fit", "calib", "test", "hard_train", "hard_test")}
+                for name in ("fit", "calib", "test", "hard_train", "hard_test", "deb_fit", "deb_calib", "deb_test")}
     return WindowSet(wins, rows, pos_win, alone_win, placed_win, neg_aug, per_text, len(sets["test"]),
                      len(sets["hard_test"]), {"alone": sets["attacks"], "placed": placed, "test": sets["test"],
-                                              "hard_test": sets["hard_test"]}, fit_placed)
+                                              "hard_test": sets["hard_test"], "deb_test": sets["deb_test"]},
+                     fit_placed, {name: [g for g, _ in pairs] for name, pairs in deb.items()})
 
 
 TAIL_K = 20  # calibration scores the exponential tail is fitted on (tail_threshold)
@@ -744,6 +752,7 @@ class Shaping:
     hard_weight: int = 0  # percent of the loss to the hard negatives (group_weights; 0: HARD_WEIGHT)
     lang: int = 0  # 1: the attack windows' weight shared by language as the benign windows' are (lang_weights)
     lang_dirs: int = 0  # language directions (lang_directions; -1 all) projected out of every window vector first
+    debian: int = 0  # 1: Debian's translated documentation fitted and calibrating too (injection_debian, "deb_*")
 
 
 MINE_POS = 0.25  # of the training attack windows (the lowest scoring), weighted up per round when Shaping.mine_pos
@@ -888,11 +897,16 @@ def lofo_windows(ws: WindowSet, x: np.ndarray, l2: float = DENSE_L2, gate: np.nd
                      neg_aug=[k for k in ws.neg_aug if size[k] >= min_chars],
                      per_text={k: long(v) for k, v in ws.per_text.items()})
     per_text = ws.per_text
+    if shaping.debian:  # Debian's passages fitted and calibrating beside the real pages' (their unseen third judged)
+        per_text = dict(per_text, fit=per_text["fit"] + per_text["deb_fit"],
+                        calib=per_text["calib"] + per_text["deb_calib"])
     hard_fit, hard_cal = per_text["hard_train"][0::2], per_text["hard_train"][1::2]
     benign = sorted({k for w in per_text["fit"] for k in w} | set(ws.neg_aug))
     hard_rows = sorted({k for w in hard_fit for k in w})
     out: dict[str, object] = {"alone": {}, "placed": {}, "fp_test": [], "fp_hard": [], "windows": len(ws.wins.texts),
-                              "n_test": ws.n_test, "n_hard": ws.n_hard, "mask_test": [], "mask_hard": []}
+                              "n_test": ws.n_test, "n_hard": ws.n_hard, "mask_test": [], "mask_hard": [],
+                              "mask_deb": [], "n_deb": len(per_text.get("deb_test", [])),
+                              "deb_lang": ws.deb_lang.get("test", [])}
 
     sh = shaping
     if sh.pca:  # benign topic directions: fitted on benign windows only, the same for every fold
@@ -1001,17 +1015,20 @@ def lofo_windows(ws: WindowSet, x: np.ndarray, l2: float = DENSE_L2, gate: np.nd
             alone_s, placed_s = best([ws.alone_win[n] for n in np.flatnonzero(held)]), \
                 best([ws.placed_win[n] for n in np.flatnonzero(held)])
             test_s, hardt_s = best(per_text["test"]), best(per_text["hard_test"])
+            deb_s = best(per_text.get("deb_test", []))
             ha, hb = split_halves(len(calib_s))
             for name in rules:
                 rule = THRESHOLD_RULES[name]
                 r = out.setdefault("rules", {}).setdefault(name, {  # type: ignore[union-attr]
-                    "alone": {}, "placed": {}, "mask_test": [], "mask_hard": [], "split": [], "thr": []})
+                    "alone": {}, "placed": {}, "mask_test": [], "mask_hard": [], "mask_deb": [], "split": [],
+                    "thr": []})
                 t = rule(calib_s, hard_s)
                 for k, n in enumerate(np.flatnonzero(held)):
                     r["alone"][rows[n]["id"]] = bool(alone_s[k] >= t)
                     r["placed"][rows[n]["id"]] = bool(placed_s[k] >= t)
                 r["mask_test"].append(test_s >= t)
                 r["mask_hard"].append(hardt_s >= t)
+                r["mask_deb"].append(deb_s >= t)
                 r["thr"].append(t)
                 r.setdefault("set_by_hard", []).append(hard_bound(hard_s) + 1e-6 >= t)
                 r["split"].append(int((calib_s[hb] >= rule(calib_s[ha], hard_s)).sum()
@@ -1023,6 +1040,7 @@ def lofo_windows(ws: WindowSet, x: np.ndarray, l2: float = DENSE_L2, gate: np.nd
             out["placed"][rows[n]["id"]] = bool(placed[k] >= thr)  # type: ignore[index]
         out["mask_test"].append(best(per_text["test"]) >= thr)  # type: ignore[union-attr]
         out["mask_hard"].append(best(per_text["hard_test"]) >= thr)  # type: ignore[union-attr]
+        out["mask_deb"].append(best(per_text.get("deb_test", [])) >= thr)  # type: ignore[union-attr]
         out["fp_test"].append(int(out["mask_test"][-1].sum()))  # type: ignore[index,union-attr]
         out["fp_hard"].append(int(out["mask_hard"][-1].sum()))  # type: ignore[index,union-attr]
     if rules:  # fitted on every family: what the head catches of families it was shown, and what sets the threshold
@@ -1039,6 +1057,10 @@ def lofo_windows(ws: WindowSet, x: np.ndarray, l2: float = DENSE_L2, gate: np.nd
             "alone": float(np.mean([s[w].max() >= thr for w in ws.alone_win])),
             "top_hard": [(float(s[k] - thr), ws.wins.texts[k]) for k in top_hard],
             "top_test": [(float(test_s[i] - thr), ws.texts["test"][i]) for i in np.argsort(-test_s)[:2]]}
+        if per_text.get("deb_test"):  # the highest never-seen Debian passages under the same head
+            deb_s = np.array([s[w].max() for w in per_text["deb_test"]])
+            out["insample"]["top_deb"] = [  # type: ignore[index]
+                (float(deb_s[i] - thr), ws.texts["deb_test"][i]) for i in np.argsort(-deb_s)[:4]]
     return out
 
 
