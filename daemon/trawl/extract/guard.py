@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 
 import numpy as np
-from lxml import etree
-from lxml import html as lxml_html
+
+from .dom import parse_html
 
 MAX_SAFE_DEPTH = 400
 _LT, _SLASH = ord("<"), ord("/")
@@ -101,11 +101,11 @@ DEEP_PARSED = LXML_MAX_DEPTH - 16  # a parse this deep may have been capped: the
 
 
 def parsed_depth(html: str) -> int:
-    """The element depth of the page as lxml parses it, which closes what HTML closes by itself. Capped at
-    :data:`LXML_MAX_DEPTH` by the parser: a page at the cap may be far deeper."""
-    try:
-        root = lxml_html.document_fromstring(html)
-    except (etree.ParserError, ValueError):
+    """The element depth of the page as lxml parses it (:func:`.dom.parse_html`, the fallback's own parse), which
+    closes what HTML closes by itself. Capped at :data:`LXML_MAX_DEPTH` by the parser: a page at the cap may be far
+    deeper; one lxml cannot parse counts as that deep."""
+    root = parse_html(html)
+    if root is None:
         return LXML_MAX_DEPTH
     deepest, stack = 0, [(root, 1)]
     while stack:
