@@ -167,7 +167,7 @@ class Retriever:
         ``_endpoint_held``); returns how many."""
         if self._embedder is None or self._is_down("embed"):
             return 0
-        if held := self._endpoint_held(getattr(self._embedder, "endpoint", ""), True):
+        if held := self._endpoint_held(getattr(self._embedder, "url", ""), True):
             log.debug("tabs read ahead are not embedded: %s", held)
             return 0
         texts = [embed_text(c) for c in chunks[: self.settings.embed_ahead_max_chunks]]
@@ -225,7 +225,7 @@ class Retriever:
         fresh = 0
         first = First(same, fuse.fusion_weight(w_bm25, same))
         first.index, first.stop = index, stopwords(qlang)  # the static table's lexicon scores with them
-        held = self._endpoint_held(getattr(self._embedder, "endpoint", ""), private)
+        held = self._endpoint_held(getattr(self._embedder, "url", ""), private)
         if held:
             warnings.append(f"dense retrieval skipped ({held}); ranked by BM25 only")
         elif self._embedder is not None and not self._is_down("embed"):

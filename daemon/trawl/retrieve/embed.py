@@ -235,7 +235,6 @@ class OpenAIEmbedder:
         if self._url.endswith("/v1"):
             self._url = self._url[: -len("/v1")]
         self._model = settings.embed_model
-        self.endpoint = self._url  # where questions go: the exit rule decides whether they may (retrieve/__init__)
         self.model_id = f"openai:{self._model or '-'}@{self._url}"
         key = settings.embed_api_key.get_secret_value()
         headers = {"Authorization": f"Bearer {key}"} if key else {}
@@ -244,6 +243,11 @@ class OpenAIEmbedder:
             timeout=httpx.Timeout(t, connect=min(t, 3.0)), headers=headers,
             transport=transport or endpoint_transport(settings),
         )
+
+    @property
+    def url(self) -> str:
+        """Where questions and chunks go (the exit rule decides whether they may: ``Retriever._endpoint_held``)."""
+        return self._url
 
     @property
     def loaded(self) -> bool:
