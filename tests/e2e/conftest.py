@@ -33,7 +33,7 @@ from typing import Any
 
 import pytest
 from aiohttp import web
-from trawl.browser import ExtensionHub, install_browser_link
+from trawl.browser import PINNED_EXTENSION_ID, ExtensionHub, install_browser_link
 from trawl.browser.pairing import new_pair_code
 from trawl.server.runner import RunningDaemon
 from trawl.settings import Settings
@@ -206,6 +206,17 @@ async def launch_linked(tmp_path: Path, chromium: str, *, settings: Settings | N
     linked = Linked(daemon=daemon, hub=hub, context=context, ext_dir=ext, settings=settings)
     linked.extras["pw"] = pw
     return linked
+
+
+async def deny_in_options(linked: Linked, deny: str) -> None:
+    """The user types ``deny`` into the extension's options page and saves it (the policy reaches the daemon by
+    sync)."""
+    options = await linked.context.new_page()
+    await options.goto(f"chrome-extension://{PINNED_EXTENSION_ID}/options/options.html")
+    await options.fill("#deny", deny)
+    await options.click("#save")
+    await options.wait_for_selector("#saved:has-text('Saved')")
+    await options.close()
 
 
 async def close_linked(linked: Linked) -> None:

@@ -11,12 +11,11 @@ import socket
 from collections.abc import AsyncIterator
 
 import pytest
-from trawl.browser import PINNED_EXTENSION_ID
 from trawl.capabilities.tabs import ListTabsIn, SearchTabsIn, list_tabs, search_tabs
 
 from tests.security.test_private_hosts import Server, html
 
-from .conftest import Linked
+from .conftest import Linked, deny_in_options
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 
@@ -46,12 +45,7 @@ async def server() -> AsyncIterator[Server]:
 async def test_a_tab_at_a_mapped_spelling_of_a_denied_address_is_not_listed(linked: Linked, server: Server) -> None:
     if not _dual_stack():
         pytest.skip("this kernel does not reach IPv4 through IPv4-mapped IPv6 addresses")
-    options = await linked.context.new_page()
-    await options.goto(f"chrome-extension://{PINNED_EXTENSION_ID}/options/options.html")
-    await options.fill("#deny", "127.0.0.3")
-    await options.click("#save")
-    await options.wait_for_selector("#saved:has-text('Saved')")
-    await options.close()
+    await deny_in_options(linked, "127.0.0.3")
 
     port = server.port
     denied = [f"http://[::ffff:127.0.0.3]:{port}/ledger", f"http://[::ffff:7f00:3]:{port}/ledger?b",

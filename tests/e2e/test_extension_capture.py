@@ -11,7 +11,7 @@ from aiohttp import web
 from trawl.browser import PINNED_EXTENSION_ID
 from trawl.types import ErrorCode, TrawlError
 
-from .conftest import PRIVATE_TEXT, Linked, LocalSite, close_linked, e2e_settings, launch_linked, until
+from .conftest import PRIVATE_TEXT, Linked, LocalSite, close_linked, deny_in_options, e2e_settings, launch_linked, until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(90)]
 
@@ -164,19 +164,10 @@ async def test_logged_in_page_comes_back_through_the_extension_only(linked: Link
     assert headless.error is not None and headless.error.code == ErrorCode.LOGIN_REQUIRED, headless
 
 
-async def _set_policy(linked: Linked, deny: str) -> None:
-    options = await linked.context.new_page()
-    await options.goto(f"chrome-extension://{PINNED_EXTENSION_ID}/options/options.html")
-    await options.fill("#deny", deny)
-    await options.click("#save")
-    await options.wait_for_selector("#saved:has-text('Saved')")
-    await options.close()
-
-
 async def test_denied_site_is_refused_with_a_typed_error(linked: Linked, site: LocalSite) -> None:
     url = site.add("/secret", article("Secret", "<p>The denied page talks about the vault code.</p>"))
     tab = await linked.open_tab(url)
-    await _set_policy(linked, f"127.0.0.1:{site.port}")
+    await deny_in_options(linked, f"127.0.0.1:{site.port}")
 
     forced = await linked.engine.fetch(url, "vault code", source="extension")
     assert forced.error is not None and forced.error.code == ErrorCode.BLOCKED_BY_POLICY

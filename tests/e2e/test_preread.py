@@ -18,7 +18,7 @@ from trawl.capabilities.render import render_search
 from trawl.capabilities.tabs import PREREAD, ReadTabIn, SearchTabsIn, read_tab, search_tabs
 from trawl.types import ErrorCode
 
-from .conftest import Linked, LocalSite, close_linked, e2e_settings, launch_linked, until
+from .conftest import Linked, LocalSite, close_linked, deny_in_options, e2e_settings, launch_linked, until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 
@@ -123,12 +123,7 @@ async def test_navigating_or_closing_a_tab_drops_its_index(linked: Linked, site:
 
 async def test_denied_sites_and_a_paused_extension_are_not_read_ahead(linked: Linked, site: LocalSite) -> None:
     # The same local site under two names: "localhost" is denied by the user's policy, 127.0.0.1 is allowed.
-    options = await linked.context.new_page()
-    await options.goto(f"chrome-extension://{PINNED_EXTENSION_ID}/options/options.html")
-    await options.fill("#deny", f"localhost:{site.port}")
-    await options.click("#save")
-    await options.wait_for_selector("#saved:has-text('Saved')")
-    await options.close()
+    await deny_in_options(linked, f"localhost:{site.port}")
     site.add("/denied", article("Denied", ["The vault combination is written under the desk."]))
     allowed = site.add("/allowed", ORCHARD)
     await linked.open_tab(f"http://localhost:{site.port}/denied")
@@ -267,12 +262,7 @@ async def test_a_tab_read_ahead_is_not_served_after_its_site_is_denied(linked: L
     await wait_read(reader, tid, url)
     entry = reader.entries[tid]
 
-    options = await linked.context.new_page()
-    await options.goto(f"chrome-extension://{PINNED_EXTENSION_ID}/options/options.html")
-    await options.fill("#deny", f"127.0.0.1:{site.port}")
-    await options.click("#save")
-    await options.wait_for_selector("#saved:has-text('Saved')")
-    await options.close()
+    await deny_in_options(linked, f"127.0.0.1:{site.port}")
 
     def denied_here() -> bool:  # the daemon's copy of the policy has the rule (policy sync)
         try:

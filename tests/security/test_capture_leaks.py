@@ -35,13 +35,14 @@ from ..e2e.conftest import (
     LocalSite,
     close_linked,
     copy_extension,
+    deny_in_options,
     e2e_settings,
     launch_linked,
     launch_plain_chromium,
     session_rule_count,
     start_daemon,
 )
-from ..e2e.test_extension_capture import _set_policy, article
+from ..e2e.test_extension_capture import article
 
 # The e2e fixtures, shared with this module.
 linked = e2e_fixtures.linked
@@ -90,7 +91,7 @@ async def test_pdf_link_redirecting_to_a_denied_site_is_refused_before_any_reque
     doc = site.add("/doc.pdf", to_mail)
     doc_html = site.add("/doc-html.pdf", to_mail)
     chain = site.add("/chain.pdf", hop_then_mail)
-    await _set_policy(linked, f"127.0.0.1:{mail.port}")
+    await deny_in_options(linked, f"127.0.0.1:{mail.port}")
 
     for url in (doc, doc_html, chain):
         with pytest.raises(TrawlError) as err:
@@ -208,7 +209,7 @@ async def test_page_navigating_to_a_denied_site_after_load_is_refused(
     mail.add("/inbox", article("Inbox", f"<p>{INBOX}</p>"))
     site.add("/pause", _pause)
     url = site.add("/innocent", navigates_after_load(mail.url("/inbox")))
-    await _set_policy(linked, f"127.0.0.1:{mail.port}")
+    await deny_in_options(linked, f"127.0.0.1:{mail.port}")
     for run in range(6):
         with pytest.raises(TrawlError) as err:
             await linked.hub.capture(url=url)
@@ -236,7 +237,7 @@ async def test_open_tab_navigating_to_a_denied_site_during_capture_is_refused(
         return resp
 
     url = site.add("/innocent-tab", slow_to_finish)
-    await _set_policy(linked, f"127.0.0.1:{mail.port}")
+    await deny_in_options(linked, f"127.0.0.1:{mail.port}")
     tab = await linked.context.new_page()
     await tab.goto(url, wait_until="commit")
     with pytest.raises(TrawlError) as err:

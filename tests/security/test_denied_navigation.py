@@ -24,8 +24,7 @@ from trawl.sources.playwright import PlaywrightSource
 from trawl.types import ErrorCode, TrawlError
 
 from ..e2e import conftest as e2e_fixtures
-from ..e2e.conftest import Linked, LocalSite, session_rule_count
-from ..e2e.test_extension_capture import _set_policy
+from ..e2e.conftest import Linked, LocalSite, deny_in_options, session_rule_count
 from .test_capture_leaks import INBOX, _pause, article, navigates_after_load
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
@@ -47,7 +46,7 @@ async def test_a_denied_site_gets_no_request_from_a_page_that_navigates_there_af
     mail.add("/inbox", article("Inbox", f"<p>{INBOX}</p>"))
     site.add("/pause", _pause)
     url = site.add("/innocent", navigates_after_load(mail.url("/inbox")))
-    await _set_policy(linked, f"127.0.0.1:{mail.port}")
+    await deny_in_options(linked, f"127.0.0.1:{mail.port}")
     for run in range(4):
         with pytest.raises(TrawlError) as err:
             await linked.hub.capture(url=url)
@@ -77,7 +76,7 @@ async def test_a_redirect_hop_to_another_site_is_blocked_before_its_request_and_
         to_other = site.add("/to-other", _redirect_to(other.url("/guide")))
         same = site.add("/same", _redirect_to("/innocent"))
         site.add("/innocent", article("Innocent", "<p>" + "A harmless article about sailing boats. " * 30 + "</p>"))
-        await _set_policy(linked, f"127.0.0.1:{mail.port}")
+        await deny_in_options(linked, f"127.0.0.1:{mail.port}")
         with pytest.raises(TrawlError) as err:
             await linked.hub.capture(url=to_denied)
         assert err.value.code == ErrorCode.BLOCKED_BY_POLICY, f"{err.value.code} {err.value.message}"

@@ -22,8 +22,7 @@ from trawl.settings import Settings
 from trawl.types import ErrorCode, Page, TrawlError
 
 from ..e2e import conftest as e2e_fixtures
-from ..e2e.conftest import Linked, LocalSite
-from ..e2e.test_extension_capture import _set_policy
+from ..e2e.conftest import Linked, LocalSite, deny_in_options
 
 linked = e2e_fixtures.linked
 site = e2e_fixtures.site
@@ -181,7 +180,7 @@ async def _frame_at(tab: object, url: str) -> None:
 async def test_extension_capture_itself_leaves_a_denied_frame_unread(linked: Linked, site: LocalSite,
                                                                      other: LocalSite) -> None:
     """The extension's own capture (before the daemon's check) does not carry the denied frame's text."""
-    await _set_policy(linked, f"localhost:{other.port}")
+    await deny_in_options(linked, f"localhost:{other.port}")
     denied = f"http://localhost:{other.port}/secret"
     url = site.add("/framing", "<!doctype html><html><head><title>Guide</title></head><body><h1>Guide</h1>"
                    f"<p>Towpath notes.</p><iframe src='{denied}' width=600 height=300></iframe></body></html>")
@@ -200,7 +199,7 @@ async def test_extension_judges_a_frame_by_its_document_not_its_src(linked: Link
                                                                    other: LocalSite) -> None:
     """Attack: the iframe's src names an allowed page; the page then navigates the frame to the denied one
     (a parent may navigate its child frames), so the element's src still says 'allowed'."""
-    await _set_policy(linked, f"localhost:{other.port}")
+    await deny_in_options(linked, f"localhost:{other.port}")
     allowed, denied = other.url("/public"), f"http://localhost:{other.port}/secret"
     url = site.add("/navigated", "<!doctype html><html><head><title>Guide</title></head><body><h1>Guide</h1>"
                    f"<p>Towpath notes.</p><iframe src='{allowed}' width=600 height=300 "

@@ -21,7 +21,7 @@ from trawl.browser import PINNED_EXTENSION_ID
 from trawl.policy import now_revision, policy_path
 from trawl.types import ErrorCode
 
-from tests.e2e.conftest import Linked, LocalSite, close_linked, e2e_settings, launch_linked, page_until
+from tests.e2e.conftest import Linked, LocalSite, close_linked, deny_in_options, e2e_settings, launch_linked, page_until
 
 from .test_private_hosts import SPELLINGS, html
 
@@ -51,15 +51,6 @@ async def extension_policy(linked: Linked) -> dict[str, Any]:
     return policy
 
 
-async def save_in_options(linked: Linked, deny: str) -> None:
-    options = await linked.context.new_page()
-    await options.goto(f"chrome-extension://{PINNED_EXTENSION_ID}/options/options.html")
-    await options.fill("#deny", deny)
-    await options.click("#save")
-    await options.wait_for_selector("#saved:has-text('Saved')")
-    await options.close()
-
-
 @pytest.fixture
 async def bank() -> Any:
     s = await LocalSite().start()
@@ -81,7 +72,7 @@ async def test_options_page_edit_reaches_the_daemon_and_binds_plain_http(
         bank.hits.clear()
 
         pattern = f"127.0.0.1:{bank.port}"
-        await save_in_options(linked, f"mail.example.com\n{pattern}")
+        await deny_in_options(linked, f"mail.example.com\n{pattern}")
         path = policy_path(linked.settings)
 
         async def daemon_has_it() -> dict[str, Any] | None:

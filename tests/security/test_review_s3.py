@@ -175,8 +175,14 @@ async def test_a_server_on_another_port_does_not_set_the_profile_of_this_one(tmp
 # Real Chromium with the real extension (the e2e fixtures), and headless Chromium through PlaywrightSource.
 
 from ..e2e import conftest as e2e_fixtures  # noqa: E402
-from ..e2e.conftest import Linked, LocalSite, close_linked, e2e_settings, launch_linked  # noqa: E402
-from ..e2e.test_extension_capture import _set_policy  # noqa: E402
+from ..e2e.conftest import (  # noqa: E402
+    Linked,
+    LocalSite,
+    close_linked,
+    deny_in_options,
+    e2e_settings,
+    launch_linked,
+)
 
 linked = e2e_fixtures.linked
 site = e2e_fixtures.site
@@ -215,7 +221,7 @@ async def test_extension_does_not_inline_a_frame_from_a_denied_site(linked: Link
                                                                    other: LocalSite) -> None:
     """Attack: the user denies their payroll site (here ``localhost:<port>``); an allowed page frames a payroll
     page. The user's browser renders the frame with the user's session; the agent asks for the allowed page."""
-    await _set_policy(linked, f"localhost:{other.port}")
+    await deny_in_options(linked, f"localhost:{other.port}")
     url = _framing(site, f"http://localhost:{other.port}/secret")
     await linked.open_tab(url)
     result = await linked.engine.fetch(url, "what is the payroll export password?")
@@ -406,7 +412,7 @@ async def test_a_site_denied_after_its_tab_was_read_ahead_leaves_the_index(linke
     reader = _reader(linked)
     bank = await _tab_id(linked, bank_url)
     assert await reader.wait_for(lambda: bank in reader.entries, 60), reader.describe()
-    await _set_policy(linked, f"localhost:{site.port}")
+    await deny_in_options(linked, f"localhost:{site.port}")
     # The extension reacts to the policy change on its link; a tab opened afterwards is read after that reaction.
     later_url = site.add("/later", _article("Later", "The library closes early on the first Monday of the month."))
     await linked.open_tab(later_url)

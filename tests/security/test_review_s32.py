@@ -676,10 +676,9 @@ async def test_a_tab_at_the_unspecified_address_of_a_denied_loopback_is_not_list
                                                                                     chromium: str) -> None:
     """The extension's half (``policy.js``, which filters the tab listings): with 127.0.0.1 denied on the options
     page, a tab at ``http://0.0.0.0:PORT/`` (the kernel's 127.0.0.1) is not shown to agents; one at 127.0.0.4 is."""
-    from trawl.browser import PINNED_EXTENSION_ID
     from trawl.capabilities.tabs import ListTabsIn, SearchTabsIn, list_tabs, search_tabs
 
-    from tests.e2e.conftest import close_linked, e2e_settings, launch_linked
+    from tests.e2e.conftest import close_linked, deny_in_options, e2e_settings, launch_linked
 
     secret, public = "The harbour ledger lists the bell at four.", "The ferry timetable lists the bell at nine."
     srv = Server("")
@@ -698,12 +697,7 @@ async def test_a_tab_at_the_unspecified_address_of_a_denied_loopback_is_not_list
     stack = await launch_linked(tmp_path, chromium, settings=e2e_settings(tmp_path))
     try:
         assert await stack.hub.wait_attached(15), stack.hub.describe()
-        options = await stack.context.new_page()
-        await options.goto(f"chrome-extension://{PINNED_EXTENSION_ID}/options/options.html")
-        await options.fill("#deny", "127.0.0.1")
-        await options.click("#save")
-        await options.wait_for_selector("#saved:has-text('Saved')")
-        await options.close()
+        await deny_in_options(stack, "127.0.0.1")
         await stack.open_tab(f"http://0.0.0.0:{port}/ledger")
         await stack.open_tab(f"http://127.0.0.4:{port}/ferry")
         services = stack.daemon.state.services
