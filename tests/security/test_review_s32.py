@@ -40,6 +40,7 @@ from trawl.roots import content_reason
 from trawl.server.runner import RunningDaemon
 
 from tests.integration.test_daemon_helpers import daemon_settings
+from tests.security.conftest import site
 from tests.security.test_exits import TOKEN, Server, fetch, page, serve
 from tests.security.test_exits import attacker as attacker  # the fixture
 from tests.security.test_private_hosts import v1_fetch
@@ -688,24 +689,18 @@ async def test_a_tab_at_the_unspecified_address_of_a_denied_loopback_is_not_list
         text = secret if request.path == "/ledger" else public
         return web.Response(text=page("Tab", f"<p>{text}</p>" * 3), content_type="text/html")
 
-    app = web.Application()
-    app.router.add_get("/{tail:.*}", handle)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    await web.TCPSite(runner, "0.0.0.0", 0).start()  # 127.0.0.1 and 127.0.0.4 alike
-    port = int(runner.addresses[0][1])
-    stack = await launch_linked(tmp_path, chromium, settings=e2e_settings(tmp_path))
-    try:
-        assert await stack.hub.wait_attached(15), stack.hub.describe()
-        await deny_in_options(stack, "127.0.0.1")
-        await stack.open_tab(f"http://0.0.0.0:{port}/ledger")
-        await stack.open_tab(f"http://127.0.0.4:{port}/ferry")
-        services = stack.daemon.state.services
-        listing = await list_tabs(services, ListTabsIn())
-        found = await search_tabs(services, SearchTabsIn(query="bell ledger"))
-    finally:
-        await close_linked(stack)
-        await runner.cleanup()
+    async with site(handle, "0.0.0.0") as port:  # 127.0.0.1 and 127.0.0.4 alike
+        stack = await launch_linked(tmp_path, chromium, settings=e2e_settings(tmp_path))
+        try:
+            assert await stack.hub.wait_attached(15), stack.hub.describe()
+            await deny_in_options(stack, "127.0.0.1")
+            await stack.open_tab(f"http://0.0.0.0:{port}/ledger")
+            await stack.open_tab(f"http://127.0.0.4:{port}/ferry")
+            services = stack.daemon.state.services
+            listing = await list_tabs(services, ListTabsIn())
+            found = await search_tabs(services, SearchTabsIn(query="bell ledger"))
+        finally:
+            await close_linked(stack)
     assert "/ledger" in srv.hits, "the browser did not open the tab at 0.0.0.0 (the test shows nothing)"
     urls = [t.url for t in listing.tabs]
     assert any("127.0.0.4" in u for u in urls), urls

@@ -33,6 +33,7 @@ from aiohttp import web
 from trawl.server.runner import RunningDaemon
 
 from tests.integration.test_daemon_helpers import daemon_settings
+from tests.security.conftest import site
 from tests.security.test_endpoint_flow import NAME, QUESTION, Endpoint, _ask, _session
 from tests.security.test_endpoint_flow import endpoint as endpoint  # the fixture
 from tests.security.test_endpoint_flow import guide as guide  # the fixture
@@ -202,24 +203,18 @@ async def test_a_tab_at_a_host_named_like_an_object_member_does_not_break_the_li
         return web.Response(text=page("Tab", "<p>The ferry timetable lists the bell at nine.</p>" * 3),
                             content_type="text/html")
 
-    app = web.Application()
-    app.router.add_get("/{tail:.*}", handle)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", 0).start()
-    port = int(runner.addresses[0][1])
     rules = "--host-resolver-rules=MAP constructor 127.0.0.1, MAP __proto__ 127.0.0.1"
     monkeypatch.setattr(e2e, "BROWSER_FLAGS", [*e2e.BROWSER_FLAGS, rules])
-    stack = await launch_linked(tmp_path, chromium, settings=e2e_settings(tmp_path))
-    try:
-        assert await stack.hub.wait_attached(15), stack.hub.describe()
-        await stack.open_tab(f"http://constructor:{port}/one")
-        await stack.open_tab(f"http://__proto__:{port}/two")
-        await stack.open_tab(f"http://127.0.0.1:{port}/three")
-        listing = await list_tabs(stack.daemon.state.services, ListTabsIn())
-    finally:
-        await close_linked(stack)
-        await runner.cleanup()
+    async with site(handle) as port:
+        stack = await launch_linked(tmp_path, chromium, settings=e2e_settings(tmp_path))
+        try:
+            assert await stack.hub.wait_attached(15), stack.hub.describe()
+            await stack.open_tab(f"http://constructor:{port}/one")
+            await stack.open_tab(f"http://__proto__:{port}/two")
+            await stack.open_tab(f"http://127.0.0.1:{port}/three")
+            listing = await list_tabs(stack.daemon.state.services, ListTabsIn())
+        finally:
+            await close_linked(stack)
     assert any(h.startswith("constructor") for h in hits), hits  # the tab really opened there
     urls = [t["url"] for t in json.loads(listing.model_dump_json())["tabs"]]
     assert any("constructor" in u for u in urls) and any("/three" in u for u in urls), urls
