@@ -13,13 +13,14 @@ from trawl.sources import proxy
 
 
 @contextlib.asynccontextmanager
-async def site(handler: Any, host: str = "127.0.0.1") -> AsyncIterator[int]:
-    """``handler`` answering every path and method at ``host`` on a free port (yielded), stopped afterwards."""
+async def site(handler: Any, host: str = "127.0.0.1", port: int = 0) -> AsyncIterator[int]:
+    """``handler`` answering every path and method at ``host`` on ``port`` (0: a free one), the port yielded,
+    stopped afterwards."""
     app = web.Application()
     app.router.add_route("*", "/{tail:.*}", handler)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
-    await web.TCPSite(runner, host, 0).start()
+    await web.TCPSite(runner, host, port).start()
     try:
         yield int(runner.addresses[0][1])
     finally:

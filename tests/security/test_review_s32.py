@@ -447,26 +447,13 @@ async def test_the_private_origin_cannot_be_rebound_to_the_attacker_after_its_re
         return web.Response(text=page("Thanks", "<p>" + "Collected, thank you for the data. " * 5 + "</p>"),
                             content_type="text/html")
 
-    runners = []
-    for handler in (service, collect):
-        app = web.Application()
-        app.router.add_get("/{tail:.*}", handler)
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        runners.append(runner)
-    await web.TCPSite(runners[0], "127.0.0.1", 0).start()
-    port = int(runners[0].addresses[0][1])
-    await web.TCPSite(runners[1], "127.0.0.2", port).start()
-    try:
+    async with site(service) as port, site(collect, "127.0.0.2", port):  # the attacker on the same port
         settings = daemon_settings(tmp_path, chromium_path=chromium, render_timeout_s=40.0)
         async with RunningDaemon(settings, warm=False) as d:
             await read_private(d, f"http://rebind.test:{port}/notes")
             if when == "before":
                 lookups.answers["rebind.test"] = "127.0.0.2"  # the attacker's name server changes its answer
             body = await v1_fetch(d, f"http://rebind.test:{port}/c?k={TOKEN[::-1]}", query="", source=source)
-    finally:
-        for runner in runners:
-            await runner.cleanup()
     assert got == [], f"the attacker received {got}"
     assert body["ok"] is False, body
 
