@@ -319,18 +319,17 @@ class NetGuard:
     async def check_host(self, host: str, port: int) -> list[str]:
         """Resolve ``host`` once and return its addresses; refuse when ANY answer is not allowed."""
         bare = host.strip().strip("[]").lower()
-        if bare.rstrip(".") in CLOUD_METADATA_NAMES:
-            raise refusal(host, port, bare.rstrip("."), "cloud-metadata")
-        if bare.rstrip(".") == "localhost" or bare.rstrip(".").endswith(".localhost"):
-            # Browsers answer *.localhost with loopback themselves, whatever DNS says.
+        name = bare.rstrip(".")
+        if name in CLOUD_METADATA_NAMES:
+            raise refusal(host, port, name, "cloud-metadata")
+        if name == "localhost":  # judged as loopback before the hosts file is asked, as browsers answer it
             category = self.verdict(bare, port, "127.0.0.1")
             if category is not None:
                 raise refusal(host, port, "127.0.0.1", category)
-        literal = parse_ip(bare)
-        if literal is None and bare.rstrip(".").endswith(".localhost"):
-            # ... and so does trawl, without asking a resolver (RFC 6761 6.3): the system's may ask DNS, which would
-            # hear the name's labels (whatever an agent put there) and could answer an address off this machine.
-            literal = ipaddress.IPv4Address("127.0.0.1")
+        # *.localhost is loopback without asking any resolver (RFC 6761 6.3; browsers answer it so): the system's may
+        # ask DNS, which would hear the name's labels (whatever an agent put there) and could answer an address off
+        # this machine. The checks below judge it as 127.0.0.1.
+        literal = ipaddress.IPv4Address("127.0.0.1") if name.endswith(".localhost") else parse_ip(bare)
         try:
             addrs = [str(literal)] if literal is not None else await self.resolver(bare, port)
         except OSError as exc:
@@ -338,7 +337,7 @@ class NetGuard:
                              await self.unresolved_hint(exc)) from None
         if not addrs:
             raise TrawlError(ErrorCode.NETWORK_ERROR, f"cannot resolve host {host}: no addresses")
-        pinned = (_PINS.get() or {}).get((bare.rstrip("."), port))
+        pinned = (_PINS.get() or {}).get((name, port))
         if pinned is not None:  # connect only where the private content came from (see pin)
             kept = [a for a in addrs if canonical_address(a) in pinned]
             if not kept:
