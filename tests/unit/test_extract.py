@@ -195,6 +195,19 @@ def test_javascript_shell_gives_an_empty_document_but_tiny_pages_keep_their_text
     assert extract(html_page(tiny), settings).markdown == "Hello world, this is a tiny page."
 
 
+def test_a_shell_whose_title_element_is_longer_than_its_og_title_is_still_empty(settings):
+    # rs-trafilatura gives the <title> element (three times over) for a body without text; its own title is the
+    # shorter og:title, so the <title> must be recognised too, or the page's name becomes its "content".
+    name = ("Online Care That Fits You | Clinic | Online Therapy | Virtual Counselling | Telehealth Sessions | Care For"
+            " Anxiety And Sleep")  # three copies pass the word count under which a page is a shell anyway
+    shell = (
+        f"<html><head><title>{name}</title><meta property='og:title' content='Online Care That Fits You'>"
+        "<script src='app.js'></script></head><body><div id='root'></div></body></html>"
+    )
+    doc = extract(html_page(shell), settings)
+    assert doc.markdown == "" and doc.title == "Online Care That Fits You"
+
+
 @pytest.mark.timeout(120)  # a hang guard only, never a speed check
 def test_deeply_nested_html_finishes_and_keeps_text(settings):
     html = "<html><body>" + "<div>" * 10_000 + "<p>deep treasure text</p>" + "</div>" * 10_000 + "</body></html>"

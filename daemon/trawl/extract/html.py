@@ -48,7 +48,7 @@ from .ensemble import agree, agreed_span, dedupe_blocks, uncontested
 from .evidence import comment_shares, declares_article, declares_discussion, record_shares, records_spanned
 from .guard import flatten_nesting, looks_binary, strip_heavy, too_deep, trim_html
 from .lang import detect_language
-from .meta import declared_language, html_title
+from .meta import declared_language, html_title, title_element
 from .plain import PLAIN_MIN_CHARS, plain_markdown
 from .shadow import flatten_shadow_roots
 from .visibility import HIDDEN_WARNING, apply_hidden, find_hidden
@@ -114,7 +114,7 @@ def choose(primary: Candidate | None, html: str, second: Trafilatura | None = No
     it)."""
     if primary is None:
         return cands.run_dom(html), True
-    n_primary = 0 if _only_title(primary) else _ntokens(primary.text)
+    n_primary = 0 if _only_title(primary, html) else _ntokens(primary.text)
     if n_primary >= ESCALATE_TOKENS and primary.quality >= ESCALATE_QUALITY:
         return primary, False
     fallback = cands.run_dom(html)
@@ -142,12 +142,15 @@ def choose(primary: Candidate | None, html: str, second: Trafilatura | None = No
     return (primary if kept else fallback), True
 
 
-def _only_title(cand: Candidate) -> bool:
-    """Whether the candidate's text is the page's ``<title>`` and nothing else (rs-trafilatura gives the title,
-    once or twice, the last copy perhaps cut at its output limit, for a page whose body holds no text)."""
-    title = cand.title.strip()
-    rest = cand.text.replace(title, "").strip()
-    return bool(title) and title.startswith(rest)
+def _only_title(cand: Candidate, html: str) -> bool:
+    """Whether the candidate's text is the page's title and nothing else (rs-trafilatura gives the title, once or
+    several times, the last copy perhaps cut at its output limit, for a page whose body holds no text). The title it
+    repeats is its own (og:title) or the ``<title>`` element, which can be longer ("Name | Site | Keywords")."""
+    for title in {cand.title.strip(), title_element(html)}:
+        rest = cand.text.replace(title, "").strip()
+        if title and title.startswith(rest):
+            return True
+    return False
 
 
 def _read_by(second: Trafilatura | None) -> Candidate | None:

@@ -54,16 +54,19 @@ def _first_h1(html: str) -> str:
     return _clean(region[gt + 1 : end])
 
 
+def title_element(html: str) -> str:
+    """The ``<title>`` element's text; "" when none."""
+    m = _TITLE.search(html[:HEAD_CHARS])
+    return _clean(m.group(1)) if m else ""
+
+
 def html_title(html: str) -> str:
     """og:title, else <title>, else the first <h1>; "" when none."""
     head = html[:HEAD_CHARS]
     og = _meta(head, "property", ("og:title",)) or _meta(head, "name", ("og:title",))
     if og and _clean(og):
         return _clean(og)
-    m = _TITLE.search(head)
-    if m and _clean(m.group(1)):
-        return _clean(m.group(1))
-    return _first_h1(html)
+    return title_element(html) or _first_h1(html)
 
 
 def declared_language(html: str) -> str:
