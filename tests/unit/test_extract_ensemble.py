@@ -16,6 +16,8 @@ from trawl.extract.ensemble import (
     _tokens,
     agreed_span,
     dedupe_blocks,
+    elsewhere,
+    supported_blocks,
     uncontested,
 )
 from trawl.extract.html import extract_html
@@ -42,6 +44,25 @@ def test_blocks_outside_the_agreed_span_go_and_inner_ones_stay() -> None:
     second = _md(BODY[0], BODY[1], BODY[2])  # trafilatura: the body, no caption, no heading
     out = agreed_span(primary, second)
     assert out == _md("## The pier", BODY[0], inner, BODY[1], BODY[2])  # the heading over the span stays
+
+
+def test_two_that_found_much_the_same_body_outvote_a_primary_that_read_a_box_elsewhere() -> None:
+    body = [f"{p} Part {i} of the report." for i, p in enumerate(BODY * 3)]  # some 180 words
+    fallback = _md("# The pier", "By Ann Lee", *body)  # the DOM reader: headline and byline too
+    second = _md(*body[:7])  # trafilatura: the body, its last two paragraphs missed
+    rail = _md(*RAIL, "Harbour museum opens a new wing on Saturday")  # rs-trafilatura: the related-posts box
+    assert elsewhere(rail, fallback, second)
+    # A primary the others hold (they found it and more around it) is not elsewhere, nor one they disagree on.
+    assert not elsewhere(_md(*body[:3]), fallback, second)
+    assert not elsewhere(rail, fallback, _md(*body[:3], *RAIL))
+    assert not elsewhere(rail, _md(*body[:2]), _md(*body[:2]))  # too little text agreed on to outvote anyone
+
+
+def test_only_the_blocks_another_extractor_kept_stay_with_the_headings_over_them() -> None:
+    primary = _md("## The pier", BODY[0], "## Print this guide", "Print or save the guide in nine languages",
+                  BODY[1], "## Also in this course", *RAIL, BODY[2])
+    assert supported_blocks(primary, _md(*BODY)) == _md("## The pier", BODY[0], BODY[1], BODY[2])
+    assert supported_blocks(primary, "") == ""
 
 
 def test_a_second_extractor_that_missed_the_body_has_no_vote() -> None:

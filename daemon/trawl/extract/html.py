@@ -17,7 +17,11 @@
                   article's prose and sits on a page of records: the fallback would add the page around the body.
                   Two extractors that agree outvote the third (:func:`.ensemble.agree`): trafilatura, asked then,
                   keeps the primary when it found the same text, and overrules that evidence when it found the
-                  fallback's.
+                  fallback's, or when it and the fallback found much the same text and neither holds the
+                  primary's (:func:`.ensemble.elsewhere`: the primary read a box beside the body, not a body
+                  the fallback surrounds).
+                  When instead the primary holds the fallback's text and more (SURPLUS_RATIO), and trafilatura found
+                  the fallback's text too, the primary's blocks neither of them kept go (:func:`surplus_cut`).
     -  plain      a very large page of plain paragraphs skips 1-3 (:mod:`.plain`): nothing to choose there
     4. shell      when both found (next to) nothing, the page is an empty JavaScript shell: return an
                   empty document and let the pipeline report it, rather than a title as "content". Unless
@@ -44,7 +48,7 @@ from ..settings import Settings
 from ..types import Document, Page
 from . import candidates as cands
 from .candidates import Candidate
-from .ensemble import agree, agreed_span, dedupe_blocks, uncontested
+from .ensemble import agree, agreed_span, dedupe_blocks, elsewhere, supported_blocks, uncontested
 from .evidence import comment_shares, declares_article, declares_discussion, record_shares, records_spanned
 from .guard import flatten_nesting, looks_binary, strip_heavy, too_deep, trim_html
 from .lang import detect_language
@@ -71,6 +75,7 @@ SHELL_BODY_TOKENS = 200  # ... unless trafilatura found a body this long (a shel
 RAIL_PRIMARY_IN_RECORDS = 0.5  # an article beside a rail: less than this share of the primary lies in records ...
 RAIL_EXTRA_IN_RECORDS = 0.6  # ... and at least this share of what the fallback adds is records
 RAIL_MIN_PRIMARY_CHARS = 100  # a primary shorter than this is no article to keep (a title, a "loading" line)
+SURPLUS_RATIO = 1.2  # a primary with this many times the fallback's words, holding all of it, has a surplus to judge
 COMMENTS_MIN_ARTICLE_WORDS = 30  # an article kept over its comments has this many words (the teaser trim's prose)
 _WORD = re.compile(r"\w+")
 
@@ -127,7 +132,7 @@ def choose(primary: Candidate | None, html: str, second: Trafilatura | None = No
         n_fallback >= DOM_SUPERSET_RATIO * max(n_primary, 1) and _contained(primary.text, fallback.text)
     )
     if not gain:
-        return primary, True
+        return (surplus_cut(primary, fallback, second) if n_primary >= SURPLUS_RATIO * n_fallback else primary), True
     kept = (  # the page's evidence says the primary read the body and the fallback adds what lies around it
         article_beside_rail(primary, fallback, html)
         or thread_already_read(primary, fallback, html)
@@ -135,11 +140,26 @@ def choose(primary: Candidate | None, html: str, second: Trafilatura | None = No
         or article_read_well(primary, fallback, html)
     )
     if second is not None and primary.name == "rs-trafilatura":  # two extractors that agree outvote the third
-        if kept and agree(fallback.text, second.text):
+        if kept and (agree(fallback.text, second.text) or elsewhere(primary.text, fallback.text, second.text)):
             return fallback, True
         if not kept and agree(primary.text, second.text):
             return primary, True
     return (primary if kept else fallback), True
+
+
+def surplus_cut(primary: Candidate, fallback: Candidate, second: Trafilatura | None) -> Candidate:
+    """The primary without the blocks neither other extractor kept, when it holds the fallback's text and more and
+    trafilatura found the fallback's text too (:func:`.ensemble.agree`): the text two of three agree on is the
+    page's, and the surplus only the primary kept is its furniture (a printable-guide box, a course menu, a widget
+    under the story). Otherwise the primary as it is."""
+    if second is None or primary.name != "rs-trafilatura" or not _contained(fallback.text, primary.text):
+        return primary
+    if not agree(fallback.text, second.text):
+        return primary
+    markdown = supported_blocks(primary.markdown, fallback.text)
+    if markdown == primary.markdown or not markdown:
+        return primary
+    return replace(primary, name="rs-trafilatura+dom+trafilatura", markdown=markdown)
 
 
 def _only_title(cand: Candidate, html: str) -> bool:
