@@ -114,6 +114,20 @@ def test_a_news_page_loses_the_rails_rs_trafilatura_kept_after_the_story() -> No
     assert "Seoul's joint military exercise with Washington is over." in doc.markdown
 
 
+def test_a_short_article_keeps_its_body_when_trafilatura_reads_what_the_primary_read() -> None:
+    if not cands.HAVE_RS:
+        pytest.skip("the check weighs rs-trafilatura's result; this Python has no rs-trafilatura wheel")
+    html = gzip.decompress((REAL / "latvian_article.html.gz").read_bytes()).decode("utf-8")
+    url = "https://www.lsm.lv/raksts/zinas/arzemes/norvegija-pec-zemes-nogruvuma-pieci-bojagajusie.a387519/"
+    fallback = cands.run_dom(html)
+    # What the check is for: the DOM reader found three times the story's words, its site's latest-news rail.
+    assert fallback is not None and "Jaunākie" in fallback.markdown and "Populārākie" in fallback.markdown
+    doc = extract_html(Page(url=url, final_url=url, kind="html", source="file", html=html), Settings())
+    assert doc.extractor.startswith("rs-trafilatura")
+    assert "Jaunākie" not in doc.markdown and "Populārākie" not in doc.markdown
+    assert "Bojāgājušo vidū ir arī kāda Lietuvas pilsone." in doc.markdown
+
+
 def test_a_primary_that_opens_and_closes_on_its_storys_sentences_is_uncontested() -> None:
     assert uncontested(_md("# The pier", *BODY))  # a heading over the first sentence
     assert not uncontested(_md("By Ann Lee, harbour reporter", *BODY))  # a byline first: the vote judges it

@@ -20,6 +20,8 @@
                   fallback's, or when it and the fallback found much the same text and neither holds the
                   primary's (:func:`.ensemble.elsewhere`: the primary read a box beside the body, not a body
                   the fallback surrounds).
+                  Nor does the fallback win on a declared article where trafilatura read the primary's text and
+                  not the fallback's (:func:`unconfirmed_gain`).
                   When instead the primary holds the fallback's text and more (SURPLUS_RATIO), and trafilatura found
                   the fallback's text too, the primary's blocks neither of them kept go (:func:`surplus_cut`).
     -  plain      a very large page of plain paragraphs skips 1-3 (:mod:`.plain`): nothing to choose there
@@ -144,7 +146,19 @@ def choose(primary: Candidate | None, html: str, second: Trafilatura | None = No
             return fallback, True
         if not kept and agree(primary.text, second.text):
             return primary, True
+        if not kept and unconfirmed_gain(primary, n_primary, n_fallback, second.text, html):
+            return primary, True
     return (primary if kept else fallback), True
+
+
+def unconfirmed_gain(primary: Candidate, n_primary: int, n_fallback: int, second: str, html: str) -> bool:
+    """Whether trafilatura, on a page that declares itself an article, read the primary's text and not the
+    fallback's much larger one: it holds nearly all the primary's words, and its length is nearer the primary's
+    than the fallback's (on a log scale: n_second² < n_primary · n_fallback). Then the fallback's extra text is not a
+    body the primary missed (a short story under its site's menus and link lists) and the primary stays."""
+    if n_primary < COMMENTS_MIN_ARTICLE_WORDS or not _contained(primary.text, second):
+        return False
+    return _ntokens(second) ** 2 < n_primary * n_fallback and declares_article(html)
 
 
 def surplus_cut(primary: Candidate, fallback: Candidate, second: Trafilatura | None) -> Candidate:
