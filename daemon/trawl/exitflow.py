@@ -162,7 +162,10 @@ class SessionFlow:
 class Verdict:
     send: bool
     why: str  # for the event log: why it was let through, or why it is held
-    host: str = ""  # held: the host nobody vouched for
+    host: str = ""  # held: the (first) host nobody vouched for
+    # held: every host of the URL nobody vouched for (its own, and those of URLs named inside it): a yes sends the
+    # request to all of them, so the question the user answers names each (exit_check)
+    held: tuple[str, ...] = ()
     # sent as the private content's own origin: (host, port, addresses) its connections must go to (netguard.pin)
     pins: tuple[tuple[str, int, frozenset[str]], ...] = ()
 
@@ -313,6 +316,7 @@ class FlowMemory:
         reasons = []
         pins: list[tuple[str, int, frozenset[str]]] = []
         own = self._own_key(url)
+        held: list[str] = []
         for i, h in enumerate(hosts):
             site = self._site_of(h)
             written = origins[i] if origins and i < len(origins) else ""
@@ -332,8 +336,10 @@ class FlowMemory:
                 reasons.append("the user said yes for this session")
             elif shown_by == "" or (shown_by and shown_by == origin_here):
                 reasons.append("a link a result showed (followed, not composed)")
-            else:
-                return Verdict(False, f"the session read private content ({private})", h)
+            elif h not in held:
+                held.append(h)
+        if held:
+            return Verdict(False, f"the session read private content ({private})", held[0], held=tuple(held))
         return Verdict(True, "; ".join(dict.fromkeys(reasons)), pins=tuple(pins))
 
     def read_private(self) -> bool:

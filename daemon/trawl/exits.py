@@ -346,13 +346,15 @@ class ExitGuard:
         """The flow decision on ``url``: its own host and every host named inside it, under every reading of it
         (:func:`readings`: where two parsers name two hosts, both must be vouched for)."""
         out: list[Verdict] = []
+        held: list[Verdict] = []
         for form in forms or readings(url):
             inner = nested_urls(form)
             v = self.flow.decide(form, [_host_of(form), *(h for h, _o in inner)], self.allowed_for(form),
                                  origins=["", *(o for _h, o in inner)])
-            if not v.send:
-                return v
-            out.append(v)
+            (out if v.send else held).append(v)
+        if held:  # every host any reading would send it to unvouched, for the question (exit_check)
+            return Verdict(False, held[0].why, held[0].host,
+                           held=tuple(dict.fromkeys(h for v in held for h in v.held or (v.host,))))
         return Verdict(True, "; ".join(dict.fromkeys(v.why for v in out)), pins=tuple(p for v in out for p in v.pins))
 
     async def check(self, url: str, *, grant: bool = False) -> ExitEvent | None:
