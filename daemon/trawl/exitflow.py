@@ -254,11 +254,15 @@ class FlowMemory:
             self._shown_by = site
         # What the sources connected to for the pages this call served (note_read): a public-looking name at a
         # loopback or private address, or a headless page that read from one, is private content too.
-        for url, addrs in _reads_of_this_call():
+        for url, addrs, behind in _reads_of_this_call():
             key = self._own_key(url) if url else ""
             if key and addrs and len(s.private_addresses) < MAX_SITES:
                 s.private_addresses.setdefault(key, set()).update(addrs[:16])
             where = private_addresses(addrs)
+            if behind and url:  # read with the user's credential: private on any host, a named public one too
+                s.taint(f"it read private content: {url[:80]} ({behind[:80]})", self._own_key(url))
+                if not self._shown_by:
+                    self._shown_by = self._own_key(origin or url)
             if where and not url:
                 s.taint("it was served more pages in one call than trawl records")
                 self._shown_by = self._shown_by or (self._own_key(origin) if origin else "(pages not recorded)")
@@ -509,7 +513,7 @@ def private_addresses(addresses: tuple[str, ...] | list[str]) -> str:
 
 
 # --------------------------------------------------------------------- what the sources connected to
-_READS: ContextVar[list[tuple[str, tuple[str, ...]]] | None] = ContextVar("trawl_exit_reads", default=None)
+_READS: ContextVar[list[tuple[str, tuple[str, ...], str]] | None] = ContextVar("trawl_exit_reads", default=None)
 MAX_NOTED = 256  # pages one call can serve (a search over many tabs): past this the call counts as private
 
 
@@ -545,20 +549,21 @@ def endpoint_refusal(url: str) -> str:
     return check(url) if check is not None else ""
 
 
-def note_read(url: str, addresses: tuple[str, ...]) -> None:
+def note_read(url: str, addresses: tuple[str, ...], private: str = "") -> None:
     """The pipeline serves a page to the current call: its URL and the addresses its source connected to for it
-    (``Page.addresses``: the HTTP source's connection for every hop, every response of a headless page). Nothing
-    outside an agent call."""
+    (``Page.addresses``: the HTTP source's connection for every hop, every response of a headless page, a site
+    reader's API connections), and ``private``: why the page is private whatever its addresses say
+    (``Page.private``: a reader sent the user's credential). Nothing outside an agent call."""
     record = _READS.get()
     if record is None:
         return
     if len(record) >= MAX_NOTED:  # the record is bounded; a call that overflows it counts as a private read
-        record[-1] = ("", ("0.0.0.0",))
+        record[-1] = ("", ("0.0.0.0",), "")
         return
-    record.append((url, addresses))
+    record.append((url, addresses, private))
 
 
-def _reads_of_this_call() -> list[tuple[str, tuple[str, ...]]]:
+def _reads_of_this_call() -> list[tuple[str, tuple[str, ...], str]]:
     return list(_READS.get() or ())
 
 

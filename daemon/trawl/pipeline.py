@@ -298,7 +298,8 @@ class Engine:
         # 5. retrieve
         t = time.perf_counter()
         page = prep.page
-        private = not is_public_page(self.settings, page.final_url or page.url, page.source, page.addresses)
+        private = bool(page.private) or not is_public_page(self.settings, page.final_url or page.url, page.source,
+                                                           page.addresses)
         ranking = await self._run(self.retriever.rank, req.query, list(prep.chunks), prep.doc.lang, req.k, prep.key,
                                   private)
         timings["retrieve"] = _ms(t)
@@ -327,7 +328,7 @@ class Engine:
     ) -> FetchResult:
         # The exit rule judges a page by the addresses its source connected to (a public name at a loopback
         # address is a local service): every result an agent is served passes them on (exitflow.note_read).
-        note_read(prep.page.final_url or prep.page.url, prep.page.addresses)
+        note_read(prep.page.final_url or prep.page.url, prep.page.addresses, prep.page.private)
         total_tokens = sum(approx_tokens(c.text) for c in prep.chunks)
         coverage = Coverage(
             chunks_returned=len(chunks),

@@ -89,6 +89,9 @@ class Page:
     # response, a script's fetches included); () when none is known (a local file, the extension, a site reader).
     # The exit rule counts a page read from a loopback/private address as private content (exitflow.note_read).
     addresses: tuple[str, ...] = ()
+    # Why the page is private content whatever its source and addresses say ("" when nothing says so): a site
+    # reader that sent the user's credential (a GitHub token reads private repositories) read what is behind it.
+    private: str = ""
 
     @property
     def size(self) -> int:

@@ -43,6 +43,7 @@ def encode(target: str, page: Page) -> bytes:
         "fetched_at": page.fetched_at,
         "warnings": list(page.warnings),
         "addresses": list(page.addresses),
+        "private": page.private,
         "body": which,
         "body_len": len(body),
         "crc": zlib.crc32(body),
@@ -87,6 +88,7 @@ def decode(blob: bytes) -> tuple[str, Page]:
             fetched_at=float(h["fetched_at"]),
             warnings=tuple(str(w) for w in h["warnings"]),
             addresses=tuple(str(a) for a in h["addresses"]),
+            private=str(h.get("private") or ""),
             **fields,
         )
         return str(h["target"]), page

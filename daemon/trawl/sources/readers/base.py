@@ -25,7 +25,8 @@ import logging
 import re
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from contextvars import ContextVar
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
@@ -36,6 +37,7 @@ from ...policy import check_url
 from ...settings import Settings
 from ...types import ErrorCode, Page, PageKind, TrawlError
 from ..base import FetchRequest
+from ..http import server_address
 from ..urls import classify
 
 log = logging.getLogger("trawl.sources.readers")
@@ -96,6 +98,10 @@ def host_port(url: str) -> str:
     return f"{host}:{port}"
 
 
+# The API sessions one reader fetch opened (Reader.fetch reads what they connected to and sent).
+_SESSIONS_OF_FETCH: ContextVar[list[ApiSession] | None] = ContextVar("trawl_reader_sessions", default=None)
+
+
 class ApiSession:
     """One guarded HTTP client for one reader fetch: policy on every hop, pinned connections, capped bodies.
 
@@ -108,6 +114,12 @@ class ApiSession:
         self.settings = settings
         self.token = token
         self.token_origin = origin(token_url) if token and token_url else None
+        # What the exit rule needs of this session's reads (Reader.fetch puts it on the page): the addresses its
+        # connections went to, and whether the user's credential was sent (what it unlocked is private content).
+        self.addresses: list[str] = []
+        self.sent_credential = False
+        if (opened := _SESSIONS_OF_FETCH.get()) is not None:
+            opened.append(self)
         self.transport = PinnedTransport(NetGuard(settings, resolver),
                                          limits=httpx.Limits(max_connections=8, max_keepalive_connections=4))
         self.client = httpx.AsyncClient(
@@ -134,6 +146,7 @@ class ApiSession:
             hdrs = dict(headers or {})
             if self.token_origin is not None and origin(url) == self.token_origin:
                 hdrs["Authorization"] = f"Bearer {self.token}"
+                self.sent_credential = True
             try:
                 request = self.client.build_request("GET", url, headers=hdrs, timeout=timeout)
                 response = await self.client.send(request, stream=True)
@@ -143,6 +156,9 @@ class ApiSession:
             except httpx.HTTPError as exc:
                 raise ReaderFallback(ErrorCode.NETWORK_ERROR, f"cannot reach {host_port(url)}: {type(exc).__name__}",
                                      f"{host_port(url)} unreachable") from None
+            peer = server_address(response)
+            if peer and peer not in self.addresses and len(self.addresses) < 64:
+                self.addresses.append(peer)
             try:
                 if response.status_code in _REDIRECTS and "location" in response.headers:
                     url = urljoin(url, response.headers["location"].strip())
@@ -471,9 +487,11 @@ class Reader:
         if left > 0:  # the API asked us to wait: honour it (asking again while limited can get an address banned)
             raise ReaderFallback(ErrorCode.HTTP_ERROR, f"{self.api} is rate-limited for another {left:.0f} s",
                                  f"{self._quiet_why}; not asking again for {left:.0f} s")
+        sessions: list[ApiSession] = []
+        token = _SESSIONS_OF_FETCH.set(sessions)
         try:
             async with asyncio.timeout(settings.http_timeout_s):
-                return await self.read(what, req, settings)
+                return self._judged(await self.read(what, req, settings), sessions)
         except ReaderFallback as err:
             if err.retry_after is not None:
                 self._quiet_until = time.monotonic() + min(max(err.retry_after, 1.0), MAX_QUIET_S)
@@ -490,6 +508,17 @@ class Reader:
             log.warning("%s reader failed on %s", self.name, req.target, exc_info=True)
             raise ReaderFallback(ErrorCode.HTTP_ERROR, f"{self.api} answered in an unexpected shape "
                                  f"({type(exc).__name__})", f"{self.api} answered in an unexpected shape") from None
+        finally:
+            _SESSIONS_OF_FETCH.reset(token)
+
+    def _judged(self, page: Page, sessions: list[ApiSession]) -> Page:
+        """``page`` with what the exit rule judges it by: the addresses the API connections went to (a self-hosted
+        wiki or GitHub Enterprise at a loopback or private address is a local service, whatever its name says), and,
+        when the user's credential was sent, the page is private content (a token reads private repositories)."""
+        addresses = tuple(dict.fromkeys([*page.addresses, *(a for s in sessions for a in s.addresses)]))
+        private = page.private or (f"read from the {self.api} with the user's credential"
+                                   if any(s.sent_credential for s in sessions) else "")
+        return replace(page, addresses=addresses, private=private)
 
 
 def expect_json(resp: ApiResponse, api: str) -> Any:
