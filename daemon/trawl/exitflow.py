@@ -39,7 +39,9 @@ client of it shares one session, and there a yes sends that one request and vouc
 every call that names no minted session (the CLI, a bare HTTP API call): the *unbound* session, which is never
 granted anything. The two shared ones count as having read private content as soon as any session has: their
 callers cannot be told apart, and one of them could be that agent.
-Sharing a session only ever holds more.
+Sharing a session only ever holds more. Within one call, what its sources were answered with so far counts at once
+(the HTTP source notes every hop's answer as it arrives): a redirect a private answer asks for is decided as after
+a private read, though the call's result is observed only at its end.
 
 Memory is bounded and never evicted by what an attacker feeds it: a session whose links or sent URLs fill up stops
 learning allowances (holds more), sessions pushed out of the table while tainted are remembered by a digest, and
@@ -307,14 +309,20 @@ class FlowMemory:
 
     # ------------------------------------------------------------ the decision
     def decide(self, url: str, hosts: list[str], allowed: Callable[[str], bool],
-               origins: list[str] | None = None) -> Verdict:
+               origins: list[str] | None = None, *, this_call: bool = True) -> Verdict:
         """Whether ``url`` (whose own host and nested hosts are ``hosts``) may go out for this session. ``origins``:
-        beside each host named inside it, the origin that URL names in full (scheme, host, port), "" if it does not."""
+        beside each host named inside it, the origin that URL names in full (scheme, host, port), "" if it does not.
+        ``this_call``: what this call's sources read so far counts (False for what the agent composed before the
+        call: its question to a configured endpoint cannot carry what the call reads)."""
         s = self.session()
         borrowed = self._borrowed_taint(s)
-        if not s.private and not borrowed:
+        # What this call's sources read so far counts at once: a redirect a private answer asks for is sent after a
+        # private read, though the call's result (observe) is still to come.
+        now_why, now_sites, now_addresses = self._read_in_this_call() if this_call else ("", set(), {})
+        if not s.private and not borrowed and not now_why:
             return Verdict(True, "the session has read no private content")
-        private = s.private or borrowed
+        private = s.private or borrowed or now_why
+        private_sites = s.private_sites | now_sites if now_sites else s.private_sites
         # Exactly as shown: another %-encoding of a shown link is a new URL (and a channel). None: never shown.
         shown_by = s.links.get(url)
         reasons = []
@@ -327,12 +335,13 @@ class FlowMemory:
             # hosts[0] is the URL's own; a URL named inside it is the origin it names (``http://127.0.0.1:9999/``
             # inside a URL of ``http://127.0.0.1:8000`` is another service); a bare host named without one is the
             # private origin only when the session's one private origin is on that very host
-            origin_here = own if i == 0 else written or _origin_on_host(s.private_sites, h)
+            origin_here = own if i == 0 else written or _origin_on_host(private_sites, h)
             if allowed(h):
                 reasons.append("allowed by the user")
-            elif s.private_sites == {origin_here} and not s.overflowed and not borrowed:
+            elif private_sites == {origin_here} and not s.overflowed and not borrowed:
                 reasons.append("the private content's own origin")
-                if i == 0 and (addrs := s.private_addresses.get(origin_here)) and (port := port_of(url)):
+                addrs = s.private_addresses.get(origin_here, set()) | now_addresses.get(origin_here, set())
+                if i == 0 and addrs and (port := port_of(url)):
                     pins.append((h, port, frozenset(addrs)))  # back to the machine it came from, not wherever
                     # the name points now (a name the attacker controls can move between the read and the send)
             elif (grant := self._grant_key(url) if i == 0 else self._grant_key(written) if written else site) \
@@ -345,6 +354,21 @@ class FlowMemory:
         if held:
             return Verdict(False, f"the session read private content ({private})", held[0], held=tuple(held))
         return Verdict(True, "; ".join(dict.fromkeys(reasons)), pins=tuple(pins))
+
+    def _read_in_this_call(self) -> tuple[str, set[str], dict[str, set[str]]]:
+        """The private content this agent call's sources were answered with so far (:func:`note_read`, which the HTTP
+        source calls for every hop as its answer arrives): why ("" for none), its origins and their addresses."""
+        why, sites, addresses = "", set[str](), dict[str, set[str]]()
+        for url, addrs, behind in _reads_of_this_call():
+            where = private_addresses(addrs)
+            if not url:
+                why = why or "it was served more pages in one call than trawl records"
+            elif behind or (where and not self._named_public(url)):
+                key = self._own_key(url)
+                why = why or f"in this call it read private content: {url[:80]} ({behind[:80] or where})"
+                sites.add(key)
+                addresses.setdefault(key, set()).update(addrs[:16])
+        return why, sites, addresses
 
     def read_private(self) -> bool:
         """Whether this call's session counts as having read private content (its own reads, or borrowed)."""

@@ -24,7 +24,7 @@ from urllib.parse import urljoin, urlsplit
 
 import httpx
 
-from ..exitflow import check_hop
+from ..exitflow import check_hop, note_read
 from ..netguard import SPELLING_HINT, NetGuard, PinnedTransport, Resolver, canonical_address, default_port, parse_ip
 from ..policy import canonical_host, check_url
 from ..settings import Settings
@@ -120,6 +120,8 @@ class HttpSource:
         addresses: list[str] = []  # where every hop's response came from (the exit rule: exitflow.note_read)
         for _ in range(settings.max_redirects + 1):
             check_url(url, settings)  # the site policy, on the first URL and on every redirect hop
+            # the private-network rule as far as it needs no lookup: its refusal is final, before any hold
+            NetGuard(settings, self._resolver).check_unresolved(url)
             check_hop(url)  # and the exit decision (exitflow.py): a hop to an unvouched host is never requested
             if guard is not None:  # an injected transport cannot be pinned: check the host up front
                 await _precheck(guard, url)
@@ -133,6 +135,8 @@ class HttpSource:
                 peer = server_address(response)
                 if peer and peer not in addresses:
                     addresses.append(peer)
+                if peer:  # the exit rule counts this answer at once: a redirect it asks for is decided after it
+                    note_read(url, (peer,))
                 if response.status_code in _REDIRECTS and "location" in response.headers:
                     sets_cookie = "set-cookie" in response.headers
                     url = self._next_hop(url, response.headers["location"], chain, sets_cookie)
