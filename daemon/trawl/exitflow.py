@@ -256,23 +256,33 @@ class FlowMemory:
             self._shown_by = site
         # What the sources connected to for the pages this call served (note_read): a public-looking name at a
         # loopback or private address, or a headless page that read from one, is private content too.
-        for url, addrs, behind in _reads_of_this_call():
+        for url, addrs, _private in _reads_of_this_call():
             key = self._own_key(url) if url else ""
             if key and addrs and len(s.private_addresses) < MAX_SITES:
                 s.private_addresses.setdefault(key, set()).update(addrs[:16])
-            where = private_addresses(addrs)
-            if behind and url:  # read with the user's credential: private on any host, a named public one too
-                s.taint(f"it read private content: {url[:80]} ({behind[:80]})", self._own_key(url))
+        for url, why, _addrs in self._private_reads():
+            if url:
+                s.taint(why, self._own_key(url))
                 if not self._shown_by:
                     self._shown_by = self._own_key(origin or url)
-            if where and not url:
-                s.taint("it was served more pages in one call than trawl records")
+            else:
+                s.taint(why)
                 self._shown_by = self._shown_by or (self._own_key(origin) if origin else "(pages not recorded)")
+
+    def _private_reads(self) -> Iterator[tuple[str, str, tuple[str, ...]]]:
+        """(URL, why, addresses) of each page this call's sources were served that is private content
+        (:func:`note_read`): one read with the user's credential (private on any host, a named public one too), one
+        whose source connected to a loopback or private address under a name not declared public, and the overflow of
+        the record (URL "")."""
+        for url, addrs, private in _reads_of_this_call():
+            where = private_addresses(addrs)
+            if not url:
+                if where:
+                    yield "", "it was served more pages in one call than trawl records", addrs
+            elif private:
+                yield url, f"it read private content: {url[:80]} ({private[:80]})", addrs
             elif where and not self._named_public(url):
-                s.taint(f"it read private content: {url[:80]} (the source connected to {where})",
-                        self._own_key(url))
-                if not self._shown_by:
-                    self._shown_by = self._own_key(origin or url)
+                yield url, f"it read private content: {url[:80]} (the source connected to {where})", addrs
 
     def show_link(self, url: str) -> None:
         """A URL that appeared in the result :meth:`observe` was last given (the guard observes a result, then its
@@ -359,13 +369,10 @@ class FlowMemory:
         """The private content this agent call's sources were answered with so far (:func:`note_read`, which the HTTP
         source calls for every hop as its answer arrives): why ("" for none), its origins and their addresses."""
         why, sites, addresses = "", set[str](), dict[str, set[str]]()
-        for url, addrs, behind in _reads_of_this_call():
-            where = private_addresses(addrs)
-            if not url:
-                why = why or "it was served more pages in one call than trawl records"
-            elif behind or (where and not self._named_public(url)):
+        for url, read_why, addrs in self._private_reads():
+            why = why or f"in this call {read_why}"
+            if url:
                 key = self._own_key(url)
-                why = why or f"in this call it read private content: {url[:80]} ({behind[:80] or where})"
                 sites.add(key)
                 addresses.setdefault(key, set()).update(addrs[:16])
         return why, sites, addresses
