@@ -114,14 +114,15 @@ class HttpSource:
 
     async def _fetch(self, target: str, url: str, settings: Settings) -> Page:
         client = self._get_client(settings)
-        guard = NetGuard(settings, self._resolver) if self._transport is not None else None
+        net = NetGuard(settings, self._resolver)
+        guard = net if self._transport is not None else None
         timeout = httpx.Timeout(settings.http_timeout_s, connect=settings.connect_timeout_s)
         chain = [url]
         addresses: list[str] = []  # where every hop's response came from (the exit rule: exitflow.note_read)
         for _ in range(settings.max_redirects + 1):
             check_url(url, settings)  # the site policy, on the first URL and on every redirect hop
             # the private-network rule as far as it needs no lookup: its refusal is final, before any hold
-            NetGuard(settings, self._resolver).check_unresolved(url)
+            net.check_unresolved(url)
             check_hop(url)  # and the exit decision (exitflow.py): a hop to an unvouched host is never requested
             if guard is not None:  # an injected transport cannot be pinned: check the host up front
                 await _precheck(guard, url)
