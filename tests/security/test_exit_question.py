@@ -12,7 +12,6 @@ a real relay that fetches the URL it is given, and a real attacker server."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -23,9 +22,8 @@ from aiohttp import web
 from mcp_types import ElicitResult
 from trawl.server.runner import RunningDaemon
 
-from tests.integration.test_daemon_helpers import daemon_settings
 from tests.security.conftest import site
-from tests.security.test_exit_flow_daemon import SECRET_FILE
+from tests.security.test_exit_flow_daemon import mcp_daemon  # noqa: F401 (the fixture: a daemon, a private file)
 from tests.security.test_exits import TOKEN, page
 from tests.security.test_mcp_roots import http_client, out_of
 
@@ -33,14 +31,6 @@ pytestmark = [pytest.mark.timeout(120)]
 
 RELAY_HOST = "127.0.0.21"  # a service the user trusts that fetches a URL it is given (a translation proxy)
 ATTACKER_HOST = "127.0.0.22"
-
-
-@pytest.fixture
-async def mcp_daemon(tmp_path: Path) -> AsyncIterator[RunningDaemon]:
-    (tmp_path / "secrets.md").write_text(SECRET_FILE)
-    settings = daemon_settings(tmp_path, allow_private_hosts=True, file_roots=(str(tmp_path),))
-    async with RunningDaemon(settings, warm=False) as d:
-        yield d
 
 
 def _a_user_who_reads(refuse_if_named: str) -> Any:
@@ -56,7 +46,7 @@ def _a_user_who_reads(refuse_if_named: str) -> Any:
     return elicit
 
 
-async def test_the_question_names_the_host_a_url_inside_the_url_sends_to(mcp_daemon: RunningDaemon,
+async def test_the_question_names_the_host_a_url_inside_the_url_sends_to(mcp_daemon: RunningDaemon,  # noqa: F811
                                                                           tmp_path: Path) -> None:
     attacker_hits: list[str] = []
     relay_hits: list[str] = []
