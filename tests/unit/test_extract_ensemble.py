@@ -171,3 +171,36 @@ def test_on_documentation_a_lone_repeat_among_its_own_blocks_stays_a_run_of_copi
     assert dedupe_blocks(tabs, parallel=True) == tabs
     twice = _md(BODY[2], shared, BODY[0] + " " + BODY[2], BODY[2], shared, BODY[0] + " " + BODY[2])
     assert dedupe_blocks(twice, parallel=True) == _md(BODY[2], BODY[2], shared, BODY[0] + " " + BODY[2])
+
+
+_SHOP_ITEMS = [("Harbour rain jacket", "Waxed cotton, taped seams, a hood that rolls into the collar."),
+               ("Pier wool jumper", "Oiled wool knitted in a fisherman's rib, warm when wet."),
+               ("Ferry canvas tote", "Heavy canvas with leather handles, big enough for a weekend."),
+               ("Tide enamel mug", "Enamelled steel, hand-dipped, safe on a camping stove."),
+               ("Lighthouse knit hat", "Merino beanie with a turned cuff and a woven label."),
+               ("Quay leather belt", "Full-grain leather, solid brass buckle, made to be resoled."),
+               ("Anchor linen shirt", "Washed linen, mother-of-pearl buttons, a relaxed cut."),
+               ("Gull cotton scarf", "Brushed cotton in a broad check, long enough to wrap twice.")]
+
+
+def _shop_page(head: str = "") -> str:
+    cards = "".join(f'<li class="product-card"><h3><a href="/p/{i}">{name}</a></h3><p>{blurb}</p>'
+                    f'<span class="price">£{20 + i}.00</span></li>' for i, (name, blurb) in enumerate(_SHOP_ITEMS))
+    return (f"<html><head><title>Coastal wear</title>{head}</head><body><nav><a href='/'>Home</a></nav><main>"
+            f"<h1>Coastal wear</h1><ul class='products'>{cards}</ul></main></body></html>")
+
+
+def test_without_rs_trafilatura_a_listing_trafilatura_read_in_part_is_read_in_full() -> None:
+    from trawl.extract.html import Trafilatura, choose
+
+    # trafilatura as the primary (no rs-trafilatura wheel) kept four of the eight cards: under half the words
+    partial = "\n\n".join(f"{name}\n\n{blurb}" for name, blurb in _SHOP_ITEMS[:4])
+    primary = cands.Candidate(name="trafilatura", markdown=partial, text=partial, quality=0.7)
+    html = _shop_page()
+    chosen, _ = choose(primary, html, Trafilatura(html, "https://shop.example/coastal"))
+    assert chosen is not None and chosen.name == "dom"
+    assert all(name in chosen.markdown for name, _ in _SHOP_ITEMS)
+    # On a page that declares itself an article, records beside the primary's text are a rail: the primary stays.
+    html = _shop_page('<meta property="og:type" content="article">')
+    chosen, _ = choose(primary, html, Trafilatura(html, "https://shop.example/coastal"))
+    assert chosen is primary

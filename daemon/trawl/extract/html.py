@@ -133,6 +133,8 @@ def choose(primary: Candidate | None, html: str, second: Trafilatura | None = No
     gain = n_fallback >= DOM_GAIN_RATIO * max(n_primary, 1) or (
         n_fallback >= DOM_SUPERSET_RATIO * max(n_primary, 1) and _contained(primary.text, fallback.text)
     )
+    if not gain and listing_read_in_part(primary, fallback, n_primary, n_fallback, html):
+        return fallback, True
     if not gain:
         return (surplus_cut(primary, fallback, second) if n_primary >= SURPLUS_RATIO * n_fallback else primary), True
     kept = (  # the page's evidence says the primary read the body and the fallback adds what lies around it
@@ -226,6 +228,24 @@ def thread_already_read(primary: Candidate, fallback: Candidate, html: str) -> b
     if in_records < RAIL_PRIMARY_IN_RECORDS or records_spanned(primary.text, fallback.records) < THREAD_MIN_POSTS:
         return False
     return declares_discussion(html)
+
+
+LISTING_MIN_RECORDS = 5  # trafilatura read part of a listing: the fallback found this many records ...
+LISTING_GAIN_RATIO = 1.5  # ... and this many times its words
+
+
+def listing_read_in_part(primary: Candidate, fallback: Candidate, n_primary: int, n_fallback: int, html: str) -> bool:
+    """Whether trafilatura, the primary where rs-trafilatura is missing, read a few of the records the fallback read
+    in full (a shop's grid, a list of services): the fallback found :data:`LISTING_MIN_RECORDS` records or more and
+    :data:`LISTING_GAIN_RATIO` times the words, most of the primary's words lie in those records, and the page does not
+    declare itself an article (there the records are a rail beside the story). rs-trafilatura judges listings itself
+    and the vote checks it; without it, two readers disagree and the records are the page's evidence."""
+    if primary.name == "rs-trafilatura" or len(fallback.records) < LISTING_MIN_RECORDS:
+        return False
+    if n_fallback < LISTING_GAIN_RATIO * n_primary:
+        return False
+    in_records, _ = record_shares(primary.text, fallback.text, fallback.records)
+    return in_records >= RAIL_PRIMARY_IN_RECORDS and not declares_article(html)
 
 
 def article_beside_rail(primary: Candidate, fallback: Candidate, html: str) -> bool:
