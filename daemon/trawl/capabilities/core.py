@@ -9,7 +9,7 @@ from typing import ClassVar
 from pydantic import AliasChoices, Field
 
 from ..exitflow import SHARED_SESSIONS, current_session, hop_checks, one_call
-from ..exits import _host_of, guard_of, normalise_url, site_of
+from ..exits import _host_of, guard_of, normalise_url, shown_host, shown_url, site_of
 from ..netguard import NetGuard
 from ..policy import check_url
 from ..roots import file_access
@@ -145,22 +145,26 @@ async def exit_check(svc: Services, req: ExitCheckIn) -> ExitCheckOut:
     guard.flow.hold(target)
     # A yes vouches for the site for the rest of a session of its own; in a shared one (the daemon's /mcp) it sends
     # this one request only, since the next request could be another client's (exitflow.take_grant).
+    # Every host is shown in the form that cannot pass for another (shown_host: the ASCII form the connection asks
+    # for, an international name's letters named by script and a label mixing scripts marked): "pаypal.com" with a
+    # Cyrillic "а" must not read as PayPal's site in the question whose yes sends it what the session read.
+    shown = shown_host(host)
     then = ("Send this one request?" if current_session() in SHARED_SESSIONS
-            else f"Send it, and let this session fetch from {host}?")
+            else f"Send it, and let this session fetch from {shown}?")
     # A yes sends the request to every host the URL names (a translation proxy or an archive passes it on to the
     # URL inside it), so the question names each one nobody vouched for: the shown URL is masked and cut, and may
     # hide them. By site: a label of a name can carry what was read; the site says who receives it.
-    inner = list(dict.fromkeys(site_of(h) or h for h in verdict.held if h != host))
-    passed_on = (f" The URL names {_listed(inner)} inside it: the page on {host} can pass the request on there, "
+    inner = list(dict.fromkeys(shown_host(site_of(h) or h) for h in verdict.held if h != host))
+    passed_on = (f" The URL names {_listed(inner)} inside it: the page on {shown} can pass the request on there, "
                  f"and a yes sends it there too." if inner else "")
     question = (f"An agent that has read private content in this session (your browser's pages, local files or "
-                f"a local service) asks trawl to fetch a page on {host}.{passed_on} Anything it read could be "
-                f"inside that URL. {then} URL: {guard.masked(target)[:300]}")
+                f"a local service) asks trawl to fetch a page on {shown}.{passed_on} Anything it read could be "
+                f"inside that URL. {then} URL: {shown_url(guard.masked(target))[:300]}")
     return ExitCheckOut(url=target, held=True, host=host, why=verdict.why, question=question)
 
 
 def _listed(hosts: list[str]) -> str:
-    shown = [h[:80] for h in hosts[:6]] + ([f"{len(hosts) - 6} more hosts"] if len(hosts) > 6 else [])
+    shown = [h[:200] for h in hosts[:6]] + ([f"{len(hosts) - 6} more hosts"] if len(hosts) > 6 else [])
     return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " and " + shown[-1]
 
 
