@@ -204,3 +204,24 @@ def test_without_rs_trafilatura_a_listing_trafilatura_read_in_part_is_read_in_fu
     html = _shop_page('<meta property="og:type" content="article">')
     chosen, _ = choose(primary, html, Trafilatura(html, "https://shop.example/coastal"))
     assert chosen is primary
+
+
+
+SHORT = Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "short-articles" / "html"
+
+
+def test_without_rs_trafilatura_a_story_the_fallback_read_amid_its_site_stays(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cands, "HAVE_RS", False)  # trafilatura is the primary, as on a Python without the wheel
+    html = gzip.decompress((SHORT / "0003.html.gz").read_bytes()).decode("utf-8")  # the short set's magazine page
+    url = "https://news.example/ferry-crews-walk-out"
+    fallback = cands.run_dom(html)
+    # What the check is for: the DOM reader found the story and, around it, three times its words of teasers.
+    assert fallback is not None and not fallback.records and "How the old harbour wall was rebuilt" in fallback.markdown
+    doc = extract_html(Page(url=url, final_url=url, kind="html", source="file", html=html), Settings())
+    assert doc.extractor == "trafilatura"
+    assert "Crews on the Karrow Sound ferries stopped work" in doc.markdown
+    assert "How the old harbour wall was rebuilt" not in doc.markdown
+    # A page that does not declare itself an article may be the list the fallback read: its gain stands.
+    html = html.replace('"@type": "Article"', '"@type": "WebPage"')
+    doc = extract_html(Page(url=url, final_url=url, kind="html", source="file", html=html), Settings())
+    assert doc.extractor == "dom"

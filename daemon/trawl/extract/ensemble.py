@@ -150,6 +150,22 @@ PROSE_END_WORDS = 12  # an end of the primary that is running prose: a sentence 
 _SENTENCE_END = re.compile(r"[.!?…:\"'”»)]\s*$")  # ... ending as sentences end
 
 
+def _prose(block: str, n_words: int) -> bool:
+    """A block of running prose: a sentence of :data:`PROSE_END_WORDS` words or more, ending as sentences end."""
+    return n_words >= PROSE_END_WORDS and _SENTENCE_END.search(block) is not None
+
+
+def prose_share(markdown: str) -> float:
+    """The share of ``markdown``'s words that lie in blocks of running prose (a story's paragraphs, not headlines,
+    menu entries or captions)."""
+    total = prose = 0
+    for b in blocks(markdown):
+        n = len(_tokens(b))
+        total += n
+        prose += n if _prose(b, n) else 0
+    return prose / total if total else 0.0
+
+
 def uncontested(primary: str) -> bool:
     """Whether the vote could only cut prose: the primary's first and last blocks the span may end on are running
     prose (:data:`PROSE_END_WORDS` or more words ending like a sentence) and no block follows the last one. A rail,
@@ -166,7 +182,7 @@ def uncontested(primary: str) -> bool:
         ends.append(i)
     if ends[1] != len(parts) - 1:
         return False
-    return all(len(_tokens(parts[i])) >= PROSE_END_WORDS and _SENTENCE_END.search(parts[i]) for i in ends)
+    return all(_prose(parts[i], len(_tokens(parts[i]))) for i in ends)
 
 
 def _drop_repeats(order: list[int], keys: list[str], lengths: list[int], contained: bool) -> list[int]:

@@ -50,7 +50,7 @@ from ..settings import Settings
 from ..types import Document, Page
 from . import candidates as cands
 from .candidates import Candidate
-from .ensemble import agree, agreed_span, dedupe_blocks, elsewhere, supported_blocks, uncontested
+from .ensemble import agree, agreed_span, dedupe_blocks, elsewhere, prose_share, supported_blocks, uncontested
 from .evidence import comment_shares, declares_article, declares_discussion, record_shares, records_spanned
 from .guard import flatten_nesting, looks_binary, strip_heavy, too_deep, trim_html
 from .lang import detect_language
@@ -133,6 +133,8 @@ def choose(primary: Candidate | None, html: str, second: Trafilatura | None = No
     gain = n_fallback >= DOM_GAIN_RATIO * max(n_primary, 1) or (
         n_fallback >= DOM_SUPERSET_RATIO * max(n_primary, 1) and _contained(primary.text, fallback.text)
     )
+    if gain and story_amid_site(primary, fallback, n_primary, html):
+        return primary, True
     if not gain and listing_read_in_part(primary, fallback, n_primary, n_fallback, html):
         return fallback, True
     if not gain:
@@ -246,6 +248,22 @@ def listing_read_in_part(primary: Candidate, fallback: Candidate, n_primary: int
         return False
     in_records, _ = record_shares(primary.text, fallback.text, fallback.records)
     return in_records >= RAIL_PRIMARY_IN_RECORDS and not declares_article(html)
+
+
+STORY_PROSE_SHARE = 0.5  # trafilatura read a story: this share of its words is running prose
+
+
+def story_amid_site(primary: Candidate, fallback: Candidate, n_primary: int, html: str) -> bool:
+    """Whether trafilatura, the primary where rs-trafilatura is missing, read a story that the fallback read too, with
+    the site around it: the page declares itself an article, the primary is mostly running prose
+    (:data:`STORY_PROSE_SHARE`), nearly all of it lies in the fallback's text, and the fallback found no records (a
+    listing the site calls an article has them). Without rs-trafilatura nothing else confirms the fallback's gain, and
+    a body the primary missed would not hold the primary's story."""
+    if primary.name == "rs-trafilatura" or fallback.records or n_primary < COMMENTS_MIN_ARTICLE_WORDS:
+        return False
+    if prose_share(primary.markdown) < STORY_PROSE_SHARE or not _contained(primary.text, fallback.text):
+        return False
+    return declares_article(html)
 
 
 def article_beside_rail(primary: Candidate, fallback: Candidate, html: str) -> bool:
