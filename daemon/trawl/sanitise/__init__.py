@@ -95,7 +95,7 @@ def clean_document(doc: Document, page: Page) -> Document:
         except Exception as exc:  # a sanitiser failure must not lose the page
             log.warning("hidden-text scan failed for %s: %s", page.final_url or page.url, exc)
             texts = []
-    for t in texts:
+    for t in dict.fromkeys(texts):  # each text judged once: menus hidden for mobile repeat on most pages
         if len(hidden) >= MAX_HIDDEN_KEPT:
             break
         if t not in hidden and is_instruction(t):
