@@ -32,7 +32,7 @@ from contextvars import ContextVar
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from typing import Any
-from urllib.parse import unquote, unquote_plus, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote, unquote_plus, urlsplit, urlunsplit
 
 import httpx
 from pydantic_core import Url
@@ -50,7 +50,7 @@ from .exittaint import (
     fold,
     url_parts,
 )
-from .netguard import lands_here, pin
+from .netguard import lands_here, parse_ip, pin
 from .policy import canonical_host
 from .settings import Settings
 from .types import ErrorCode, TrawlError
@@ -673,13 +673,15 @@ _NESTED_URL = re.compile(r"(?:(https?):)?[/\\]{2}([^/\\\s?#:@]+)(?::(\d{1,5}))?"
 
 def nested_hosts(url: str) -> list[str]:
     """Hosts of URLs carried inside ``url`` (redirect parameters, fragments), percent-decoded, as a browser would
-    read them (backslashes for slashes)."""
+    read them (backslashes for slashes), and hosts a relay would read as a URL's without a scheme
+    (:func:`bare_hosts`)."""
     return [host for host, _origin in nested_urls(url)]
 
 
 def nested_urls(url: str) -> list[tuple[str, str]]:
     """:func:`nested_hosts`, each with the origin its URL names (``http://h:9999/``: scheme, host and port, compared
-    like the URL's own; ``//h/`` takes the outer URL's scheme and that scheme's port), "" when it names none."""
+    like the URL's own; ``//h/`` takes the outer URL's scheme and that scheme's port), "" when it names none (a
+    bare host: which scheme and port a relay gives it is the relay's choice)."""
     try:
         parts = urlsplit(url)
     except ValueError:
@@ -690,7 +692,79 @@ def nested_urls(url: str) -> list[tuple[str, str]]:
         host = m.group(2).lower().rstrip(".")
         scheme = (m.group(1) or parts.scheme).lower()  # ``//h:9999/`` takes the outer URL's scheme, as a browser
         out.append((host, origin_of(f"{scheme}://{host}" + (f":{m.group(3)}" if m.group(3) else ""))))
-    return out
+    out.extend((host, "") for host in bare_hosts(url))
+    return list(dict.fromkeys(out))
+
+
+# The authority a relay reads at the start of a value it takes as a URL without a scheme's "//" (``?u=``,
+# ``/save/<url>``): optional user info, a host (a name of letters of any script, digits and hyphens in dotted labels,
+# or a bracketed IPv6 address), an optional port, then the value's end, a path, a query or a fragment.
+_BARE_AUTHORITY = re.compile(r"(?:[^\s/\\?#]*@)?(\[[0-9a-f:.]+\]|(?:[\w-]+\.)+[\w-]+)\.?(?::(\d{1,5}))?"
+                             r"(?=$|[/\\?#])", re.IGNORECASE)
+_SCHEMED = re.compile(r"(?:[a-z][a-z0-9+.-]*:)?[/\\]{2}", re.IGNORECASE)
+_MAX_BARE_URLS = 256  # URLs read for values in one call (each inner one shorter); past it, the URL counts as naming
+# a host it does not show
+UNREAD_HOSTS = "(hosts past what trawl reads inside one URL)"
+
+
+def bare_hosts(url: str) -> list[str]:
+    """Hosts ``url`` carries for a relay that takes a URL without a scheme's "//" (a translation proxy's
+    ``?u=attacker.com/c?d=…``, an archive's ``/save/attacker.com/c``, ``?to=1.2.3.4:8080``): every query or fragment
+    value, and every path segment followed by more path or naming a port, that starts with a host a relay could
+    connect to, a name under a suffix of the Public Suffix List (the ``tld`` snapshot :func:`site_of` uses: ``.com``,
+    ``.co.uk``, ``.github.io``; not ``.example`` or a single label, which no public relay reaches) or an address
+    literal, followed by its end, a port, a path, a query or a fragment. A value is not a URL by its looks (``q=x``,
+    ids, words): only what parses as a reachable host counts; a file name as the last path segment
+    (``/blob/main/README.md``: ``.md`` is a country's suffix) is not a host, one followed by more path is. A value is
+    read again as a URL of its own, for hosts inside it (``?u=relay.net/?to=attacker.com``), as is a URL with "//"
+    inside (:func:`nested_urls` finds its host), bounded: past the bound the URL names :data:`UNREAD_HOSTS`, which
+    nobody vouches for."""
+    out: list[str] = []
+    work, queued = [url], {url}
+    budget = _MAX_BARE_URLS
+    while work:
+        if budget == 0:
+            out.append(UNREAD_HOSTS)
+            break
+        budget -= 1
+        current = work.pop()
+        try:
+            parts = urlsplit(current)
+        except ValueError:
+            continue
+        segments = unquote(parts.path).replace("\\", "/").split("/")
+        for i, seg in enumerate(segments):
+            m = _BARE_AUTHORITY.fullmatch(seg) if seg else None
+            if m and (i < len(segments) - 1 or m.group(2)) and _reachable_host(m.group(1)):
+                out.append(canonical_host(m.group(1)))
+        values: list[str] = []
+        for text in (parts.query, parts.fragment):
+            for raw in [text, *(v for _k, v in parse_qsl(text, keep_blank_values=True))]:
+                values.extend({unquote_plus(raw), unquote_plus(unquote_plus(raw))})
+        for value in dict.fromkeys(v.strip() for v in values if v.strip()):
+            inner = ""
+            if schemed := _SCHEMED.match(value):  # a URL with "//": nested_urls names its host; its values are here
+                inner = "http://" + value[schemed.end():]
+            elif (m := _BARE_AUTHORITY.match(value)) is not None and _reachable_host(m.group(1)):
+                out.append(canonical_host(m.group(1)))
+                inner = "http://" + value[m.start(1):] if len(value) > m.end() else ""
+            if inner and len(inner) < len(current) + 7 and inner not in queued:  # each one shorter than its URL
+                queued.add(inner)
+                work.append(inner)
+    return list(dict.fromkeys(out))
+
+
+def _reachable_host(host: str) -> bool:
+    """``host`` (as a relay would read it) is an address literal, or a name under a listed public suffix."""
+    bare = canonical_host(host)
+    if parse_ip(bare.strip("[]")) is not None:
+        return bool(re.fullmatch(r"\d{1,3}(?:\.\d{1,3}){3}", host) or host.startswith("["))  # written as one
+    if "." not in bare or not bare.isascii():
+        return False
+    try:
+        return get_fld(bare, fix_protocol=True, fail_silently=True) is not None
+    except Exception:  # an odd label: not a name the list knows
+        return False
 
 
 GUARD_KEY = "exit_guard"

