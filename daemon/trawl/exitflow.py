@@ -26,12 +26,14 @@ host before (the page that injected the agent is usually one it read first).
 
 *Private content*: every tab read through the user's browser (extension: their cookies, their logins), tab lists
 and tab search hits, local files, and pages from loopback, private-network or single-label hosts (a local service;
-``TRAWL_EXIT_PUBLIC_HOSTS`` names local mirrors of public pages), and anything whose source is not known to be a
-public one. A host is judged by the address the source connected to, not by how the URL spells it: a public name
-that resolved to a loopback or private address, or a response of a headless page (a script's fetch included) that
-came from one, makes the page private (the sources record it as ``Page.addresses``, the pipeline passes it on with
-:func:`note_read`); an IPv4 shorthand (``127.1``, ``0x7f.1``, ``2130706433``, ``0177.0.0.1``) is read as the address
-it names (``policy.canonical_host``), before and without any connection.
+``TRAWL_EXIT_PUBLIC_HOSTS`` names local mirrors of public pages), anything whose source is not known to be a
+public one, and answers drawn from trawl's record of every session's reads (usage statistics, page profiles:
+``RECORD_OPS``), which name or confirm the hosts of private reads. A host is judged by the address the source
+connected to, not by how the URL spells it: a public name that resolved to a loopback or private address, or a
+response of a headless page (a script's fetch included) that came from one, makes the page private (the sources
+record it as ``Page.addresses``, the pipeline passes it on with :func:`note_read`); an IPv4 shorthand (``127.1``,
+``0x7f.1``, ``2130706433``, ``0177.0.0.1``) is read as the address it names (``policy.canonical_host``), before and
+without any connection.
 
 *Agent session*: the stdio bridge's MCP client connection (a session the daemon mints and signs, which the bridge
 sends with every call; a made-up or foreign id is refused), the daemon's streamable-HTTP ``/mcp`` (stateless: every
@@ -95,6 +97,11 @@ PUBLIC_SOURCES = frozenset({"http", "playwright", "pdf", "arxiv", "mediawiki", "
                             "youtube", "github"})
 # Ops whose results are the user's browser (tab lists, tab text): private whatever the pages are.
 BROWSER_OPS = frozenset({"list_tabs", "read_tab", "search_tabs"})
+# Ops whose answers are drawn from trawl's record of every session's reads, this daemon's life and earlier ones (the
+# usage records' hosts and counts, the page profiles learnt per site): they name, or confirm, hosts of private reads
+# (a tab's, a local service's) that another session or the user made. Private content whatever they show (people
+# run them in-process from the CLI; over the HTTP API they are a caller's reading like any other).
+RECORD_OPS = frozenset({"stats", "profile_page"})
 
 _SESSION: ContextVar[str] = ContextVar("trawl_agent_session", default=DEFAULT_SESSION)
 # Sites a yes in a shared session vouches for, for the one call it was given in (see :func:`one_call`).
@@ -249,6 +256,9 @@ class FlowMemory:
             for item in [*(body.get("tabs") or ()), *(body.get("hits") or ())]:
                 if isinstance(item, dict) and isinstance(item.get("url"), str):
                     s.taint("it read the user's browser (tabs)", self._own_key(item["url"]))
+        elif op in RECORD_OPS:
+            s.taint(f"it read trawl's record of earlier reads ({op}), which can name the hosts of private reads")
+            self._shown_by = "(trawl's records)"  # vouches for nothing
         elif origin and not self.is_public_page(origin, source):
             site = self._own_key(origin)
             what = "a local file" if site == "file:" else f"{origin[:80]} (source {source or '?'})"

