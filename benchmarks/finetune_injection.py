@@ -586,6 +586,7 @@ def pages_fp(bench: Path, tag: str) -> None:
 
 
 def main() -> None:
+    global SHAPING
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("step", choices=("prepare", "finetune", "bench", "cost", "page-windows", "embed-cache", "pages-fp"))
     ap.add_argument("--bench", default=str(ROOT.parent / "shared" / "bench"))
@@ -595,6 +596,8 @@ def main() -> None:
     ap.add_argument("--bf16", action="store_true", help="finetune: the top layers in bfloat16 autocast")
     ap.add_argument("--tags", default="ft2b", help="bench: the fine-tuned vectors' folders under OUT")
     ap.add_argument("--no-baseline", action="store_true", help="bench: without the frozen-vector deb1 head")
+    ap.add_argument("--shaping", default=SHAPING, help="bench: the vector modifiers of both heads (deb1's: "
+                    f"{SHAPING})")
     ap.add_argument("--partial", action="store_true", help="bench: the folds written so far only (a check)")
     ap.add_argument("--n", type=int, default=200, help="cost: windows timed")
     ap.add_argument("--ship", action="store_true", help="finetune: one encoder fitted on every family")
@@ -613,6 +616,7 @@ def main() -> None:
     elif args.step == "cost":
         cost(model_file or e5bin().model_path(), args.n)
     else:
+        SHAPING = args.shaping
         bench_ft(Path(args.bench), [t for t in args.tags.split(",") if t], not args.no_baseline, args.partial)
 
 
