@@ -133,12 +133,12 @@ def choose(primary: Candidate | None, html: str, second: Trafilatura | None = No
     gain = n_fallback >= DOM_GAIN_RATIO * max(n_primary, 1) or (
         n_fallback >= DOM_SUPERSET_RATIO * max(n_primary, 1) and _contained(primary.text, fallback.text)
     )
-    if gain and story_amid_site(primary, fallback, n_primary, html):
-        return primary, True
-    if not gain and listing_read_in_part(primary, fallback, n_primary, n_fallback, html):
-        return fallback, True
     if not gain:
+        if listing_read_in_part(primary, fallback, n_primary, n_fallback, html):
+            return fallback, True
         return (surplus_cut(primary, fallback, second) if n_primary >= SURPLUS_RATIO * n_fallback else primary), True
+    if story_amid_site(primary, fallback, n_primary, html):
+        return primary, True
     kept = (  # the page's evidence says the primary read the body and the fallback adds what lies around it
         article_beside_rail(primary, fallback, html)
         or thread_already_read(primary, fallback, html)
