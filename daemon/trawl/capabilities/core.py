@@ -11,7 +11,7 @@ from pydantic import AliasChoices, Field
 from ..exitflow import SHARED_SESSIONS, current_session, hop_checks, one_call
 from ..exits import _host_of, guard_of, normalise_url, shown_host, shown_url, site_of
 from ..netguard import NetGuard
-from ..policy import check_url
+from ..policy import canonical_host, check_url
 from ..roots import file_access
 from ..sources.file import local_path
 from ..sources.urls import classify
@@ -148,7 +148,10 @@ async def exit_check(svc: Services, req: ExitCheckIn) -> ExitCheckOut:
     # Every host is shown in the form that cannot pass for another (shown_host: the ASCII form the connection asks
     # for, an international name's letters named by script and a label mixing scripts marked): "pаypal.com" with a
     # Cyrillic "а" must not read as PayPal's site in the question whose yes sends it what the session read.
-    shown = shown_host(host)
+    # The site first: a yes vouches for the site, and "paypal.com.attacker.example" is attacker.example's page.
+    site = site_of(host)
+    shown = shown_host(site or host)
+    where = shown if not site or canonical_host(host) == site else f"{shown} (the host {shown_host(host)})"
     then = ("Send this one request?" if current_session() in SHARED_SESSIONS
             else f"Send it, and let this session fetch from {shown}?")
     # A yes sends the request to every host the URL names (a translation proxy or an archive passes it on to the
@@ -158,7 +161,7 @@ async def exit_check(svc: Services, req: ExitCheckIn) -> ExitCheckOut:
     passed_on = (f" The URL names {_listed(inner)} inside it: the page on {shown} can pass the request on there, "
                  f"and a yes sends it there too." if inner else "")
     question = (f"An agent that has read private content in this session (your browser's pages, local files or "
-                f"a local service) asks trawl to fetch a page on {shown}.{passed_on} Anything it read could be "
+                f"a local service) asks trawl to fetch a page on {where}.{passed_on} Anything it read could be "
                 f"inside that URL. {then} URL: {shown_url(guard.masked(target))[:300]}")
     return ExitCheckOut(url=target, held=True, host=host, why=verdict.why, question=question)
 
