@@ -189,13 +189,8 @@ def embed_rows(model: Any, ids: np.ndarray) -> np.ndarray:
     hd = model.header
     x = model.words(ids.reshape(-1)).reshape(ids.shape[0], ids.shape[1], hd.hidden)
     x += model.pos[:ids.shape[1]] + model.type
-    return np.asarray(model_ln(x, *model.eln, hd.eps), np.float32)
-
-
-def model_ln(x: np.ndarray, w: np.ndarray, b: np.ndarray, eps: float) -> np.ndarray:
-    mean = x.mean(axis=-1, keepdims=True)
-    var = ((x - mean) ** 2).mean(axis=-1, keepdims=True)
-    return (x - mean) / np.sqrt(var + eps) * w + b
+    w, b = model.eln
+    return np.asarray(e5bin()._ln(x, w, b, hd.eps), np.float32)
 
 
 def pooled(x: Any, mask: Any) -> Any:
