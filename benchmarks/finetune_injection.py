@@ -313,7 +313,7 @@ def encode_all(layers: Any, states: np.ndarray, w: Windows, bf16: bool) -> np.nd
     return out
 
 
-def finetune(model_file: Path, n_top: int, only: str, bf16: bool, ship: bool) -> None:
+def finetune(model_file: Path, n_top: int, only: str, bf16: bool, ship: bool, seed: int = 0) -> None:
     import torch
 
     torch.set_num_threads(1)
@@ -334,7 +334,7 @@ def finetune(model_file: Path, n_top: int, only: str, bf16: bool, ship: bool) ->
         np.save(cache, states)
     print(f"lower {upto} layers' states: {states.shape}, {time.perf_counter() - t0:.0f} s", flush=True)
     top = torch.nn.ModuleList(list(layers)[upto:])
-    tag = f"ft{n_top}{'b' if bf16 else ''}"
+    tag = f"ft{n_top}{'b' if bf16 else ''}{f'-s{seed}' if seed else ''}"
     (OUT / tag).mkdir(exist_ok=True)
     plan = [("all", np.zeros(len(w.families), bool))] if ship else w.folds()
     for n, (fam, held) in enumerate(plan):
@@ -345,7 +345,7 @@ def finetune(model_file: Path, n_top: int, only: str, bf16: bool, ship: bool) ->
             continue
         t1 = time.perf_counter()
         pos = np.unique(np.concatenate([w.pos[i] for i in np.flatnonzero(~held)]))
-        fitted, head = finetune_fold(top, states, w, pos, seed=n, bf16=bf16)
+        fitted, head = finetune_fold(top, states, w, pos, seed=n + 1000 * seed, bf16=bf16)
         vecs = encode_all(fitted, states, w, bf16)
         np.save(dest, vecs.astype(np.float16))
         if ship:
@@ -595,13 +595,14 @@ def main() -> None:
                     f"{SHAPING})")
     ap.add_argument("--partial", action="store_true", help="bench: the folds written so far only (a check)")
     ap.add_argument("--n", type=int, default=200, help="cost: windows timed")
+    ap.add_argument("--seed", type=int, default=0, help="finetune: another draw of batches and inits (tag -s<seed>)")
     ap.add_argument("--ship", action="store_true", help="finetune: one encoder fitted on every family")
     args = ap.parse_args()
     model_file = Path(args.model) if args.model else None
     if args.step == "prepare":
         prepare(Path(args.bench), model_file or e5bin().model_path())
     elif args.step == "finetune":
-        finetune(model_file or e5bin().model_path(), args.layers, args.only, args.bf16, args.ship)
+        finetune(model_file or e5bin().model_path(), args.layers, args.only, args.bf16, args.ship, args.seed)
     elif args.step == "page-windows":
         page_windows(Path(args.bench))
     elif args.step == "embed-cache":
