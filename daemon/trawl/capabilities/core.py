@@ -9,7 +9,8 @@ from typing import ClassVar
 from pydantic import AliasChoices, Field
 
 from ..exitflow import SHARED_SESSIONS, current_session, hop_checks, one_call
-from ..exits import _host_of, guard_of, normalise_url, shown_host, shown_url, site_of
+from ..exits import _host_of, guard_of, normalise_url, site_of
+from ..hostshow import shown_host, shown_url
 from ..netguard import NetGuard
 from ..policy import canonical_host, check_url
 from ..roots import file_access
