@@ -512,12 +512,9 @@ def _extra_columns(spec: str) -> int:
         (len(ti.QUOTE_NAMES) if "quote" in parts else 0)
 
 
-def _report_rules(feat: str, rows: list[dict[str, str]], out: dict[str, object], shaping: Any = None,
-                  vec: str = "") -> None:
-    """Each threshold rule on the same fitted heads, and the one chosen by the rule fixed before any run: among
-    the rules whose split-half false flags (calibration half A's threshold on half B and back, summed over folds)
-    are no more than "max"'s, the one with the lowest threshold (mean over folds, relative to "max"); no attack
-    and no held-out page involved in the choice."""
+def report_rule_table(feat: str, rows: list[dict[str, str]], out: dict[str, object]) -> None:
+    """The threshold rules of one window detector's run, the chosen one marked (see :func:`_report_rules`): each
+    rule's split-half false flags, its held-out-family recall on placed attacks and its false flags per set."""
     res: dict[str, dict[str, list]] = out["rules"]  # type: ignore[assignment]
     base = np.array(res["max"]["thr"])
     ok = [n for n, r in res.items() if sum(r["split"]) <= sum(res["max"]["split"]) and not n.endswith("-calib")]
@@ -532,6 +529,15 @@ def _report_rules(feat: str, rows: list[dict[str, str]], out: dict[str, object],
                    out["n_test"], out["n_hard"])  # type: ignore[arg-type]
         for b, label in BENIGN_NAMES.items():
             _report_deb(r[f"mask_{b}"], out[f"{b}_lang"], label)  # type: ignore[arg-type]
+
+
+def _report_rules(feat: str, rows: list[dict[str, str]], out: dict[str, object], shaping: Any = None,
+                  vec: str = "") -> None:
+    """Each threshold rule on the same fitted heads, and the one chosen by the rule fixed before any run: among
+    the rules whose split-half false flags (calibration half A's threshold on half B and back, summed over folds)
+    are no more than "max"'s, the one with the lowest threshold (mean over folds, relative to "max"); no attack
+    and no held-out page involved in the choice."""
+    report_rule_table(feat, rows, out)
     ins: dict[str, Any] = out["insample"]  # type: ignore[assignment]
     print(f"   fitted on every family, [max] threshold: families it was shown caught {ins['placed']:.1%} placed, "
           f"{ins['alone']:.1%} alone; highest calibrating hard-negative windows and unseen passages (score - thr):")

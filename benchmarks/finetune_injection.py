@@ -383,20 +383,7 @@ def report(feat: str, rows: list[dict[str, str]], out: dict[str, Any]) -> None:
 
     for placement in ("alone", "placed"):
         bs._report_lofo(f"{feat} [max], attack {placement}", rows, out[placement])
-    res = out["rules"]
-    base = np.array(res["max"]["thr"])
-    ok = [n for n, r in res.items() if sum(r["split"]) <= sum(res["max"]["split"]) and not n.endswith("-calib")]
-    chosen = min(ok, key=lambda n: float((np.array(res[n]["thr"]) - base).mean()))
-    print(f"  -- {feat}: threshold rules (split-half check on the calibration passages; chosen: {chosen})")
-    for name, r in res.items():
-        print(f"   [{name}] split-half false flags {sum(r['split'])} (per fold max {max(r['split'])}), threshold "
-              f"{float((np.array(r['thr']) - base).mean()):+.2f} vs max, hard-negative bound at or above it in "
-              f"{sum(r['set_by_hard'])}/{len(r['thr'])} folds{'  <- chosen' if name == chosen else ''}")
-        bs._report_lofo(f"{feat} [{name}], attack placed", rows, r["placed"])
-        bs._report_fp([int(m.sum()) for m in r["mask_test"]], [int(m.sum()) for m in r["mask_hard"]],
-                      out["n_test"], out["n_hard"])
-        for b, label in bs.BENIGN_NAMES.items():
-            bs._report_deb(r[f"mask_{b}"], out[f"{b}_lang"], label)
+    bs.report_rule_table(feat, rows, out)
 
 
 def bench_ft(bench: Path, tags: list[str], baseline: bool, partial: bool = False) -> None:
