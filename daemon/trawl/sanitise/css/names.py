@@ -18,7 +18,8 @@ from .selectors import MAX_CACHED_SELECTOR, MAX_PARSED, last_compound, parsed
 from .sheets import Rule
 from .values import BG_PROPS
 
-_LAST_COMPOUND = re.compile(r"[^\s>+~]+$")
+_LAST_COMPOUND_REVERSED = re.compile(r"[^\s>+~]+")
+_BRACKETS = re.compile(r"\[[^\]]*\]|\([^)]*\)")  # attribute tests and pseudo-class arguments
 _CLASS_OR_ID = re.compile(r"([.#])(-?[_a-zA-Z][\w-]*)")
 _TAG = re.compile(r"^([a-zA-Z][\w-]*)")
 
@@ -36,11 +37,11 @@ def _last_names(selector: str) -> _LastNames:
         if not _plain_text_names(selector):  # escapes, quotes, spaces in brackets: read the parsed selector
             got = _tree_names(selector)
         else:
-            m = _LAST_COMPOUND.search(selector.strip())
-            if not m:
+            compound = _last_compound_text(selector)
+            if compound is None:
                 got = (False, (), None)
             else:
-                last = re.sub(r"\[[^\]]*\]|\([^)]*\)", "", m.group(0))
+                last = _BRACKETS.sub("", compound)
                 t = _TAG.match(last)
                 got = (True, tuple(_CLASS_OR_ID.findall(last)), t.group(1).lower() if t else None)
         if len(selector) <= MAX_CACHED_SELECTOR:
@@ -48,6 +49,15 @@ def _last_names(selector: str) -> _LastNames:
                 LAST_NAMES.clear()
             LAST_NAMES[selector] = got
     return got
+
+
+def _last_compound_text(selector: str) -> str | None:
+    """The text of the selector's last compound: the longest run at its end (spaces stripped) without whitespace or
+    a combinator; None when it ends in one. Read from the reversed text: the same answer as searching for
+    ``[^\\s>+~]+$`` (the stripped text has no final newline for ``$`` to stop before), without that search retrying
+    from every start position, which cost most of this module's time on long selectors."""
+    m = _LAST_COMPOUND_REVERSED.match(selector.strip()[::-1])
+    return m.group(0)[::-1] if m else None
 
 
 def _plain_text_names(selector: str) -> bool:
@@ -228,7 +238,7 @@ def pseudo_painted(rules: list[Rule]) -> set[tuple[str, str]]:
         for sel in rule.selector.split(","):
             base = _PSEUDO_BOX.sub("", sel.strip())
             if base != sel.strip():
-                m = _LAST_COMPOUND.search(base.strip())
-                if m:
-                    out.update(_CLASS_OR_ID.findall(re.sub(r"\[[^\]]*\]|\([^)]*\)", "", m.group(0))))
+                compound = _last_compound_text(base)
+                if compound is not None:
+                    out.update(_CLASS_OR_ID.findall(_BRACKETS.sub("", compound)))
     return out
