@@ -12,10 +12,15 @@ it asks: ``fetch_page`` through plain HTTP, headless Chromium or the extension; 
 * ``policy.check_url``, which every source runs on every URL it reads (the URL asked for, each redirect hop,
   each headless subrequest, the captured document, each frame), refuses them as ``blocked_by_policy``;
   ``browser.hub`` leaves them out of tab listings, so the tab tools and the reader of open tabs never see them.
+* By kind, not address: every page a daemon serves carries :data:`OWN_PAGE_META`, and the stage sequence
+  (``stages.prepare``, every source and the reader of open tabs) refuses any HTML that carries it
+  (:func:`refuse_marked_page`): another trawl daemon's status page, on a port this process does not know (a second
+  daemon started by another client), is refused as this daemon's is.
 """
 
 from __future__ import annotations
 
+import re
 import socket
 import threading
 from urllib.parse import urlsplit
@@ -28,6 +33,11 @@ EXTENSION_SCHEMES = frozenset({"chrome-extension", "moz-extension", "safari-web-
 _WEB_SCHEMES = frozenset({"http", "https", "ws", "wss"})
 _DEFAULT_PORTS = {"http": 80, "ws": 80, "https": 443, "wss": 443}
 _LOCAL = ("loopback", "unspecified")  # netguard's categories of addresses that reach this machine
+
+# In the <head> of every HTML page a daemon serves. A page that copies it only makes itself unreadable to trawl.
+OWN_PAGE_META = '<meta name="trawl-own-page" content="status">'
+_MARK = re.compile(r"<meta\s[^<>]*\bname\s*=\s*[\"']?trawl-own-page\b", re.IGNORECASE)
+MARK_WITHIN = 8192  # characters from the start of the document: the head of the daemon's own pages is short
 
 _ports: dict[int, int] = {}  # port -> how many servers of this process serve it
 _lock = threading.Lock()
@@ -88,3 +98,11 @@ def refuse_own_page(url: str, settings: Settings | None = None) -> None:
     if why:
         raise TrawlError(ErrorCode.BLOCKED_BY_POLICY, f"{why} is never read as content",
                          "trawl does not give agents its own status page or the browser's extension pages.")
+
+
+def refuse_marked_page(html: str | None) -> None:
+    """Raise ``blocked_by_policy`` for HTML carrying :data:`OWN_PAGE_META`: a trawl daemon's own page, whichever
+    daemon served it and on whatever address it was read."""
+    if html and _MARK.search(html, 0, MARK_WITHIN):
+        raise TrawlError(ErrorCode.BLOCKED_BY_POLICY, "a trawl daemon's own page is never read as content",
+                         "trawl does not give agents a daemon's status page, whichever daemon serves it.")

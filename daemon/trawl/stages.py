@@ -15,6 +15,7 @@ from . import chunk as chunk_stage
 from . import extract as extract_stage
 from . import sanitise as sanitise_stage
 from . import walls
+from .ownpages import refuse_marked_page
 from .settings import Settings
 from .types import Chunk, Document, ErrorCode, Page, TrawlError
 
@@ -38,6 +39,8 @@ def prepare(page: Page, settings: Settings, *, extractor: Extractor | None = Non
     ``timings_ms`` has ``extract``, ``clean``, ``walls`` and ``chunk``. ``extractor`` replaces trawl's
     extractor, for benchmarks that compare extractors inside the same sequence.
     """
+    if page.kind == "html":
+        refuse_marked_page(page.html)  # a trawl daemon's own page, by its mark: another daemon's too (ownpages.py)
     timings: dict[str, float] = {}
     t = time.perf_counter()
     doc = (extractor or extract_stage.extract)(page, settings)

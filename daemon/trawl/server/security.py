@@ -27,6 +27,7 @@ from aiohttp import web
 from aiohttp.typedefs import Handler
 
 from ..channel.token import same_token
+from ..ownpages import OWN_PAGE_META
 from .state import STATE, AppState
 
 log = logging.getLogger("trawl.server.security")
@@ -131,8 +132,8 @@ async def access_control(request: web.Request, handler: Handler) -> web.StreamRe
                  "(trawl-mcp and the trawl CLI read it themselves).")
 
 
-_LOGIN_NEEDED = """<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>trawl — sign in</title></head>
+_LOGIN_NEEDED = f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8">{OWN_PAGE_META}<title>trawl — sign in</title></head>
 <body><h1>trawl daemon</h1>
 <p>This page is private. Run <code>trawl status --open</code> in a terminal: it prints a one-time link
 that opens this page in your browser.</p></body></html>

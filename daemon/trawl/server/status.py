@@ -22,6 +22,7 @@ from aiohttp import web
 from .. import policy as site_policy
 from .. import usage
 from ..extractor_path import current as extractor_path
+from ..ownpages import OWN_PAGE_META
 from .security import SESSION_COOKIE, status_prefix
 from .state import STATE, AppState
 
@@ -256,7 +257,7 @@ def render_html(st: dict[str, Any]) -> str:
     )
     req = st["requests"]
     return f"""<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="10">
+<html lang="en"><head><meta charset="utf-8">{OWN_PAGE_META}<meta http-equiv="refresh" content="10">
 <title>trawl daemon status</title><style>{_CSS}</style></head>
 <body><h1>trawl daemon</h1>
 {_glance_html(st)}
@@ -437,8 +438,8 @@ async def login(request: web.Request) -> web.StreamResponse:
     sid = state.login.redeem(request.query.get("code", ""))
     if sid is None:
         return web.Response(status=403, content_type="text/html",
-                            text="<!doctype html><title>trawl</title><p>This link has expired or was already "
-                                 "used. Run <code>trawl status --open</code> again.</p>")
+                            text=f"<!doctype html>{OWN_PAGE_META}<title>trawl</title><p>This link has expired or was "
+                                 "already used. Run <code>trawl status --open</code> again.</p>")
     prefix = status_prefix(state)
     resp = web.Response(status=303, headers={"Location": prefix, "Cache-Control": "no-store"})
     resp.set_cookie(SESSION_COOKIE, sid, httponly=True, samesite="Strict", path=prefix,

@@ -1,0 +1,63 @@
+"""trawl's own pages are refused by what they are, not only by where they are served (ownpages.py).
+
+The address rule knows the ports this process serves and the configured one. A second daemon, started by another
+client with its own port, serves a status page (its log of every URL, path and error) at an address the first
+daemon does not know: an agent of the first daemon, given that page's link (an open tab, a log line), read it as
+content. Real daemons over real sockets; the second daemon's real status page, served again from a port no daemon
+of this process serves, as another process's daemon serves it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+import pytest
+from trawl.ownpages import OWN_PAGE_META
+from trawl.server.runner import RunningDaemon
+from trawl.settings import Settings
+from trawl.stages import prepare
+from trawl.types import ErrorCode, Page, TrawlError
+
+from tests.integration.test_daemon_helpers import daemon_settings
+from tests.security.local import serve_html
+
+MARKER = "quokka-ledger-5521"  # a URL the second daemon's agent asked for: its status page's log shows it
+
+
+async def _status_page_of(d: RunningDaemon) -> str:
+    """The daemon's status page as the user's browser gets it (one-time link, cookie, secret path)."""
+    async with httpx.AsyncClient(base_url=d.url, headers={"Authorization": f"Bearer {d.token}"}) as c:
+        await c.post("/v1/fetch", json={"url": f"http://127.0.0.1:9/{MARKER}", "query": "x"})  # the log shows it
+        link = (await c.post("/v1/login-code")).json()["url"]
+    async with httpx.AsyncClient(follow_redirects=True) as browser:
+        page = await browser.get(link)
+    assert page.status_code == 200 and MARKER in page.text, page.text[:500]
+    return page.text
+
+
+async def test_another_daemons_status_page_is_not_content(tmp_path: Path) -> None:
+    async with RunningDaemon(daemon_settings(tmp_path / "second"), warm=False) as second:
+        html = await _status_page_of(second)
+    plain = f"<html><body><article><h1>Notes</h1><p>{MARKER}: a plain page of the site.</p></article></body></html>"
+    first_settings = daemon_settings(tmp_path / "first", allow_private_hosts=True)
+    async with serve_html(lambda path: html if path.startswith("/s/") else plain) as other_daemon, \
+            RunningDaemon(first_settings, warm=False) as first, \
+            httpx.AsyncClient(base_url=first.url, headers={"Authorization": f"Bearer {first.token}"}) as c:
+        for query in ("which addresses failed", ""):
+            r = await c.post("/v1/fetch", json={"url": other_daemon + "/s/secret/", "query": query})
+            assert MARKER not in r.text, r.text[:800]
+            assert r.json()["error"]["code"] == "blocked_by_policy", r.text[:800]
+        # a page of the same site without the mark is read: the refusal is the mark's, not the address's
+        read = (await c.post("/v1/fetch", json={"url": other_daemon + "/notes", "query": ""})).json()
+        assert read["ok"] and MARKER in str(read["chunks"]), read
+
+
+@pytest.mark.parametrize("head", [OWN_PAGE_META, '<META NAME=trawl-own-page content=x>',
+                                  "<meta content='status' name='trawl-own-page'>"])
+def test_the_mark_is_read_in_every_spelling_of_the_tag(head: str) -> None:
+    page = Page(url="http://127.0.0.1:1/", final_url="http://127.0.0.1:1/", kind="html", source="http",
+                html=f"<html><head>{head}</head><body><p>{MARKER} failed: connection refused.</p></body></html>")
+    with pytest.raises(TrawlError) as err:
+        prepare(page, Settings())
+    assert err.value.code == ErrorCode.BLOCKED_BY_POLICY
