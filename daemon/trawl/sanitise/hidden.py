@@ -229,7 +229,7 @@ def _cascade_rules(root: etree._Element, reference: bool = False) -> tuple[dict[
                 skipped[0] += 1
                 continue
             budget[0] -= 1
-            for tree, spec, _, match in parsed(sel_text):
+            for tree, spec, _, match, required in parsed(sel_text):
                 kind, name = pool_key(last_compound(tree))
                 pool = idx.pool(kind, name)
                 # ":not(.a1):not(.a2)..." hundreds deep over every element, selector after selector: bounded
@@ -239,6 +239,12 @@ def _cascade_rules(root: etree._Element, reference: bool = False) -> tuple[dict[
                     skipped[0] += 1
                     continue
                 budget[2] -= work
+                # Exact: a selector that needs a class or id no element has matches nothing, and with no feature
+                # the matcher leaves to XPath (required is None then), running it would only answer "no" for each
+                # element of the pool. The reference walk runs every selector, so the tests comparing the two
+                # check this too.
+                if not reference and required is not None and not idx.carries(required):
+                    continue
                 try:
                     test = reference_matcher(tree) if reference else match
                     els = [el for el in pool if test(el)]

@@ -8,7 +8,7 @@ have is skipped unevaluated and a matched one tests only the elements that carry
 from __future__ import annotations
 
 import re
-from collections.abc import Container
+from collections.abc import Container, Iterable
 from dataclasses import dataclass
 
 from cssselect import parser as cssp
@@ -188,6 +188,10 @@ class Index:
         if self._widest < 0:
             self._widest = max((len(el) for el in self.tags.all()), default=0) or 1
         return self._widest
+
+    def carries(self, names: Iterable[tuple[str, str]]) -> bool:
+        """Every class (".", name) and id ("#", id) named is on some element of the page."""
+        return all(name in (self.ids if kind == "#" else self.classes) for kind, name in names)
 
     def could_match(self, selector: str) -> bool:
         return _could_match(selector, self.tags, self.classes.keys(), self.ids.keys())

@@ -354,7 +354,56 @@ def pool_key(t: object) -> tuple[str, str]:
     return key
 
 
-_Parsed = tuple[object, tuple[int, int, int], str, Matcher]  # (tree, specificity, css, compiled matcher)
+_ATTR_OPS = frozenset({"exists", "=", "~=", "|=", "^=", "$=", "*=", "!="})  # the operators _attr_op evaluates
+Names = tuple[tuple[str, str], ...]  # (".", class) and ("#", id) pairs
+
+
+def required_names(t: object) -> Names | None:
+    """The classes (".", name) and ids ("#", id) that elements of the page must carry for the parse tree ``t`` to
+    match anything: those its compounds name outside :not() and :is() arguments (each compound of a combined
+    selector must match an element of the same tree: the element itself, an ancestor or a sibling). None when
+    the compiled matcher could raise Unsupported somewhere in ``t`` (a feature it falls back to XPath for)."""
+    names: list[tuple[str, str]] = []
+    stack: list[tuple[object, bool]] = [(t, True)]  # (node, are its names required?)
+    while stack:
+        node, needed = stack.pop()
+        if isinstance(node, cssp.Element):
+            continue
+        if isinstance(node, cssp.CombinedSelector):
+            if node.combinator not in (" ", ">", "+", "~"):
+                return None
+            stack += [(node.selector, needed), (node.subselector, needed)]
+        elif isinstance(node, cssp.Class):
+            if needed:
+                names.append((".", node.class_name))
+            stack.append((node.selector, needed))
+        elif isinstance(node, cssp.Hash):
+            if needed and node.id:
+                names.append(("#", node.id))
+            stack.append((node.selector, needed))
+        elif isinstance(node, cssp.Attrib):
+            if node.operator not in _ATTR_OPS:
+                return None
+            stack.append((node.selector, needed))
+        elif isinstance(node, cssp.Negation):
+            stack += [(node.selector, needed), (node.subselector, False)]
+        elif isinstance(node, cssp.Pseudo):
+            ident = node.ident.lower()
+            if ident in _NEVER_PSEUDO:  # compiled to "never", its compound unread: it names nothing required
+                continue
+            if ident not in ("first-child", "root"):
+                return None
+            stack.append((node.selector, needed))
+        elif isinstance(node, cssp.Matching):
+            stack.append((node.selector, needed))
+            stack += [(alt, False) for alt in node.selector_list]
+        else:
+            return None
+    return tuple(names)
+
+
+# (tree, specificity, css, compiled matcher, the names it requires: see required_names)
+_Parsed = tuple[object, tuple[int, int, int], str, Matcher, Names | None]
 PARSED: dict[str, list[_Parsed]] = {}  # selector text -> its selectors
 MAX_PARSED = 50_000
 
@@ -368,7 +417,8 @@ def parsed(selector: str) -> list[_Parsed]:
         for sel in parse_selectors(selector):
             if sel.pseudo_element is None:
                 a, b, c = sel.specificity()
-                out.append((sel.parsed_tree, (a, b, c), selector, _compile(sel.parsed_tree)))
+                tree = sel.parsed_tree
+                out.append((tree, (a, b, c), selector, _compile(tree), required_names(tree)))
     except (SelectorError, ValueError, RecursionError, TypeError):
         out = []
     if len(selector) <= MAX_CACHED_SELECTOR:
