@@ -109,10 +109,6 @@ def _could_match(selector: str, tags: Container[str], classes: Container[str], i
     return tag is None or tag in tags
 
 
-# Compiled once: the elements with a class or an id, in document order (see the scan's element sets).
-_WITH_CLASS = etree.XPath("descendant-or-self::*[@class]")
-_WITH_ID = etree.XPath("descendant-or-self::*[@id]")
-
 _PLAIN_TAG = re.compile(r"[a-z][a-z0-9_-]*")
 
 
@@ -145,33 +141,63 @@ class _Tags:
         return isinstance(name, str) and bool(self.get(name, []))
 
 
-@dataclass(slots=True)
-class Index:
-    tags: _Tags
-    classes: dict[str, list[etree._Element]]
-    ids: dict[str, list[etree._Element]]
-    _widest: int = -1
+class _Ids:
+    """The page's elements by (non-empty) id, in document order, indexed when a selector first asks: the rules of
+    most pages name no id. The tree does not change while the index is in use, so the index is the same whenever
+    it is built."""
 
-    @classmethod
-    def of(cls, root: etree._Element) -> Index:
-        classes: dict[str, list[etree._Element]] = {}
-        ids: dict[str, list[etree._Element]] = {}
-        for el in _WITH_CLASS(root):
-            for name in el.get("class").split():
+    __slots__ = ("_by_id", "_root")
+
+    def __init__(self, root: etree._Element) -> None:
+        self._root = root
+        self._by_id: dict[str, list[etree._Element]] | None = None
+
+    def _index(self) -> dict[str, list[etree._Element]]:
+        if self._by_id is None:
+            self._by_id = {}
+            for el in self._root.iter(etree.Element):
+                i = el.get("id")
+                if i:
+                    got = self._by_id.get(i)
+                    if got is None:
+                        self._by_id[i] = [el]
+                    else:
+                        got.append(el)
+        return self._by_id
+
+    def get(self, name: str, default: list[etree._Element]) -> list[etree._Element]:
+        return self._index().get(name, default)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._index()
+
+
+def _by_class(root: etree._Element) -> dict[str, list[etree._Element]]:
+    """The page's elements by class, in document order (an element whose class attribute repeats a name is listed
+    as often). Every element's attribute is read in one walk: quicker than an XPath for the elements with one."""
+    classes: dict[str, list[etree._Element]] = {}
+    for el in root.iter(etree.Element):
+        c = el.get("class")
+        if c is not None:
+            for name in c.split():
                 got = classes.get(name)
                 if got is None:
                     classes[name] = [el]
                 else:
                     got.append(el)
-        for el in _WITH_ID(root):
-            i = el.get("id")
-            if i:
-                got = ids.get(i)
-                if got is None:
-                    ids[i] = [el]
-                else:
-                    got.append(el)
-        return cls(_Tags(root), classes, ids)
+    return classes
+
+
+@dataclass(slots=True)
+class Index:
+    tags: _Tags
+    classes: dict[str, list[etree._Element]]
+    ids: _Ids
+    _widest: int = -1
+
+    @classmethod
+    def of(cls, root: etree._Element) -> Index:
+        return cls(_Tags(root), _by_class(root), _Ids(root))
 
     @property
     def all(self) -> list[etree._Element]:
@@ -194,7 +220,7 @@ class Index:
         return all(name in (self.ids if kind == "#" else self.classes) for kind, name in names)
 
     def could_match(self, selector: str) -> bool:
-        return _could_match(selector, self.tags, self.classes.keys(), self.ids.keys())
+        return _could_match(selector, self.tags, self.classes.keys(), self.ids)
 
 
 def keys(els: list[etree._Element]) -> tuple[set[str], set[str], set[str]]:
