@@ -9,7 +9,7 @@ Standard library only (``unicodedata``, the ``punycode`` codec): no table of loo
 from __future__ import annotations
 
 import unicodedata
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import quote, urlsplit, urlunsplit
 
 from .policy import canonical_host
 
@@ -64,20 +64,44 @@ def _scripts(label: str) -> set[str]:
     return out
 
 
+def shown_where(host: str, site: str) -> str:
+    """Where a request to ``host`` goes, for the user: its ``site`` (the registrable domain, which receives it and
+    which a yes vouches for) first, then the full host when it is longer: "paypal.com.attacker.example" is
+    attacker.example's page, "attacker.example (the host paypal.com.attacker.example)". Both as :func:`shown_host`."""
+    shown = shown_host(site or host)
+    return shown if not site or canonical_host(host) == site else f"{shown} (the host {shown_host(host)})"
+
+
+# Printable ASCII stays as written in a shown URL (its own %-escapes too), and the space and ellipsis of a value trawl
+# masked ("Zq8v…(22 chars)"); anything else is %-escaped as UTF-8: letters of another script, and characters that
+# reorder or hide text on screen.
+_URL_SAFE = frozenset(map(chr, range(0x20, 0x7F))) | {"\u2026"}
+_QUOTE_SAFE = "".join(sorted(c for c in _URL_SAFE if c.isascii()))
+
+
+def _printable(part: str) -> str:
+    """``part`` with every character outside :data:`_URL_SAFE` %-escaped (``quote`` keeps only ASCII as written)."""
+    return "\u2026".join(quote(piece, safe=_QUOTE_SAFE) for piece in part.split("\u2026"))
+
+
 def shown_url(url: str) -> str:
-    """``url`` with its host in the ASCII form (:func:`shown_host`'s first part) for a question: the URL shown
-    beside the host's name must not spell it as a look-alike again."""
+    """``url`` as the user is shown it: its host in the ASCII form (:func:`shown_host`'s first part), every other part
+    in printable ASCII (anything else %-escaped), so the URL shown beside a host's name cannot spell a look-alike again,
+    in its host or in a URL nested inside it. A URL already of printable ASCII is shown as it is."""
+    if _URL_SAFE.issuperset(url):
+        return url
     try:
         parts = urlsplit(url)
         host = parts.hostname or ""
+        port = parts.port
     except ValueError:
         return ascii(url)[1:-1]
-    if host.isascii():
-        return url
-    ascii_form = canonical_host(host)
-    netloc = parts.netloc
-    at = netloc.rfind("@") + 1
-    i = netloc.lower().find(host, at)
-    if not ascii_form.isascii() or i < 0:
+    ascii_host = canonical_host(host) if host else ""
+    if not ascii_host.isascii():
         return ascii(url)[1:-1]
-    return urlunsplit(parts._replace(netloc=netloc[:i] + ascii_form + netloc[i + len(host):]))
+    userinfo = parts.netloc.rpartition("@")[0]
+    netloc = (_printable(userinfo) + "@" if userinfo else "") + (
+        f"[{ascii_host}]" if ":" in ascii_host and not ascii_host.startswith("[") else ascii_host) + (
+        f":{port}" if port is not None else "")
+    rest = [_printable(part) for part in (parts.path, parts.query, parts.fragment)]
+    return urlunsplit((parts.scheme, netloc, *rest))

@@ -37,7 +37,10 @@ _LOCAL = ("loopback", "unspecified")  # netguard's categories of addresses that 
 # In the <head> of every HTML page a daemon serves. A page that copies it only makes itself unreadable to trawl.
 OWN_PAGE_META = '<meta name="trawl-own-page" content="status">'
 _MARK = re.compile(r"<meta\s[^<>]*\bname\s*=\s*[\"']?trawl-own-page\b", re.IGNORECASE)
-MARK_WITHIN = 8192  # characters from the start of the document: the head of the daemon's own pages is short
+# The mark counts in the document's head only, wherever the head ends: another extension may put kilobytes of its own
+# styles and scripts before the daemon's elements (a dark-mode extension does), and a frame a capture inlines into the
+# body (an ad, an embed) must not make the page around it unreadable.
+_BODY = re.compile(r"<body[\s/>]", re.IGNORECASE)
 
 _ports: dict[int, int] = {}  # port -> how many servers of this process serve it
 _lock = threading.Lock()
@@ -101,8 +104,11 @@ def refuse_own_page(url: str, settings: Settings | None = None) -> None:
 
 
 def refuse_marked_page(html: str | None) -> None:
-    """Raise ``blocked_by_policy`` for HTML carrying :data:`OWN_PAGE_META`: a trawl daemon's own page, whichever
-    daemon served it and on whatever address it was read."""
-    if html and _MARK.search(html, 0, MARK_WITHIN):
+    """Raise ``blocked_by_policy`` for HTML whose head carries :data:`OWN_PAGE_META`: a trawl daemon's own page,
+    whichever daemon served it and on whatever address it was read."""
+    if not html:
+        return
+    body = _BODY.search(html)
+    if _MARK.search(html, 0, body.start() if body else len(html)):
         raise TrawlError(ErrorCode.BLOCKED_BY_POLICY, "a trawl daemon's own page is never read as content",
                          "trawl does not give agents a daemon's status page, whichever daemon serves it.")

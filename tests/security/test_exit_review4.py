@@ -15,6 +15,7 @@ import pytest
 from aiohttp import web
 from mcp_types import ElicitResult
 from trawl.exits import nested_hosts
+from trawl.hostshow import shown_url
 from trawl.server.runner import RunningDaemon
 
 from tests.integration.test_daemon_helpers import daemon_settings
@@ -87,6 +88,68 @@ async def test_the_status_page_and_the_log_show_a_look_alike_host_as_the_questio
         assert LOOKALIKE_ASCII in shown, shown
         assert shown.count(LOOKALIKE) == shown.count(f'international name "{LOOKALIKE}"'), shown
     assert "Cyrillic" in ev["host"] and "mixes" in ev["host"], ev
+
+
+def _as_written(text: str, host: str) -> int:
+    """How often ``host`` appears as written outside the annotation that says what its letters are."""
+    return text.count(host) - text.count(f'international name "{host}"')
+
+
+async def _after_a_private_read(d: RunningDaemon, tmp_path: Path, url: str, **client: Any) -> Any:
+    async with http_client(d, **client) as c:
+        assert out_of(await c.call_tool("fetch_page", {"url": str(tmp_path / "secrets.md"), "query": ""})).ok
+        return out_of(await c.call_tool("fetch_page", {"url": url, "query": "sign in"}))
+
+
+async def test_a_look_alike_named_inside_a_vouched_relays_url_is_shown_as_the_question_shows_it(tmp_path: Path) -> None:
+    """Behind a relay the user vouched for, the held host is the one inside the URL: the held error named it as
+    written when short ("аpple.io is not vouched for"), and the exit event's URL spelled it as written."""
+    short = "\u0430pple.io"  # a Cyrillic "а": eight characters, short enough to be shown whole
+    (tmp_path / "secrets.md").write_text(SECRET_FILE)
+    settings = daemon_settings(tmp_path, allow_private_hosts=True, exit_allow_hosts=("localhost",))
+    async with RunningDaemon(settings, warm=False) as d:
+        out = await _after_a_private_read(d, tmp_path, f"http://localhost:9/translate?u=http://{short}/signin")
+        ev = (await status(d))["exits"]["events"][0]
+    assert out.error is not None and out.error.code == "exit_held", out
+    for shown in (out.error.message, ev["reason"], ev["url"]):
+        assert _as_written(shown, short) == 0, shown
+    assert "xn--pple-43d.io" in out.error.message, out.error.message
+
+
+async def test_the_questions_url_spells_no_look_alike_inside_it(mcp_daemon: RunningDaemon,  # noqa: F811
+                                                                tmp_path: Path) -> None:
+    asked: list[str] = []
+
+    async def elicit(_ctx: Any, params: Any) -> ElicitResult:
+        asked.append(str(params.message))
+        return ElicitResult(action="decline")
+
+    await _after_a_private_read(mcp_daemon, tmp_path, f"http://127.0.0.21:9/translate?u=http://{LOOKALIKE}/signin",
+                                elicitation_callback=elicit)
+    assert len(asked) == 1 and _as_written(asked[0], LOOKALIKE) == 0, asked
+
+
+async def test_the_held_error_and_the_status_page_name_the_site_first(mcp_daemon: RunningDaemon,  # noqa: F811
+                                                                      tmp_path: Path) -> None:
+    """The question names attacker.test first; the held error an agent relays to a client that cannot ask, the exit
+    event and the recent requests said "paypal.com.attacker.test" alone, or spelled a look-alike as written."""
+    out = await _after_a_private_read(mcp_daemon, tmp_path, "http://paypal.com.attacker.test/signin")
+    assert out.error is not None and out.error.code == "exit_held", out
+    assert "attacker.test (the host paypal.com.attacker.test)" in out.error.message, out.error.message
+    assert (await status(mcp_daemon))["exits"]["events"][0]["host"].startswith("attacker.test (the host")
+    await _after_a_private_read(mcp_daemon, tmp_path, f"http://{LOOKALIKE}/signin")
+    recent = [r["target"] for r in (await status(mcp_daemon))["recent"] if r["op"] == "fetch"]
+    assert any(LOOKALIKE_ASCII in t for t in recent) and not any(LOOKALIKE in t for t in recent), recent
+
+
+@pytest.mark.parametrize(("url", "shown"), [
+    (f"http://\u0130\u0130\u0130@{LOOKALIKE}/x", f"http://%C4%B0%C4%B0%C4%B0@{LOOKALIKE_ASCII}/x"),  # İ lowers to two
+    ("http://127.0.0.1:9/r?u=http://p\u0430ypal.test/", "http://127.0.0.1:9/r?u=http://p%D0%B0ypal.test/"),
+    ("http://[::1]:8080/\u202eexe.pdf", "http://[::1]:8080/%E2%80%AEexe.pdf"),  # a right-to-left override
+    ("http://example.com/a%20b?q=1#f", "http://example.com/a%20b?q=1#f"),
+])
+def test_a_shown_url_is_printable_ascii_with_its_host_as_the_connection_asks(url: str, shown: str) -> None:
+    assert shown_url(url) == shown
 
 
 async def test_a_host_that_spells_another_site_in_its_labels_is_named_by_its_own_site_first(

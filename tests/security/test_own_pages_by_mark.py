@@ -53,6 +53,41 @@ async def test_another_daemons_status_page_is_not_content(tmp_path: Path) -> Non
         assert read["ok"] and MARKER in str(read["chunks"]), read
 
 
+def _as_captured(html: str, head_prefix: str) -> str:
+    """What the extension sends for the tab when another extension put its own elements first in <head>."""
+    head_at = html.index("<head>") + len("<head>")
+    return '<!DOCTYPE html><html lang="en" data-darkmode="dynamic"><head>' + head_prefix + html[head_at:]
+
+
+# The kind of block a dark-mode extension puts at the top of every page's <head>: a dozen styles and a script, about
+# ten kilobytes before the page's own first element.
+DARK_MODE_HEAD = "".join(f'<style class="dark dark--{i}" media="screen">[data-dark-inline-{i}] {{ color: var(--x) }}'
+                         + " " * 600 + "</style>" for i in range(12)) + '<script class="dark">(() => {})()</script>'
+
+
+async def test_a_status_page_captured_after_another_extensions_head_elements_is_still_refused(tmp_path: Path) -> None:
+    async with RunningDaemon(daemon_settings(tmp_path / "second"), warm=False) as second:
+        captured = _as_captured(await _status_page_of(second), DARK_MODE_HEAD)
+    assert captured.index("trawl-own-page") > 8192  # far from the document's start: only its place in <head> counts
+    page = Page(url="http://127.0.0.1:47000/s/k/", final_url="http://127.0.0.1:47000/s/k/", kind="html",
+                source="extension", html=captured)
+    with pytest.raises(TrawlError) as err:
+        prepare(page, Settings())
+    assert err.value.code == ErrorCode.BLOCKED_BY_POLICY
+
+
+def test_a_frame_carrying_the_mark_does_not_make_the_page_around_it_unreadable() -> None:
+    """A capture inlines each frame's body into the page; a third-party frame (an ad, an embed) with the mark in it
+    must not get the user's page refused: the mark counts in the top document's head only."""
+    html = ("<!DOCTYPE html><html><head><title>Docs</title></head><body><header>"
+            f'<div data-trawl-frame="https://ads.example/slot">{OWN_PAGE_META}<p>ad</p></div>'
+            "</header><article><h1>Install</h1><p>" + "Run the installer and follow the steps. " * 40 +
+            "</p></article></body></html>")
+    page = Page(url="https://docs.example/", final_url="https://docs.example/", kind="html", source="extension",
+                html=html)
+    assert "Run the installer" in prepare(page, Settings()).doc.markdown
+
+
 @pytest.mark.parametrize("head", [OWN_PAGE_META, '<META NAME=trawl-own-page content=x>',
                                   "<meta content='status' name='trawl-own-page'>"])
 def test_the_mark_is_read_in_every_spelling_of_the_tag(head: str) -> None:

@@ -9,10 +9,10 @@ from typing import ClassVar
 from pydantic import AliasChoices, Field
 
 from ..exitflow import SHARED_SESSIONS, current_session, hop_checks, one_call
-from ..exits import _host_of, guard_of, normalise_url, site_of
-from ..hostshow import shown_host, shown_url
+from ..exits import _host_of, guard_of, named, named_site, normalise_url
+from ..hostshow import shown_url
 from ..netguard import NetGuard
-from ..policy import canonical_host, check_url
+from ..policy import check_url
 from ..roots import file_access
 from ..sources.file import local_path
 from ..sources.urls import classify
@@ -150,19 +150,17 @@ async def exit_check(svc: Services, req: ExitCheckIn) -> ExitCheckOut:
     # for, an international name's letters named by script and a label mixing scripts marked): "pаypal.com" with a
     # Cyrillic "а" must not read as PayPal's site in the question whose yes sends it what the session read.
     # The site first: a yes vouches for the site, and "paypal.com.attacker.example" is attacker.example's page.
-    site = site_of(host)
-    shown = shown_host(site or host)
-    where = shown if not site or canonical_host(host) == site else f"{shown} (the host {shown_host(host)})"
+    shown = named_site(host)
     then = ("Send this one request?" if current_session() in SHARED_SESSIONS
             else f"Send it, and let this session fetch from {shown}?")
     # A yes sends the request to every host the URL names (a translation proxy or an archive passes it on to the
     # URL inside it), so the question names each one nobody vouched for: the shown URL is masked and cut, and may
     # hide them. By site: a label of a name can carry what was read; the site says who receives it.
-    inner = list(dict.fromkeys(shown_host(site_of(h) or h) for h in verdict.held if h != host))
+    inner = list(dict.fromkeys(named_site(h) for h in verdict.held if h != host))
     passed_on = (f" The URL names {_listed(inner)} inside it: the page on {shown} can pass the request on there, "
                  f"and a yes sends it there too." if inner else "")
     question = (f"An agent that has read private content in this session (your browser's pages, local files or "
-                f"a local service) asks trawl to fetch a page on {where}.{passed_on} Anything it read could be "
+                f"a local service) asks trawl to fetch a page on {named(host)}.{passed_on} Anything it read could be "
                 f"inside that URL. {then} URL: {shown_url(guard.masked(target))[:300]}")
     return ExitCheckOut(url=target, held=True, host=host, why=verdict.why, question=question)
 

@@ -13,6 +13,7 @@ from aiohttp import web
 from .. import __version__
 from ..capabilities import Registry, Services
 from ..host import HOST, BrowserProvider, BrowserState
+from ..hostshow import shown_url
 from ..settings import Settings
 
 
@@ -115,7 +116,7 @@ class AppState:
             RequestRecord(
                 at=time.time(),
                 op=op,
-                target=str(payload.get("url") or payload.get("page") or payload.get("tab") or "")[:300],
+                target=_shown_target(str(payload.get("url") or payload.get("page") or payload.get("tab") or ""))[:300],
                 source=str(body.get("source") or ""),
                 outcome=outcome,
                 ms=round(ms, 1),
@@ -126,3 +127,9 @@ class AppState:
 
 
 STATE: web.AppKey[AppState] = HOST  # the key parts read the state by (as a trawl.host.Host)
+
+
+def _shown_target(target: str) -> str:
+    """A web address as the exit question shows it (ASCII host, the rest printable ASCII: a look-alike host an agent
+    asked for is not spelled as the site it imitates); a local path or a tab as it is."""
+    return shown_url(target) if target[:8].lower().startswith(("http://", "https://")) else target
