@@ -1,9 +1,11 @@
-"""Hosts as people are shown them in the exit question: in the form that cannot pass for another name.
+"""Hosts and URLs as people are shown them wherever trawl names an exit: in the form that cannot pass for another name.
 
-A yes to the question sends what the session read to the hosts it names, so each is shown as the connection asks
-for it (the ASCII ``xn--`` form), with an international name's letters named by script and a mark on a label that
-mixes scripts (:func:`shown_host`), and the URL shown beside it spells its host the same way (:func:`shown_url`).
-Standard library only (``unicodedata``, the ``punycode`` codec): no table of look-alike characters.
+A yes to the exit question sends what the session read to the hosts it names, and a host copied from the status page
+into an allow list vouches for it, so each is shown as the connection asks for it (the ASCII ``xn--`` form), with an
+international name's letters named by script and a mark on a label that mixes scripts (:func:`shown_host`), its site
+first (:func:`shown_where`), and a URL shown beside it in printable ASCII with its host spelled the same way
+(:func:`shown_url`). Standard library only (``unicodedata``, the ``punycode`` codec): no table of look-alike
+characters.
 """
 
 from __future__ import annotations
