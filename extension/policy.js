@@ -143,13 +143,15 @@ export function patternMatches(pattern, url) {
   }
   // A trailing dot names the same site ("mail.google.com." is mail.google.com).
   const host = canonicalHost(u.hostname);
-  const hostport = u.port ? `${host}:${u.port}` : host;
+  // An entry's port is a number compared with the URL's port, its scheme's default filled in (the daemon's
+  // policy.pattern_matches: "bank.com:443" names https://bank.com/, "localhost:08080" port 8080).
+  const port = u.port ? Number(u.port) : ["https:", "wss:"].includes(u.protocol) ? 443 : 80;
   const wildcard = p.startsWith("*.");
-  const [raw, port] = splitPattern(wildcard ? p.slice(2) : p);
+  const [raw, want] = splitPattern(wildcard ? p.slice(2) : p);
   const name = patternHost(raw);
-  if (port !== null) return !wildcard && `${name}:${port}` === hostport;
+  if (want !== null && !(/^[0-9]+$/.test(want) && Number(want) === port)) return false;
   if (wildcard) return host.endsWith("." + name);
-  return host === name || host.endsWith("." + name);
+  return host === name || (want === null && host.endsWith("." + name));
 }
 
 // Returns {allowed: bool, reason: str}.

@@ -540,7 +540,7 @@ def allowed_host(settings: Settings, host: str, port: int | None = None) -> bool
         return False
     if policy.mode != "deny_all_except_allowed":
         return False
-    return any(pattern_matches(p, host, host) for p in policy.allow)
+    return any(pattern_matches(p, host, port) for p in policy.allow)
 
 
 def private_content_refusal(settings: Settings, endpoint: str) -> str:

@@ -180,6 +180,18 @@ def whatwg_host(host: str) -> str:
         return ""
 
 
+def connection_name(host: str) -> str:
+    """``host`` (brackets and case dropped) as the connection and every resolver read it: an international or
+    full-width spelling in the browser's form (:func:`whatwg_host`: the ideographic full stops ``。．｡`` separate
+    labels, so ``app。localhost`` is ``app.localhost``, a ``*.localhost`` name no resolver may be asked). A trailing dot
+    is kept: ``localhost.`` is asked of DNS."""
+    bare = host.strip().strip("[]").lower()
+    if bare.isascii():
+        return bare
+    browser = whatwg_host(bare)
+    return browser + "." * bare.endswith((".", "\u3002", "\uff0e", "\uff61")) if browser else bare
+
+
 def spelled(name: str) -> str:
     """``name`` as the connection spells it: an international name in the browser's form (:func:`whatwg_host`,
     ``bücher.lan`` is the ``xn--`` name httpx asks for), any other name unchanged."""
@@ -317,8 +329,9 @@ class NetGuard:
         return category
 
     async def check_host(self, host: str, port: int) -> list[str]:
-        """Resolve ``host`` once and return its addresses; refuse when ANY answer is not allowed."""
-        bare = host.strip().strip("[]").lower()
+        """Resolve ``host`` once and return its addresses; refuse when ANY answer is not allowed. Decided on the name as
+        the connection spells it (:func:`connection_name`: ``app。localhost`` is ``app.localhost``)."""
+        bare = connection_name(host)
         name = bare.rstrip(".")
         if name in CLOUD_METADATA_NAMES:
             raise refusal(host, port, name, "cloud-metadata")
@@ -356,7 +369,7 @@ class NetGuard:
         refused here; a name is left for :meth:`check_host`. For a URL the exit rule has not let go yet: looking its
         name up would already send it (and whatever its labels carry) to a DNS server."""
         host, port = default_port(url)
-        bare = host.strip().strip("[]").lower().rstrip(".")
+        bare = connection_name(host).rstrip(".")
         if bare in CLOUD_METADATA_NAMES:
             raise refusal(host, port, bare, "cloud-metadata")
         literal = "127.0.0.1" if bare == "localhost" or bare.endswith(".localhost") else parse_ip(bare)

@@ -25,7 +25,7 @@ import socket
 import threading
 from urllib.parse import urlsplit
 
-from .netguard import classify
+from .netguard import classify, connection_name
 from .settings import Settings
 from .types import ErrorCode, TrawlError
 
@@ -62,7 +62,7 @@ def stopped(port: int) -> None:
 
 
 def _loopback(host: str) -> bool:
-    h = host.lower().rstrip(".")
+    h = connection_name(host).rstrip(".")  # as the connection reads it: 127。0。0。1 and app。localhost too
     if h == "localhost" or h.endswith(".localhost"):
         return True
     try:

@@ -76,20 +76,23 @@ def normalize_pattern(raw: Any) -> str:
     return p.split("/", 1)[0]
 
 
-def pattern_matches(pattern: str, host: str, hostport: str) -> bool:
-    """``host`` and ``hostport`` are canonical (:func:`canonical_host`); so is the pattern's host, here, so that
-    ``[::ffff:127.0.0.3]``, ``127.0.0.3`` and ``2130706435`` name one site in a list (policy.js: the same steps)."""
+def pattern_matches(pattern: str, host: str, port: int | None) -> bool:
+    """``host`` is canonical (:func:`canonical_host`); so is the pattern's host, here, so that ``[::ffff:127.0.0.3]``,
+    ``127.0.0.3`` and ``2130706435`` name one site in a list. ``port`` is the URL's port with its scheme's default
+    filled in: an entry's port is a number compared with it (``bank.com:443`` and ``https://bank.com:443/login`` name
+    https://bank.com/, ``localhost:08080`` port 8080; ``*.bank.com:8443`` its subdomains on 8443). policy.js: the
+    same steps."""
     p = normalize_pattern(pattern)
     if not p:
         return False
     wildcard = p.startswith("*.")
-    name, port = _split_pattern(p[2:] if wildcard else p)
+    name, want = _split_pattern(p[2:] if wildcard else p)
     name = canonical_host(name)
-    if port is not None:
-        return not wildcard and f"{name}:{port}" == hostport
+    if want is not None and not (want.isascii() and want.isdigit() and int(want) == port):
+        return False
     if wildcard:
         return host.endswith("." + name)
-    return host == name or host.endswith("." + name)
+    return host == name or (want is None and host.endswith("." + name))
 
 
 def _split_pattern(p: str) -> tuple[str, str | None]:
@@ -180,14 +183,13 @@ class SitePolicy:
         scheme = parts.scheme.lower()
         if scheme not in ("http", "https", "ws", "wss"):
             return Decision(False, f"{scheme}: pages are never read")
-        # As the browser's URL.host: the port only when it is not the scheme's default.
-        hostport = host if port in (None, 443 if scheme in ("https", "wss") else 80) else f"{host}:{port}"
+        port = port if port is not None else (443 if scheme in ("https", "wss") else 80)
         for p in self.deny:
-            if pattern_matches(p, host, hostport):
+            if pattern_matches(p, host, port):
                 return Decision(False, f"{parts.netloc} is on your deny list ({p})", p)
         if self.mode == "deny_all_except_allowed":
             for p in self.allow:
-                if pattern_matches(p, host, hostport):
+                if pattern_matches(p, host, port):
                     return Decision(True, "", p)
             return Decision(False, f"{parts.netloc} is not on your allow list (your site policy: "
                                    f"{labels.policy_mode(self.mode).lower()})")
