@@ -600,7 +600,7 @@ class _OwnListenerBackend(httpcore.NetworkBackend):
 def _localhost_elsewhere(host: str, port: int, peer: str) -> TrawlError | None:
     """Why a connection to a host named ``localhost`` (any case, a trailing dot) that reached ``peer`` must carry
     nothing: ``peer`` is not a loopback address (or cannot be read). None for any other host, and for loopback."""
-    if host.strip().lower().rstrip(".") != "localhost":
+    if connection_name(host).rstrip(".") != "localhost":
         return None
     if peer and lands_here(peer):
         return None
