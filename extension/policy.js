@@ -132,6 +132,23 @@ function splitPattern(p) {
   return [p, null];
 }
 
+/**
+ * Why the list entry `raw` can match no URL ("" when it can): a port that is not a number from 1 to 65535, or no
+ * host. The daemon's policy.pattern_problem: the same steps.
+ * @param {string} raw
+ * @returns {string}
+ */
+export function patternProblem(raw) {
+  const p = normalizePattern(raw);
+  const wildcard = p.startsWith("*.");
+  const [name, port] = splitPattern(wildcard ? p.slice(2) : p);
+  if (!name.replace(/[[\]]/g, "")) return `"${raw}" names no host`;
+  if (port !== null && !(/^[0-9]+$/.test(port) && Number(port) >= 1 && Number(port) <= 65535)) {
+    return `"${raw}": the port "${port}" is not a number from 1 to 65535`;
+  }
+  return "";
+}
+
 export function patternMatches(pattern, url) {
   const p = normalizePattern(pattern);
   if (!p) return false;

@@ -95,6 +95,20 @@ def pattern_matches(pattern: str, host: str, port: int | None) -> bool:
     return host == name or (want is None and host.endswith("." + name))
 
 
+def pattern_problem(raw: str) -> str:
+    """Why the list entry ``raw`` can match no URL ("" when it can): a port that is not a number from 1 to 65535, or
+    no host. Such an entry is kept (it is the user's) and named where it is loaded and saved. policy.js
+    ``patternProblem``: the same steps."""
+    p = normalize_pattern(raw)
+    wildcard = p.startswith("*.")
+    name, port = _split_pattern(p[2:] if wildcard else p)
+    if not name.strip("[]"):
+        return f"{raw!r} names no host"
+    if port is not None and not (port.isascii() and port.isdigit() and 1 <= int(port) <= 65535):
+        return f"{raw!r}: the port {port!r} is not a number from 1 to 65535"
+    return ""
+
+
 def _split_pattern(p: str) -> tuple[str, str | None]:
     """``[::1]:3000`` -> (``[::1]``, ``3000``); ``host:8080`` -> (``host``, ``8080``); ``::1`` -> (``[::1]``, None)."""
     if p.startswith("["):
@@ -238,6 +252,8 @@ class PolicyStore:
                 data = json.loads(self.path.read_text(encoding="utf-8"))
                 self._policy = SitePolicy.from_json(data, revision=stamp[0] // 1_000_000)
                 self._error = ""
+                for problem in filter(None, map(pattern_problem, (*self._policy.deny, *self._policy.allow))):
+                    log.warning("site policy %s: an entry matches nothing: %s", self.path, problem)
             except (OSError, ValueError) as exc:
                 self._error = f"{type(exc).__name__}: {exc}"
                 log.error("site policy %s is unreadable: %s", self.path, self._error)

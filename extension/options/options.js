@@ -2,7 +2,7 @@
 // The options page: the site policy (allow and deny lists, default mode) and the daemon port.
 
 import { loadLabels } from "../labels.js";
-import { loadPolicy, sameRules, savePolicy } from "../policy.js";
+import { loadPolicy, patternProblem, sameRules, savePolicy } from "../policy.js";
 
 /**
  * An element of options.html by id (every id used here is in the page).
@@ -62,8 +62,11 @@ $("save").addEventListener("click", async () => {
   portTouched = false;
   $("deny").value = saved.deny.join("\n");
   $("allow").value = saved.allow.join("\n");
-  $("saved").textContent = "Saved.";
-  setTimeout(() => ($("saved").textContent = ""), 2000);
+  // An entry that can match nothing is kept (it is the user's) but named: a deny entry that denies nothing, silently,
+  // is worse than none.
+  const problems = [...saved.deny, ...saved.allow].map(patternProblem).filter(Boolean);
+  $("saved").textContent = problems.length ? `Saved. These entries match nothing: ${problems.join("; ")}` : "Saved.";
+  if (!problems.length) setTimeout(() => ($("saved").textContent = ""), 2000);
 });
 
 let portTouched = false;

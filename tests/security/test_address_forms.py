@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 from trawl.netguard import NetGuard, classify
-from trawl.policy import SitePolicy, canonical_host, now_revision, policy_store
+from trawl.policy import SitePolicy, canonical_host, now_revision, pattern_problem, policy_store
 from trawl.server.runner import RunningDaemon
 
 from .test_private_hosts import Server, html, settings_for, v1_fetch
@@ -34,11 +34,17 @@ SECRET = "The lighthouse ledger lists the keeper's pay as nine shillings."
 CANONICAL: list[tuple[str, str]] = [tuple(row) for row in TABLE["canonical"]]  # type: ignore[misc]
 DECISIONS: list[tuple[dict[str, Any], str, bool]] = [
     ({"mode": "allow_all_except_denied", "allow": [], **p}, url, allowed) for p, url, allowed in TABLE["decisions"]]
+PROBLEMS: list[tuple[str, bool]] = [tuple(row) for row in TABLE["problems"]]  # type: ignore[misc]
 
 
 @pytest.mark.parametrize(("written", "canonical"), CANONICAL)
 def test_the_daemon_writes_every_form_one_way(written: str, canonical: str) -> None:
     assert canonical_host(written) == canonical
+
+
+@pytest.mark.parametrize(("entry", "matches_nothing"), PROBLEMS)
+def test_the_daemon_names_an_entry_that_can_match_nothing(entry: str, matches_nothing: bool) -> None:
+    assert bool(pattern_problem(entry)) is matches_nothing, pattern_problem(entry)
 
 
 @pytest.mark.parametrize(("policy", "url", "allowed"), DECISIONS)
@@ -69,14 +75,16 @@ def test_the_extension_gives_the_tables_answers(tmp_path: Path) -> None:
             pytest.fail("node is not installed: ./dev test installs it (the JavaScript half of the table)")
         pytest.skip("node is not installed")
     (tmp_path / "policy.mjs").write_text((ROOT / "extension" / "policy.js").read_text())
-    (tmp_path / "table.json").write_text(json.dumps({"canonical": CANONICAL, "decisions": DECISIONS}))
+    (tmp_path / "table.json").write_text(json.dumps({"canonical": CANONICAL, "decisions": DECISIONS,
+                                                     "problems": PROBLEMS}))
     (tmp_path / "run.mjs").write_text("""
-import { canonicalHost, decide } from "./policy.mjs";
+import { canonicalHost, decide, patternProblem } from "./policy.mjs";
 import { readFileSync } from "node:fs";
 const t = JSON.parse(readFileSync("table.json", "utf8"));
 console.log(JSON.stringify({
   canonical: t.canonical.map(([written]) => canonicalHost(written)),
   decisions: t.decisions.map(([policy, url]) => decide(policy, url).allowed),
+  problems: t.problems.map(([entry]) => patternProblem(entry) !== ""),
 }));
 """)
     out = subprocess.run([NODE, "run.mjs"], capture_output=True, text=True, timeout=30, cwd=tmp_path)
@@ -85,6 +93,7 @@ console.log(JSON.stringify({
     wrong = [(w, want, got) for (w, want), got in zip(CANONICAL, js["canonical"], strict=True) if want != got]
     wrong += [(url, allowed, got) for (_, url, allowed), got in zip(DECISIONS, js["decisions"], strict=True)
               if allowed != got]
+    wrong += [(entry, want, got) for (entry, want), got in zip(PROBLEMS, js["problems"], strict=True) if want != got]
     assert not wrong, f"policy.js disagrees with the table: {wrong}"
 
 

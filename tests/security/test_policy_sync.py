@@ -348,3 +348,24 @@ async def test_a_hand_edited_deny_list_survives_the_options_page_save(
         assert bank.hits.get("/statement", 0) == 0
     finally:
         await close_linked(linked)
+
+
+async def test_the_options_page_names_an_entry_that_can_match_nothing(tmp_path: Path, chromium: str) -> None:
+    """A deny entry with a port that is no number (``bank.com:x``) denies nothing: saved as typed, the page said
+    "Saved." and the user believed the site denied. It must say which entries match nothing, and the daemon's log
+    too when it reads them."""
+    settings = e2e_settings(tmp_path)
+    linked = await launch_linked(tmp_path, chromium, settings=settings)
+    try:
+        assert await linked.hub.wait_attached(15), linked.hub.describe()
+        options = await linked.context.new_page()
+        await options.goto(f"chrome-extension://{PINNED_EXTENSION_ID}/options/options.html")
+        await page_until(options, "() => document.getElementById('port').value !== ''")  # the page's load is done
+        await options.fill("#deny", "bank.com:x\nexample.org:443")
+        await options.click("#save")
+        await options.wait_for_selector("#saved:has-text('Saved')")
+        said = await options.evaluate("document.getElementById('saved').textContent")
+        assert "match nothing" in said and "bank.com:x" in said and "example.org" not in said, said
+        await options.close()
+    finally:
+        await close_linked(linked)
