@@ -13,7 +13,7 @@ it asks: ``fetch_page`` through plain HTTP, headless Chromium or the extension; 
   each headless subrequest, the captured document, each frame), refuses them as ``blocked_by_policy``;
   ``browser.hub`` leaves them out of tab listings, so the tab tools and the reader of open tabs never see them.
 * By kind, not address: every page a daemon serves carries :data:`OWN_PAGE_META`, and the stage sequence
-  (``stages.prepare``, every source and the reader of open tabs) refuses any HTML that carries it
+  (``stages.prepare``, every source and the reader of open tabs) refuses any HTML whose head carries it
   (:func:`refuse_marked_page`): another trawl daemon's status page, on a port this process does not know (a second
   daemon started by another client), is refused as this daemon's is.
 """
