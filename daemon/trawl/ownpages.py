@@ -12,6 +12,8 @@ it asks: ``fetch_page`` through plain HTTP, headless Chromium or the extension; 
 * ``policy.check_url``, which every source runs on every URL it reads (the URL asked for, each redirect hop,
   each headless subrequest, the captured document, each frame), refuses them as ``blocked_by_policy``;
   ``browser.hub`` leaves them out of tab listings, so the tab tools and the reader of open tabs never see them.
+* A daemon's status page path (``/s/<32 random characters>/``) on any loopback address and port: another
+  daemon's status tab is neither listed (its secret path with it) nor read.
 * By kind, not address: every page a daemon serves carries :data:`OWN_PAGE_META`, and the stage sequence
   (``stages.prepare``, every source and the reader of open tabs) refuses any HTML whose head carries it
   (:func:`refuse_marked_page`): another trawl daemon's status page, on a port this process does not know (a second
@@ -20,6 +22,7 @@ it asks: ``fetch_page`` through plain HTTP, headless Chromium or the extension; 
 
 from __future__ import annotations
 
+import math
 import re
 import socket
 import threading
@@ -41,6 +44,10 @@ _MARK = re.compile(r"<meta\s[^<>]*\bname\s*=\s*[\"']?trawl-own-page\b", re.IGNOR
 # styles and scripts before the daemon's elements (a dark-mode extension does), and a frame a capture inlines into the
 # body (an ad, an embed) must not make the page around it unreadable.
 _BODY = re.compile(r"<body[\s/>]", re.IGNORECASE)
+
+# A daemon's status page path (server.security.status_prefix): /s/, then secrets.token_urlsafe(STATUS_KEY_BYTES).
+STATUS_KEY_BYTES = 24
+_STATUS_PATH = re.compile(rf"/s/[A-Za-z0-9_-]{{{math.ceil(STATUS_KEY_BYTES * 4 / 3)}}}/")  # base64: 4 chars per 3 bytes
 
 _ports: dict[int, int] = {}  # port -> how many servers of this process serve it
 _lock = threading.Lock()
@@ -92,6 +99,8 @@ def own_page(url: str, settings: Settings | None = None) -> str:
         ours = port in _ports
     if ours or (settings is not None and settings.port and port == settings.port):
         return "the trawl daemon's own page (its status page and API)"
+    if _STATUS_PATH.match(parts.path):  # any daemon's, at any port: its tab is not listed with its secret path
+        return "a trawl daemon's status page"
     return ""
 
 

@@ -96,3 +96,17 @@ def test_the_mark_is_read_in_every_spelling_of_the_tag(head: str) -> None:
     with pytest.raises(TrawlError) as err:
         prepare(page, Settings())
     assert err.value.code == ErrorCode.BLOCKED_BY_POLICY
+
+
+def test_another_daemons_status_path_on_loopback_is_an_own_page_before_anything_is_read() -> None:
+    """list_tabs leaves out what own_page names: a second daemon's status tab, on a port this process does not serve,
+    was listed with its secret path. Its path's shape (server.security.status_prefix) names it, on loopback only."""
+    import secrets
+
+    from trawl.ownpages import own_page
+
+    key = secrets.token_urlsafe(24)
+    assert own_page(f"http://127.0.0.1:47999/s/{key}/", Settings(port=8765))
+    assert own_page(f"http://localhost:47999/s/{key}/?x=1", Settings(port=8765))
+    assert not own_page(f"https://example.com/s/{key}/", Settings(port=8765))  # not loopback: a site's own path
+    assert not own_page("http://127.0.0.1:47999/s/short/", Settings(port=8765))

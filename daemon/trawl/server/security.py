@@ -27,7 +27,7 @@ from aiohttp import web
 from aiohttp.typedefs import Handler
 
 from ..channel.token import same_token
-from ..ownpages import OWN_PAGE_META
+from ..ownpages import OWN_PAGE_META, STATUS_KEY_BYTES
 from .state import STATE, AppState
 
 log = logging.getLogger("trawl.server.security")
@@ -76,7 +76,7 @@ def status_prefix(state: AppState) -> str:
     """
     prefix = state.extras.get("status_prefix")
     if not isinstance(prefix, str):
-        prefix = f"/s/{secrets.token_urlsafe(24)}/"
+        prefix = f"/s/{secrets.token_urlsafe(STATUS_KEY_BYTES)}/"
         state.extras["status_prefix"] = prefix
     return prefix
 
