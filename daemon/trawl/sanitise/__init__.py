@@ -16,6 +16,7 @@ from dataclasses import replace
 
 from ..types import Chunk, Document, Page
 from .chars import (
+    beyond_bmp,
     decode_tags,
     decode_variation_runs,
     disguised_snippets,
@@ -51,8 +52,11 @@ def _smuggled(*texts: str | None) -> list[str]:
     """Text spelled by invisible characters (tag characters, variation-selector runs)."""
     out: list[str] = []
     for t in texts:
-        if t and has_invisible(t) and may_smuggle(t):
-            for s in (*decode_tags(t), *decode_variation_runs(t)):
+        if not (t and has_invisible(t)):
+            continue
+        astral = beyond_bmp(t)  # read by the three searches below: their astral classes are skipped without it
+        if may_smuggle(t, astral):
+            for s in (*decode_tags(t, astral), *decode_variation_runs(t, astral)):
                 if s not in out:
                     out.append(s)
     return out

@@ -31,6 +31,9 @@ _ALWAYS = (
 _ALWAYS_RE = re.compile(f"[{_ALWAYS}]+")
 _VS = "\ufe00-\ufe0f\U000e0100-\U000e01ef"
 _VS_RUN = re.compile(f"[{_VS}]{{2,}}")
+# The same runs in a text with no character past U+FFFF (beyond_bmp false): the astral selectors cannot occur, and a
+# BMP-only class is searched by table, not by trying ranges in turn.
+_VS_RUN_BMP = re.compile("[\ufe00-\ufe0f]{2,}")
 _EMOJI = "\u00a9\u00ae\u203c-\u3299\U0001f000-\U0001faff\ufe0f\U0001f3fb-\U0001f3ff"
 _ZWJ_STRAY = re.compile(f"(?<![{_EMOJI}])\u200d|\u200d(?![{_EMOJI}])")
 _JOINING = "\u0600-\u06ff\u0750-\u077f\u08a0-\u08ff\ufb50-\ufdff\ufe70-\ufefe\u0900-\u0dff"
@@ -41,8 +44,10 @@ _ANY_INVISIBLE_BMP = re.compile(
     "[\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c\u200b\u2060-\u2064\ufeff\u180e\u00ad\ufff9-\ufffb\u034f"
     "\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufffe\uffff\u200c\u200d\ufe00-\ufe0f]")
 _ANY_INVISIBLE_ASTRAL = re.compile("[\U000e0000-\U000e007f\U000e0100-\U000e01ef]")
-# What decode_tags and decode_variation_runs read: without one of these both find nothing.
+# What decode_tags and decode_variation_runs read: without one of these both find nothing. Its BMP part alone answers
+# for a text with no character past U+FFFF.
 _SMUGGLING = re.compile("[\ufe00-\ufe0f\U000e0000-\U000e007f\U000e0100-\U000e01ef]")
+_SMUGGLING_BMP = re.compile("[\ufe00-\ufe0f]")
 
 TAG_MIN_CHARS = 4  # shorter decoded runs are ignored
 _BLACK_FLAG = "\U0001f3f4"
@@ -63,13 +68,23 @@ def beyond_bmp(text: str) -> bool:
     return len(text.encode("utf-16-le", "surrogatepass")) != 2 * len(text)
 
 
-def may_smuggle(text: str) -> bool:
-    """Cheap test: could :func:`decode_tags` or :func:`decode_variation_runs` find anything in ``text``?"""
-    return not text.isascii() and _SMUGGLING.search(text) is not None
+def may_smuggle(text: str, astral: bool | None = None) -> bool:
+    """Cheap test: could :func:`decode_tags` or :func:`decode_variation_runs` find anything in ``text``?
+    ``astral``: beyond_bmp(text), when the caller has it already."""
+    if text.isascii():
+        return False
+    if astral is None:
+        astral = beyond_bmp(text)
+    return (_SMUGGLING if astral else _SMUGGLING_BMP).search(text) is not None
 
 
-def decode_tags(text: str) -> list[str]:
-    """ASCII spelled by each run of tag characters (U+E0020–E007E map to ' '..'~')."""
+def decode_tags(text: str, astral: bool | None = None) -> list[str]:
+    """ASCII spelled by each run of tag characters (U+E0020–E007E map to ' '..'~').
+    ``astral``: beyond_bmp(text), when the caller has it already."""
+    if astral is None:
+        astral = beyond_bmp(text)
+    if not astral:  # tag characters are past U+FFFF: none in this text
+        return []
     out: list[str] = []
     for m in _TAG_RUN.finditer(text):
         if m.start() > 0 and text[m.start() - 1] == _BLACK_FLAG:
@@ -80,10 +95,13 @@ def decode_tags(text: str) -> list[str]:
     return out
 
 
-def decode_variation_runs(text: str) -> list[str]:
-    """Bytes hidden in runs of variation selectors (VS1–16 → 0–15, VS17–256 → 16–255), as text."""
+def decode_variation_runs(text: str, astral: bool | None = None) -> list[str]:
+    """Bytes hidden in runs of variation selectors (VS1–16 → 0–15, VS17–256 → 16–255), as text.
+    ``astral``: beyond_bmp(text), when the caller has it already."""
+    if astral is None:
+        astral = beyond_bmp(text)
     out: list[str] = []
-    for m in _VS_RUN.finditer(text):
+    for m in (_VS_RUN if astral else _VS_RUN_BMP).finditer(text):
         data = bytearray()
         for c in m.group(0):
             cp = ord(c)
