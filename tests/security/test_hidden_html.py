@@ -174,3 +174,17 @@ async def test_hidden_text_through_the_real_daemon(tmp_path: Path, hidden_site: 
     assert not any("instruction_like" in ch.flags or "hidden_instruction" in ch.flags for ch in rule.chunks)
     # A closed <details> holding an attack: flagged as an instruction the page hides.
     assert all("hidden_instruction" in ch.flags for ch in details.chunks)
+
+
+@pytest.mark.parametrize("declaration", ['<?xml version="1.0" encoding="utf-8"?>',
+                                         "<?xml version='1.0' encoding='ISO-8859-1'?>"])
+@pytest.mark.parametrize("technique", ["tiny-font", "stylesheet-tiny", "display-none"])
+def test_an_xml_declaration_does_not_switch_the_scan_off(declaration: str, technique: str, settings: Settings) -> None:
+    """A page opening with an XML declaration that names an encoding (XHTML as some servers send it) was given to
+    lxml as a str, which lxml refuses: no tree, no scan, and its hidden attack reached the agent unreported."""
+    head, element = (NEVER_SEEN | REVEALABLE)[technique]
+    doc, chunks = run(declaration + page_html(head, element, ATTACK), settings)
+    assert any(w.startswith("hidden_instruction") for w in doc.warnings), doc.warnings
+    assert all("hidden_instruction" in c.flags for c in holding(chunks, ATTACK)), chunks
+    if technique in NEVER_SEEN:
+        assert not holding(chunks, ATTACK)

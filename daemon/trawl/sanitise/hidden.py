@@ -428,13 +428,11 @@ def _parse(page_html: str) -> tuple[etree._Element | None, bool]:
         data = src.encode("utf-8")
     # Parsed from UTF-8 bytes, the encoding named: for a str lxml hands libxml2 the string's own buffer (Latin-1,
     # UTF-16 or UTF-32, named), which libxml2 converts to UTF-8 before parsing, so it parses the same bytes, in two
-    # thirds of the time. lxml refuses a str that opens with an XML declaration naming an encoding (ValueError below:
-    # no tree) and bytes it does not, so a page opening with "<?xml" is still parsed as the str.
-    source: str | bytes = src if src.startswith("<?xml") else data
-    parser = etree.HTMLParser(recover=True, no_network=True, remove_comments=True, remove_pis=True,
-                              encoding=None if isinstance(source, str) else "utf-8")
+    # thirds of the time. And a str that opens with an XML declaration naming an encoding is refused by lxml (no tree:
+    # the page went unscanned); bytes with the encoding named are parsed whatever the declaration says.
+    parser = etree.HTMLParser(recover=True, no_network=True, remove_comments=True, remove_pis=True, encoding="utf-8")
     try:
-        root = etree.fromstring(source, parser)
+        root = etree.fromstring(data, parser)
     except (etree.ParserError, etree.XMLSyntaxError, ValueError) as exc:
         log.debug("hidden text: unparsable html: %s", exc)
         return None, True
@@ -482,9 +480,7 @@ def scan(page_html: str, *, reference: bool = False) -> Scan:
     if not page_html or page_html.isspace():
         return Scan((), "")
     root, complete = _parse(page_html)
-    if root is None:
-        return Scan((), "")
-    if not complete:
+    if root is None or not complete:  # no tree, or a partial one: the tags' own flags and styles, read without one
         return Scan(tuple(_raw_passages(page_html)), "")
     if _loads_css(root):
         root.set(_EXTERNAL_CSS, "1")  # before the cascade: var() names may be defined in those sheets
