@@ -8,7 +8,7 @@ have is skipped unevaluated and a matched one tests only the elements that carry
 from __future__ import annotations
 
 import re
-from collections.abc import Container, Iterable
+from collections.abc import Callable, Container, Iterable
 from dataclasses import dataclass
 
 from cssselect import parser as cssp
@@ -154,15 +154,7 @@ class _Ids:
 
     def _index(self) -> dict[str, list[etree._Element]]:
         if self._by_id is None:
-            self._by_id = {}
-            for el in self._root.iter(etree.Element):
-                i = el.get("id")
-                if i:
-                    got = self._by_id.get(i)
-                    if got is None:
-                        self._by_id[i] = [el]
-                    else:
-                        got.append(el)
+            self._by_id = _elements_by(self._root, "id", lambda value: (value,))
         return self._by_id
 
     def get(self, name: str, default: list[etree._Element]) -> list[etree._Element]:
@@ -172,20 +164,23 @@ class _Ids:
         return name in self._index()
 
 
-def _by_class(root: etree._Element) -> dict[str, list[etree._Element]]:
-    """The page's elements by class, in document order (an element whose class attribute repeats a name is listed
-    as often). Every element's attribute is read in one walk: quicker than an XPath for the elements with one."""
-    classes: dict[str, list[etree._Element]] = {}
+def _elements_by(
+    root: etree._Element, attr: str, names: Callable[[str], Iterable[str]]
+) -> dict[str, list[etree._Element]]:
+    """The page's elements by each name ``names`` reads from their (non-empty) ``attr``, in document order (an element
+    naming one twice is listed twice). Every element's attribute is read in one walk: quicker than an XPath for the
+    elements with one."""
+    out: dict[str, list[etree._Element]] = {}
     for el in root.iter(etree.Element):
-        c = el.get("class")
-        if c is not None:
-            for name in c.split():
-                got = classes.get(name)
+        value = el.get(attr)
+        if value:
+            for name in names(value):
+                got = out.get(name)
                 if got is None:
-                    classes[name] = [el]
+                    out[name] = [el]
                 else:
                     got.append(el)
-    return classes
+    return out
 
 
 @dataclass(slots=True)
@@ -197,7 +192,7 @@ class Index:
 
     @classmethod
     def of(cls, root: etree._Element) -> Index:
-        return cls(_Tags(root), _by_class(root), _Ids(root))
+        return cls(_Tags(root), _elements_by(root, "class", str.split), _Ids(root))
 
     @property
     def all(self) -> list[etree._Element]:
