@@ -51,8 +51,8 @@ def _gist(text: str) -> str:
 def _smuggled(*texts: str | None) -> list[str]:
     """Text spelled by invisible characters (tag characters, variation-selector runs)."""
     out: list[str] = []
-    for t in texts:
-        if not (t and has_invisible(t)):
+    for t in texts:  # may_smuggle's characters are all invisible ones: no has_invisible gate needed before it
+        if not t:
             continue
         astral = beyond_bmp(t)  # read by the three searches below: their astral classes are skipped without it
         if may_smuggle(t, astral):
